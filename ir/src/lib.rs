@@ -1,0 +1,1 @@
+//! The tir tensor IR.

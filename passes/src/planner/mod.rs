@@ -1,0 +1,7 @@
+//! Static memory planning, independent of the IR: usage records in, plans out.
+//!
+//! Owned by the planner work (issue 3). See `record.rs` for the input contract.
+
+mod record;
+
+pub use record::UsageRecord;
