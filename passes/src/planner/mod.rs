@@ -2,6 +2,8 @@
 //!
 //! Owned by the planner work (issue 3). See `record.rs` for the input contract.
 
+pub mod csv;
+pub mod heapmap;
 mod record;
 
 pub use record::UsageRecord;

@@ -1,0 +1,353 @@
+//! Usage records as CSV, the exchange format of public memory-allocation benchmark suites.
+//!
+//! The format is the one of google/minimalloc and cappadokes/idealloc (see
+//! `shared/benchmarks/README.md`): a header `id,lower,upper,size` and one buffer per line, live
+//! over the **half-open** interval `[lower, upper)`. A [`UsageRecord`] is closed (Pisarchyk & Lee
+//! §3, as TFLite), so by default `first_op = lower` and `last_op = upper - 1`; with `inclusive`,
+//! the file's interval is read as closed `[lower, upper]` instead.
+//!
+//! Columns are found by header name, so their order is free; fields and names may carry
+//! surrounding whitespace. A plan written back by [`write_records_csv`] carries an extra `offset`
+//! column, which [`read_records_csv`] accepts and ignores, so a planned file reads as its input.
+//!
+//! Every rejection is a [`CsvError`] naming the 1-based line (and the column, where there is one);
+//! the reader never panics.
+
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::num::IntErrorKind;
+
+use super::UsageRecord;
+
+/// The columns every file must have, in the order [`write_records_csv`] writes them.
+pub const REQUIRED_COLUMNS: [&str; 4] = ["id", "lower", "upper", "size"];
+/// The optional column a written plan adds; ignored on read.
+pub const OFFSET_COLUMN: &str = "offset";
+
+/// One buffer of a CSV file: its id exactly as written (trimmed) and its closed lifetime and size.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CsvRecord {
+    /// The buffer's id. Integers in the public suites, but any non-empty text is kept as given.
+    pub id: String,
+    pub record: UsageRecord,
+}
+
+/// A rejected CSV input: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {kind}")]
+pub struct CsvError {
+    /// 1-based line of the offending header or row (of its start, for a quoted multi-line row).
+    pub line: u64,
+    pub kind: CsvErrorKind,
+}
+
+impl CsvError {
+    /// The column the error is about, if it is about one.
+    pub fn column(&self) -> Option<&str> {
+        use CsvErrorKind::*;
+        match &self.kind {
+            MissingColumn { column } | EmptyId { column } => Some(column),
+            UnknownColumn { column } | DuplicateColumn { column } => Some(column),
+            NotAnInteger { column, .. } | Negative { column, .. } | Overflow { column, .. } => {
+                Some(column)
+            }
+            NonPositiveSize { .. } => Some("size"),
+            EmptyLifetime { .. } => Some("upper"),
+            DuplicateId { .. } => Some("id"),
+            Empty | Malformed { .. } | FieldCount { .. } => None,
+        }
+    }
+}
+
+/// Why a CSV input was rejected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CsvErrorKind {
+    #[error("empty input, expected the header `id,lower,upper,size`")]
+    Empty,
+    #[error("malformed CSV: {message}")]
+    Malformed { message: String },
+    #[error("header lacks the column `{column}` (expected `id,lower,upper,size`)")]
+    MissingColumn { column: &'static str },
+    #[error("unknown column `{column}` in the header (expected `id,lower,upper,size[,offset]`)")]
+    UnknownColumn { column: String },
+    #[error("column `{column}` appears twice in the header")]
+    DuplicateColumn { column: String },
+    #[error("expected {expected} fields as in the header, got {found}")]
+    FieldCount { expected: usize, found: usize },
+    #[error("`{column}` is empty")]
+    EmptyId { column: &'static str },
+    #[error("`{column}` must be an integer, got {value:?}")]
+    NotAnInteger { column: &'static str, value: String },
+    #[error("`{column}` must not be negative, got {value}")]
+    Negative { column: &'static str, value: String },
+    #[error("`{column}` does not fit in 64 bits, got {value}")]
+    Overflow { column: &'static str, value: String },
+    #[error("size must be positive, got {value}")]
+    NonPositiveSize { value: String },
+    #[error("{}", describe_empty_lifetime(*.lower, *.upper, *.inclusive))]
+    EmptyLifetime {
+        lower: u64,
+        upper: u64,
+        inclusive: bool,
+    },
+    #[error("duplicate id {id:?} (first on line {first_line})")]
+    DuplicateId { id: String, first_line: u64 },
+}
+
+fn describe_empty_lifetime(lower: u64, upper: u64, inclusive: bool) -> String {
+    if inclusive {
+        format!("lower must not exceed upper in a closed interval, got [{lower}, {upper}]")
+    } else {
+        format!("lower must be less than upper in a half-open interval, got [{lower}, {upper})")
+    }
+}
+
+/// Where each known column sits in a row.
+struct Columns {
+    id: usize,
+    lower: usize,
+    upper: usize,
+    size: usize,
+    count: usize,
+}
+
+fn parse_header(fields: &::csv::StringRecord, line: u64) -> Result<Columns, CsvError> {
+    let err = |kind| CsvError { line, kind };
+    let mut slots: [Option<usize>; 4] = [None; 4];
+    let mut offset_seen = false;
+    for (index, name) in fields.iter().enumerate() {
+        let slot = match REQUIRED_COLUMNS.iter().position(|c| *c == name) {
+            Some(slot) => &mut slots[slot],
+            None if name == OFFSET_COLUMN => {
+                if offset_seen {
+                    return Err(err(CsvErrorKind::DuplicateColumn {
+                        column: name.to_string(),
+                    }));
+                }
+                offset_seen = true;
+                continue;
+            }
+            None => {
+                return Err(err(CsvErrorKind::UnknownColumn {
+                    column: name.to_string(),
+                }))
+            }
+        };
+        if slot.is_some() {
+            return Err(err(CsvErrorKind::DuplicateColumn {
+                column: name.to_string(),
+            }));
+        }
+        *slot = Some(index);
+    }
+    let find = |slot: usize| {
+        slots[slot].ok_or(CsvError {
+            line,
+            kind: CsvErrorKind::MissingColumn {
+                column: REQUIRED_COLUMNS[slot],
+            },
+        })
+    };
+    Ok(Columns {
+        id: find(0)?,
+        lower: find(1)?,
+        upper: find(2)?,
+        size: find(3)?,
+        count: fields.len(),
+    })
+}
+
+/// Parses a non-negative integer field, telling apart the ways it can fail.
+fn parse_u64(value: &str, column: &'static str, line: u64) -> Result<u64, CsvError> {
+    let err = |kind| CsvError { line, kind };
+    value.parse::<u64>().map_err(|e| match e.kind() {
+        IntErrorKind::PosOverflow => err(CsvErrorKind::Overflow {
+            column,
+            value: value.to_string(),
+        }),
+        _ => match value.strip_prefix('-') {
+            Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                if column == "size" {
+                    err(CsvErrorKind::NonPositiveSize {
+                        value: value.to_string(),
+                    })
+                } else {
+                    err(CsvErrorKind::Negative {
+                        column,
+                        value: value.to_string(),
+                    })
+                }
+            }
+            _ => err(CsvErrorKind::NotAnInteger {
+                column,
+                value: value.to_string(),
+            }),
+        },
+    })
+}
+
+fn parse_op(value: &str, column: &'static str, line: u64) -> Result<usize, CsvError> {
+    let n = parse_u64(value, column, line)?;
+    usize::try_from(n).map_err(|_| CsvError {
+        line,
+        kind: CsvErrorKind::Overflow {
+            column,
+            value: value.to_string(),
+        },
+    })
+}
+
+fn malformed(error: &::csv::Error, fallback_line: u64) -> CsvError {
+    let line = error.position().map_or(fallback_line, |p| p.line());
+    CsvError {
+        line,
+        kind: CsvErrorKind::Malformed {
+            message: error.to_string(),
+        },
+    }
+}
+
+/// Reads usage records from CSV text with the header `id,lower,upper,size` (any column order,
+/// an optional ignored `offset` column).
+///
+/// Lifetimes are half-open `[lower, upper)` unless `inclusive`, in which case they are closed
+/// `[lower, upper]`. A header with no rows is an empty record set; an input without a header is an
+/// error. Blank lines are skipped.
+pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, CsvError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut reader = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(::csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let mut rows = reader.records();
+
+    let columns = match rows.next() {
+        None => {
+            return Err(CsvError {
+                line: 1,
+                kind: CsvErrorKind::Empty,
+            })
+        }
+        Some(Err(e)) => return Err(malformed(&e, 1)),
+        Some(Ok(header)) => {
+            let line = header.position().map_or(1, |p| p.line());
+            parse_header(&header, line)?
+        }
+    };
+
+    let mut records = Vec::new();
+    let mut first_seen: HashMap<String, u64> = HashMap::new();
+    let mut last_line = 1;
+    for row in rows {
+        let row = row.map_err(|e| malformed(&e, last_line + 1))?;
+        let line = row.position().map_or(last_line + 1, |p| p.line());
+        last_line = line;
+        let err = |kind| CsvError { line, kind };
+        if row.len() != columns.count {
+            return Err(err(CsvErrorKind::FieldCount {
+                expected: columns.count,
+                found: row.len(),
+            }));
+        }
+        let field = |index: usize| row.get(index).unwrap_or("");
+
+        let id = field(columns.id);
+        if id.is_empty() {
+            return Err(err(CsvErrorKind::EmptyId { column: "id" }));
+        }
+        let lower = parse_op(field(columns.lower), "lower", line)?;
+        let upper = parse_op(field(columns.upper), "upper", line)?;
+        let size_text = field(columns.size);
+        let size = parse_u64(size_text, "size", line)?;
+        if size == 0 {
+            return Err(err(CsvErrorKind::NonPositiveSize {
+                value: size_text.to_string(),
+            }));
+        }
+        let last_op = if inclusive {
+            (lower <= upper).then_some(upper)
+        } else {
+            (lower < upper).then(|| upper - 1)
+        };
+        let Some(last_op) = last_op else {
+            return Err(err(CsvErrorKind::EmptyLifetime {
+                lower: lower as u64,
+                upper: upper as u64,
+                inclusive,
+            }));
+        };
+        if let Some(&first_line) = first_seen.get(id) {
+            return Err(err(CsvErrorKind::DuplicateId {
+                id: id.to_string(),
+                first_line,
+            }));
+        }
+        first_seen.insert(id.to_string(), line);
+        records.push(CsvRecord {
+            id: id.to_string(),
+            record: UsageRecord {
+                first_op: lower,
+                last_op,
+                size,
+            },
+        });
+    }
+    Ok(records)
+}
+
+/// Writes records in the format [`read_records_csv`] reads: header `id,lower,upper,size`, plus
+/// `offset` when `offsets` is given, lines ending in `\n`.
+///
+/// With `inclusive` the closed lifetime is written as is, otherwise as half-open
+/// `[first_op, last_op + 1)`. Ids that need it are quoted. Should `offsets` be shorter than
+/// `records`, the rows without one get an empty `offset` field; extra offsets are ignored.
+pub fn write_records_csv(
+    records: &[CsvRecord],
+    offsets: Option<&[u64]>,
+    inclusive: bool,
+) -> String {
+    let mut out = String::with_capacity(32 * (records.len() + 1));
+    out.push_str("id,lower,upper,size");
+    if offsets.is_some() {
+        out.push(',');
+        out.push_str(OFFSET_COLUMN);
+    }
+    out.push('\n');
+    for (index, CsvRecord { id, record }) in records.iter().enumerate() {
+        // u128: `last_op + 1` must not wrap even for `usize::MAX`.
+        let upper = record.last_op as u128 + u128::from(!inclusive);
+        // Writing into a String cannot fail.
+        let _ = write!(
+            out,
+            "{},{},{},{}",
+            QuotedField(id),
+            record.first_op,
+            upper,
+            record.size
+        );
+        if let Some(offsets) = offsets {
+            out.push(',');
+            if let Some(offset) = offsets.get(index) {
+                let _ = write!(out, "{offset}");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A field as RFC 4180 wants it: quoted (with doubled quotes) when it holds a delimiter, a quote
+/// or a line break. (Whitespace at either end is trimmed by the reader, quoted or not.)
+struct QuotedField<'a>(&'a str);
+
+impl fmt::Display for QuotedField<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        if s.contains([',', '"', '\n', '\r']) {
+            write!(f, "\"{}\"", s.replace('"', "\"\""))
+        } else {
+            f.write_str(s)
+        }
+    }
+}
