@@ -1,0 +1,883 @@
+//! The closed set of operations, with ONNX semantics on NCHW tensors.
+//!
+//! Adding a variant breaks the build everywhere that must handle it: attribute reading and
+//! writing here, the shape rule in `shape.rs`, and every later pass and backend.
+
+use crate::attr::{Attr, AttrError, AttrReader, AttrWriter};
+use crate::span::Span;
+use std::fmt;
+use std::str::FromStr;
+
+/// An activation fused into the op that produces its input, as TFLite stores its models
+/// (`fused_activation_function`). The seed paper's figures count such fused graphs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    Relu,
+    Relu6,
+    /// `min(max(x, -1), 1)`, TFLite's `RELU_N1_TO_1`.
+    ReluN1To1,
+    Tanh,
+    Sigmoid,
+    HardSwish,
+}
+
+impl Activation {
+    pub const ALL: [Activation; 6] = [
+        Activation::Relu,
+        Activation::Relu6,
+        Activation::ReluN1To1,
+        Activation::Tanh,
+        Activation::Sigmoid,
+        Activation::HardSwish,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Relu => "relu",
+            Activation::Relu6 => "relu6",
+            Activation::ReluN1To1 => "relu_n1_to_1",
+            Activation::Tanh => "tanh",
+            Activation::Sigmoid => "sigmoid",
+            Activation::HardSwish => "hard_swish",
+        }
+    }
+}
+
+macro_rules! word_enum {
+    ($ty:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl FromStr for $ty {
+            type Err = ();
+            fn from_str(s: &str) -> Result<Self, ()> {
+                match s { $($name => Ok($ty::$variant),)* _ => Err(()) }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self { $($ty::$variant => $name,)* })
+            }
+        }
+    };
+}
+
+word_enum!(Activation {
+    Relu => "relu", Relu6 => "relu6", ReluN1To1 => "relu_n1_to_1", Tanh => "tanh",
+    Sigmoid => "sigmoid", HardSwish => "hard_swish",
+});
+
+/// Element-wise binary arithmetic with NumPy broadcasting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// Element-wise unary functions without attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Relu,
+    /// `min(max(x, 0), 6)`.
+    Relu6,
+    Sigmoid,
+    Tanh,
+    /// `x * relu6(x + 3) / 6` (MobileNet v3).
+    HardSwish,
+    /// `0.5 x (1 + erf(x / sqrt 2))`, the exact form (ONNX Gelu, `approximate = "none"`).
+    Gelu,
+    Exp,
+}
+
+/// Padding mode of `pad`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PadMode {
+    Constant,
+    Reflect,
+    Edge,
+}
+word_enum!(PadMode { Constant => "constant", Reflect => "reflect", Edge => "edge" });
+
+/// Interpolation of `resize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResizeMode {
+    Nearest,
+    Bilinear,
+}
+word_enum!(ResizeMode { Nearest => "nearest", Bilinear => "bilinear" });
+
+/// How `resize` maps an output coordinate to an input coordinate (ONNX
+/// `coordinate_transformation_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoordMode {
+    HalfPixel,
+    PytorchHalfPixel,
+    AlignCorners,
+    Asymmetric,
+}
+word_enum!(CoordMode {
+    HalfPixel => "half_pixel", PytorchHalfPixel => "pytorch_half_pixel",
+    AlignCorners => "align_corners", Asymmetric => "asymmetric",
+});
+
+/// Rounding of the source index in nearest-neighbour `resize` (ONNX `nearest_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NearestMode {
+    RoundPreferFloor,
+    RoundPreferCeil,
+    Floor,
+    Ceil,
+}
+word_enum!(NearestMode {
+    RoundPreferFloor => "round_prefer_floor", RoundPreferCeil => "round_prefer_ceil",
+    Floor => "floor", Ceil => "ceil",
+});
+
+/// 2-D convolution (ONNX Conv on NCHW). Operands: input `[N, C, H, W]`, weight
+/// `[M, C/groups, kH, kW]`, optional bias `[M]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conv2d {
+    pub strides: [u64; 2],
+    pub dilations: [u64; 2],
+    /// `[top, left, bottom, right]`, ONNX's `[x1_begin, x2_begin, x1_end, x2_end]`.
+    pub pads: [u64; 4],
+    pub groups: u64,
+    pub activation: Option<Activation>,
+}
+
+impl Default for Conv2d {
+    fn default() -> Self {
+        Conv2d {
+            strides: [1, 1],
+            dilations: [1, 1],
+            pads: [0; 4],
+            groups: 1,
+            activation: None,
+        }
+    }
+}
+
+/// 2-D max or average pooling on NCHW.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pool2d {
+    pub kernel: [u64; 2],
+    pub strides: [u64; 2],
+    pub pads: [u64; 4],
+    /// Output size rounds up instead of down (ONNX `ceil_mode`).
+    pub ceil_mode: bool,
+    /// Average pooling only: padded cells count in the divisor.
+    pub count_include_pad: bool,
+}
+
+/// General matrix multiply `alpha * op(A) op(B) + beta * C` (ONNX Gemm), rank-2 operands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gemm {
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub alpha: f64,
+    pub beta: f64,
+    pub activation: Option<Activation>,
+}
+
+impl Default for Gemm {
+    fn default() -> Self {
+        Gemm {
+            trans_a: false,
+            trans_b: false,
+            alpha: 1.0,
+            beta: 1.0,
+            activation: None,
+        }
+    }
+}
+
+/// ONNX Slice with every input folded to a static attribute.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slice {
+    pub starts: Vec<i64>,
+    pub ends: Vec<i64>,
+    /// Defaults to `0..starts.len()`.
+    pub axes: Vec<i64>,
+    /// Defaults to all ones.
+    pub steps: Vec<i64>,
+}
+
+/// ONNX Resize on the two spatial axes of an NCHW tensor, to a static output size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resize {
+    /// Output `[H, W]`.
+    pub size: [u64; 2],
+    pub mode: ResizeMode,
+    pub coord: CoordMode,
+    pub nearest: NearestMode,
+}
+
+/// One operation. The enum is closed: every pass matches on it exhaustively.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// A weight: named tensor from the weights file, or generated from a seed when none is given.
+    Const {
+        name: String,
+    },
+    Conv2d(Conv2d),
+    /// NumPy matmul semantics (batched, broadcast over leading dims).
+    MatMul {
+        activation: Option<Activation>,
+    },
+    Gemm(Gemm),
+    Binary {
+        op: BinaryOp,
+        activation: Option<Activation>,
+    },
+    Unary(UnaryOp),
+    Clip {
+        min: f64,
+        max: f64,
+    },
+    /// `max(0, min(1, alpha * x + beta))`.
+    HardSigmoid {
+        alpha: f64,
+        beta: f64,
+    },
+    /// `x < 0 ? slope * x : x`, slope broadcast to x.
+    Prelu,
+    MaxPool(Pool2d),
+    AvgPool(Pool2d),
+    GlobalAvgPool,
+    Concat {
+        axis: i64,
+    },
+    /// Splits along `axis` into pieces of the given sizes; one result per piece.
+    Split {
+        axis: i64,
+        sizes: Vec<u64>,
+    },
+    Slice(Slice),
+    /// Target shape; at most one `-1`, which is inferred. (ONNX's `0` is resolved at import.)
+    Reshape {
+        shape: Vec<i64>,
+    },
+    Flatten {
+        axis: i64,
+    },
+    Squeeze {
+        axes: Vec<i64>,
+    },
+    Unsqueeze {
+        axes: Vec<i64>,
+    },
+    Transpose {
+        perm: Vec<u64>,
+    },
+    Softmax {
+        axis: i64,
+    },
+    /// `pads` is ONNX's `[x1_begin, x2_begin, ..., x1_end, x2_end, ...]`, 2 × rank values.
+    Pad {
+        pads: Vec<u64>,
+        mode: PadMode,
+        value: f64,
+    },
+    /// Inference batch normalisation. Operands: x, scale, bias, mean, var (each `[C]`).
+    BatchNorm {
+        epsilon: f64,
+    },
+    /// Normalisation over the axes from `axis` on. Operands: x, scale, optional bias.
+    LayerNorm {
+        axis: i64,
+        epsilon: f64,
+    },
+    ReduceMean {
+        axes: Vec<i64>,
+        keepdims: bool,
+    },
+    Resize(Resize),
+}
+
+/// How many operands an op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arity {
+    Exactly(usize),
+    Range(usize, usize),
+    AtLeast(usize),
+}
+
+impl Arity {
+    pub fn accepts(self, n: usize) -> bool {
+        match self {
+            Arity::Exactly(k) => n == k,
+            Arity::Range(lo, hi) => (lo..=hi).contains(&n),
+            Arity::AtLeast(k) => n >= k,
+        }
+    }
+}
+
+impl fmt::Display for Arity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match *self {
+            Arity::Exactly(k) => write!(f, "{k} operand{}", plural(k)),
+            Arity::Range(lo, hi) => write!(f, "{lo} to {hi} operands"),
+            Arity::AtLeast(k) => write!(f, "at least {k} operand{}", plural(k)),
+        }
+    }
+}
+
+/// Every op name the text accepts, for "unknown op" hints and docs.
+pub const OP_NAMES: &[&str] = &[
+    "const",
+    "conv2d",
+    "matmul",
+    "gemm",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "relu",
+    "relu6",
+    "sigmoid",
+    "tanh",
+    "hard_swish",
+    "gelu",
+    "exp",
+    "clip",
+    "hard_sigmoid",
+    "prelu",
+    "max_pool",
+    "avg_pool",
+    "global_avg_pool",
+    "concat",
+    "split",
+    "slice",
+    "reshape",
+    "flatten",
+    "squeeze",
+    "unsqueeze",
+    "transpose",
+    "softmax",
+    "pad",
+    "batch_norm",
+    "layer_norm",
+    "reduce_mean",
+    "resize",
+];
+
+impl Op {
+    /// The op's name as written in the text.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Const { .. } => "const",
+            Op::Conv2d(_) => "conv2d",
+            Op::MatMul { .. } => "matmul",
+            Op::Gemm(_) => "gemm",
+            Op::Binary { op, .. } => match op {
+                BinaryOp::Add => "add",
+                BinaryOp::Sub => "sub",
+                BinaryOp::Mul => "mul",
+                BinaryOp::Div => "div",
+            },
+            Op::Unary(u) => match u {
+                UnaryOp::Relu => "relu",
+                UnaryOp::Relu6 => "relu6",
+                UnaryOp::Sigmoid => "sigmoid",
+                UnaryOp::Tanh => "tanh",
+                UnaryOp::HardSwish => "hard_swish",
+                UnaryOp::Gelu => "gelu",
+                UnaryOp::Exp => "exp",
+            },
+            Op::Clip { .. } => "clip",
+            Op::HardSigmoid { .. } => "hard_sigmoid",
+            Op::Prelu => "prelu",
+            Op::MaxPool(_) => "max_pool",
+            Op::AvgPool(_) => "avg_pool",
+            Op::GlobalAvgPool => "global_avg_pool",
+            Op::Concat { .. } => "concat",
+            Op::Split { .. } => "split",
+            Op::Slice(_) => "slice",
+            Op::Reshape { .. } => "reshape",
+            Op::Flatten { .. } => "flatten",
+            Op::Squeeze { .. } => "squeeze",
+            Op::Unsqueeze { .. } => "unsqueeze",
+            Op::Transpose { .. } => "transpose",
+            Op::Softmax { .. } => "softmax",
+            Op::Pad { .. } => "pad",
+            Op::BatchNorm { .. } => "batch_norm",
+            Op::LayerNorm { .. } => "layer_norm",
+            Op::ReduceMean { .. } => "reduce_mean",
+            Op::Resize(_) => "resize",
+        }
+    }
+
+    pub fn arity(&self) -> Arity {
+        match self {
+            Op::Const { .. } => Arity::Exactly(0),
+            Op::Conv2d(_) | Op::Gemm(_) => Arity::Range(2, 3),
+            Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
+            Op::LayerNorm { .. } => Arity::Range(2, 3),
+            Op::BatchNorm { .. } => Arity::Exactly(5),
+            Op::Concat { .. } => Arity::AtLeast(1),
+            Op::Unary(_)
+            | Op::Clip { .. }
+            | Op::HardSigmoid { .. }
+            | Op::MaxPool(_)
+            | Op::AvgPool(_)
+            | Op::GlobalAvgPool
+            | Op::Split { .. }
+            | Op::Slice(_)
+            | Op::Reshape { .. }
+            | Op::Flatten { .. }
+            | Op::Squeeze { .. }
+            | Op::Unsqueeze { .. }
+            | Op::Transpose { .. }
+            | Op::Softmax { .. }
+            | Op::Pad { .. }
+            | Op::ReduceMean { .. }
+            | Op::Resize(_) => Arity::Exactly(1),
+        }
+    }
+
+    /// Number of results; only `split` has more than one.
+    pub fn num_results(&self) -> usize {
+        match self {
+            Op::Split { sizes, .. } => sizes.len(),
+            _ => 1,
+        }
+    }
+
+    /// The fused activation, for the ops that carry one.
+    pub fn activation(&self) -> Option<Activation> {
+        match self {
+            Op::Conv2d(c) => c.activation,
+            Op::Gemm(g) => g.activation,
+            Op::MatMul { activation } | Op::Binary { activation, .. } => *activation,
+            _ => None,
+        }
+    }
+
+    /// Whether the result only reinterprets its operand's bytes (same data, new shape).
+    pub fn is_view(&self) -> bool {
+        matches!(
+            self,
+            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. }
+        )
+    }
+
+    /// Builds an op from its name and attribute dictionary, reporting every bad attribute.
+    /// Returns `Ok(None)` for a name that is not an op.
+    pub fn from_parts(
+        name: &str,
+        attrs: &[Attr],
+        span: Span,
+    ) -> Result<Option<Op>, Vec<AttrError>> {
+        let Some(&name) = OP_NAMES.iter().find(|n| **n == name) else {
+            return Ok(None);
+        };
+        let mut r = AttrReader::new(name, attrs, span);
+        let (op, known): (Op, &[&str]) = match name {
+            "const" => (
+                Op::Const {
+                    name: r.string_req("name"),
+                },
+                &["name"],
+            ),
+            "conv2d" => {
+                let d = Conv2d::default();
+                let c = Conv2d {
+                    strides: r.uints_n("strides", d.strides),
+                    dilations: r.uints_n("dilations", d.dilations),
+                    pads: r.uints_n("pads", d.pads),
+                    groups: r.uint("groups", d.groups),
+                    activation: r.word("activation", ACTIVATIONS),
+                };
+                positive(&mut r, "strides", &c.strides);
+                positive(&mut r, "dilations", &c.dilations);
+                if c.groups == 0 {
+                    r.bad("groups", "must be positive");
+                }
+                (
+                    Op::Conv2d(c),
+                    &["strides", "dilations", "pads", "groups", "activation"],
+                )
+            }
+            "matmul" => (
+                Op::MatMul {
+                    activation: r.word("activation", ACTIVATIONS),
+                },
+                &["activation"],
+            ),
+            "gemm" => {
+                let d = Gemm::default();
+                let g = Gemm {
+                    trans_a: r.bool("trans_a", d.trans_a),
+                    trans_b: r.bool("trans_b", d.trans_b),
+                    alpha: r.float("alpha", d.alpha),
+                    beta: r.float("beta", d.beta),
+                    activation: r.word("activation", ACTIVATIONS),
+                };
+                (
+                    Op::Gemm(g),
+                    &["trans_a", "trans_b", "alpha", "beta", "activation"],
+                )
+            }
+            "add" | "sub" | "mul" | "div" => {
+                let op = match name {
+                    "add" => BinaryOp::Add,
+                    "sub" => BinaryOp::Sub,
+                    "mul" => BinaryOp::Mul,
+                    _ => BinaryOp::Div,
+                };
+                (
+                    Op::Binary {
+                        op,
+                        activation: r.word("activation", ACTIVATIONS),
+                    },
+                    &["activation"],
+                )
+            }
+            "relu" => (Op::Unary(UnaryOp::Relu), &[]),
+            "relu6" => (Op::Unary(UnaryOp::Relu6), &[]),
+            "sigmoid" => (Op::Unary(UnaryOp::Sigmoid), &[]),
+            "tanh" => (Op::Unary(UnaryOp::Tanh), &[]),
+            "hard_swish" => (Op::Unary(UnaryOp::HardSwish), &[]),
+            "gelu" => (Op::Unary(UnaryOp::Gelu), &[]),
+            "exp" => (Op::Unary(UnaryOp::Exp), &[]),
+            "clip" => {
+                let min = r.float("min", f64::NEG_INFINITY);
+                let max = r.float("max", f64::INFINITY);
+                if min > max {
+                    r.bad("min", format!("min ({min}) is greater than max ({max})"));
+                }
+                (Op::Clip { min, max }, &["min", "max"])
+            }
+            "hard_sigmoid" => (
+                Op::HardSigmoid {
+                    alpha: r.float("alpha", 0.2),
+                    beta: r.float("beta", 0.5),
+                },
+                &["alpha", "beta"],
+            ),
+            "prelu" => (Op::Prelu, &[]),
+            "max_pool" | "avg_pool" => {
+                let kernel = r.uints_n_req("kernel");
+                let p = Pool2d {
+                    kernel,
+                    strides: r.uints_n("strides", [1, 1]),
+                    pads: r.uints_n("pads", [0; 4]),
+                    ceil_mode: r.bool("ceil_mode", false),
+                    count_include_pad: if name == "avg_pool" {
+                        r.bool("count_include_pad", false)
+                    } else {
+                        false
+                    },
+                };
+                positive(&mut r, "strides", &p.strides);
+                if name == "max_pool" {
+                    (Op::MaxPool(p), &["kernel", "strides", "pads", "ceil_mode"])
+                } else {
+                    (
+                        Op::AvgPool(p),
+                        &[
+                            "kernel",
+                            "strides",
+                            "pads",
+                            "ceil_mode",
+                            "count_include_pad",
+                        ],
+                    )
+                }
+            }
+            "global_avg_pool" => (Op::GlobalAvgPool, &[]),
+            "concat" => (
+                Op::Concat {
+                    axis: r.int_req("axis"),
+                },
+                &["axis"],
+            ),
+            "split" => {
+                let axis = r.int_req("axis");
+                let sizes = r.ints_req("sizes");
+                let mut ok = Vec::with_capacity(sizes.len());
+                for s in sizes {
+                    if s <= 0 {
+                        r.bad("sizes", format!("sizes must be positive, got {s}"));
+                    } else {
+                        ok.push(s as u64);
+                    }
+                }
+                if ok.is_empty()
+                    && !r.errors.iter().any(|e| {
+                        matches!(
+                            e,
+                            AttrError::BadValue { .. }
+                                | AttrError::Missing { .. }
+                                | AttrError::WrongType { .. }
+                        )
+                    })
+                {
+                    r.bad("sizes", "must name at least one piece");
+                }
+                (Op::Split { axis, sizes: ok }, &["axis", "sizes"])
+            }
+            "slice" => {
+                let starts = r.ints_req("starts");
+                let ends = r.ints_req("ends");
+                let axes = r
+                    .ints_opt("axes")
+                    .unwrap_or_else(|| (0..starts.len() as i64).collect());
+                let steps = r.ints_opt("steps").unwrap_or_else(|| vec![1; starts.len()]);
+                if ends.len() != starts.len()
+                    || axes.len() != starts.len()
+                    || steps.len() != starts.len()
+                {
+                    r.bad(
+                        "ends",
+                        "starts, ends, axes and steps must have the same length",
+                    );
+                }
+                if steps.contains(&0) {
+                    r.bad("steps", "steps must not be zero");
+                }
+                (
+                    Op::Slice(Slice {
+                        starts,
+                        ends,
+                        axes,
+                        steps,
+                    }),
+                    &["starts", "ends", "axes", "steps"],
+                )
+            }
+            "reshape" => {
+                let shape = r.ints_req("shape");
+                if shape.iter().filter(|d| **d == -1).count() > 1 {
+                    r.bad("shape", "at most one dimension may be -1");
+                }
+                if let Some(d) = shape.iter().find(|d| **d < -1) {
+                    r.bad(
+                        "shape",
+                        format!("dimensions must be -1 or non-negative, got {d}"),
+                    );
+                }
+                (Op::Reshape { shape }, &["shape"])
+            }
+            "flatten" => (
+                Op::Flatten {
+                    axis: r.int("axis", 1),
+                },
+                &["axis"],
+            ),
+            "squeeze" => (
+                Op::Squeeze {
+                    axes: r.ints_req("axes"),
+                },
+                &["axes"],
+            ),
+            "unsqueeze" => (
+                Op::Unsqueeze {
+                    axes: r.ints_req("axes"),
+                },
+                &["axes"],
+            ),
+            "transpose" => {
+                let perm = r.ints_req("perm");
+                let mut ok = Vec::with_capacity(perm.len());
+                for p in perm {
+                    if p < 0 {
+                        r.bad("perm", format!("entries must not be negative, got {p}"));
+                    } else {
+                        ok.push(p as u64);
+                    }
+                }
+                (Op::Transpose { perm: ok }, &["perm"])
+            }
+            "softmax" => (
+                Op::Softmax {
+                    axis: r.int("axis", -1),
+                },
+                &["axis"],
+            ),
+            "pad" => {
+                let pads = r.ints_req("pads");
+                let mut ok = Vec::with_capacity(pads.len());
+                for p in pads {
+                    if p < 0 {
+                        r.bad(
+                            "pads",
+                            format!("negative padding is not supported, got {p}"),
+                        );
+                    } else {
+                        ok.push(p as u64);
+                    }
+                }
+                let mode = r
+                    .word("mode", "`constant`, `reflect` or `edge`")
+                    .unwrap_or(PadMode::Constant);
+                let value = r.float("value", 0.0);
+                (
+                    Op::Pad {
+                        pads: ok,
+                        mode,
+                        value,
+                    },
+                    &["pads", "mode", "value"],
+                )
+            }
+            "batch_norm" => (
+                Op::BatchNorm {
+                    epsilon: r.float("epsilon", 1e-5),
+                },
+                &["epsilon"],
+            ),
+            "layer_norm" => (
+                Op::LayerNorm {
+                    axis: r.int("axis", -1),
+                    epsilon: r.float("epsilon", 1e-5),
+                },
+                &["axis", "epsilon"],
+            ),
+            "reduce_mean" => (
+                Op::ReduceMean {
+                    axes: r.ints_req("axes"),
+                    keepdims: r.bool("keepdims", true),
+                },
+                &["axes", "keepdims"],
+            ),
+            "resize" => {
+                let size = r.uints_n_req("size");
+                let mode = r
+                    .word("mode", "`nearest` or `bilinear`")
+                    .unwrap_or(ResizeMode::Nearest);
+                let coord = r
+                    .word(
+                        "coordinate_transformation_mode",
+                        "a coordinate transformation mode",
+                    )
+                    .unwrap_or(CoordMode::HalfPixel);
+                let nearest = r
+                    .word("nearest_mode", "a nearest mode")
+                    .unwrap_or(NearestMode::RoundPreferFloor);
+                (
+                    Op::Resize(Resize {
+                        size,
+                        mode,
+                        coord,
+                        nearest,
+                    }),
+                    &[
+                        "size",
+                        "mode",
+                        "coordinate_transformation_mode",
+                        "nearest_mode",
+                    ],
+                )
+            }
+            _ => unreachable!("every name in OP_NAMES is handled"),
+        };
+        let errors = r.finish(known);
+        if errors.is_empty() {
+            Ok(Some(op))
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// The canonical attribute list: declared order, defaults omitted.
+    pub fn attrs(&self) -> Vec<(&'static str, String)> {
+        let mut w = AttrWriter::default();
+        let act = |w: &mut AttrWriter, a: &Option<Activation>| {
+            if let Some(a) = a {
+                w.word("activation", a);
+            }
+        };
+        match self {
+            Op::Const { name } => w.string("name", name),
+            Op::Conv2d(c) => {
+                let d = Conv2d::default();
+                w.ints("strides", &c.strides, Some(&d.strides));
+                w.ints("dilations", &c.dilations, Some(&d.dilations));
+                w.ints("pads", &c.pads, Some(&d.pads));
+                w.int("groups", c.groups as i64, Some(1));
+                act(&mut w, &c.activation);
+            }
+            Op::MatMul { activation } | Op::Binary { activation, .. } => act(&mut w, activation),
+            Op::Gemm(g) => {
+                w.bool("trans_a", g.trans_a, false);
+                w.bool("trans_b", g.trans_b, false);
+                w.float("alpha", g.alpha, Some(1.0));
+                w.float("beta", g.beta, Some(1.0));
+                act(&mut w, &g.activation);
+            }
+            Op::Unary(_) | Op::Prelu | Op::GlobalAvgPool => {}
+            Op::Clip { min, max } => {
+                w.float("min", *min, Some(f64::NEG_INFINITY));
+                w.float("max", *max, Some(f64::INFINITY));
+            }
+            Op::HardSigmoid { alpha, beta } => {
+                w.float("alpha", *alpha, Some(0.2));
+                w.float("beta", *beta, Some(0.5));
+            }
+            Op::MaxPool(p) | Op::AvgPool(p) => {
+                w.ints("kernel", &p.kernel, None);
+                w.ints("strides", &p.strides, Some(&[1, 1]));
+                w.ints("pads", &p.pads, Some(&[0; 4]));
+                w.bool("ceil_mode", p.ceil_mode, false);
+                if matches!(self, Op::AvgPool(_)) {
+                    w.bool("count_include_pad", p.count_include_pad, false);
+                }
+            }
+            Op::Concat { axis } => w.int("axis", *axis, None),
+            Op::Split { axis, sizes } => {
+                w.int("axis", *axis, None);
+                w.ints("sizes", sizes, None);
+            }
+            Op::Slice(s) => {
+                w.ints("starts", &s.starts, None);
+                w.ints("ends", &s.ends, None);
+                let default_axes: Vec<i64> = (0..s.starts.len() as i64).collect();
+                w.ints("axes", &s.axes, Some(&default_axes));
+                w.ints("steps", &s.steps, Some(&vec![1; s.starts.len()]));
+            }
+            Op::Reshape { shape } => w.ints("shape", shape, None),
+            Op::Flatten { axis } => w.int("axis", *axis, Some(1)),
+            Op::Squeeze { axes } | Op::Unsqueeze { axes } => w.ints("axes", axes, None),
+            Op::Transpose { perm } => w.ints("perm", perm, None),
+            Op::Softmax { axis } => w.int("axis", *axis, Some(-1)),
+            Op::Pad { pads, mode, value } => {
+                w.ints("pads", pads, None);
+                if *mode != PadMode::Constant {
+                    w.word("mode", mode);
+                }
+                w.float("value", *value, Some(0.0));
+            }
+            Op::BatchNorm { epsilon } => w.float("epsilon", *epsilon, Some(1e-5)),
+            Op::LayerNorm { axis, epsilon } => {
+                w.int("axis", *axis, Some(-1));
+                w.float("epsilon", *epsilon, Some(1e-5));
+            }
+            Op::ReduceMean { axes, keepdims } => {
+                w.ints("axes", axes, None);
+                w.bool("keepdims", *keepdims, true);
+            }
+            Op::Resize(r) => {
+                w.ints("size", &r.size, None);
+                if r.mode != ResizeMode::Nearest {
+                    w.word("mode", r.mode);
+                }
+                if r.coord != CoordMode::HalfPixel {
+                    w.word("coordinate_transformation_mode", r.coord);
+                }
+                if r.nearest != NearestMode::RoundPreferFloor {
+                    w.word("nearest_mode", r.nearest);
+                }
+            }
+        }
+        w.items
+    }
+}
+
+const ACTIVATIONS: &str =
+    "an activation (`relu`, `relu6`, `relu_n1_to_1`, `tanh`, `sigmoid`, `hard_swish`)";
+
+fn positive(r: &mut AttrReader<'_>, name: &'static str, v: &[u64]) {
+    if v.contains(&0) {
+        r.bad(name, "values must be positive");
+    }
+}

@@ -1,0 +1,426 @@
+//! From pest pairs to a [`Module`]: names resolved, attributes read into typed ops.
+//!
+//! Every statement is lowered even after an error, so that one run reports every undefined
+//! name, bad attribute and unknown op in the file.
+
+use super::{ParseError, Rule};
+use crate::attr::{closest, Attr, AttrValue};
+use crate::entity::Value;
+use crate::module::{Function, Module, OpData, OpLoc, ValueData, ValueDef};
+use crate::op::{Op, OP_NAMES};
+use crate::span::Span;
+use crate::types::{DType, TensorType};
+use indexmap::IndexMap;
+use pest::iterators::{Pair, Pairs};
+use std::collections::HashSet;
+
+type P<'i> = Pair<'i, Rule>;
+
+pub(crate) fn lower(source: &str, mut pairs: Pairs<'_, Rule>) -> Result<Module, Vec<ParseError>> {
+    let mut errors = Vec::new();
+    let file = pairs.next().expect("grammar: file");
+    let module_pair = file.into_inner().next().expect("grammar: module");
+    let module_span = Span::from_pest(module_pair.as_span());
+    let mut inner = module_pair.into_inner();
+    let name = inner.next().expect("grammar: module symbol").as_str()[1..].to_string();
+    let mut module = Module::new(name);
+    module.span = module_span;
+    module.doc = leading_comments(&source[..module_span.start]);
+    let mut seen: IndexMap<String, Span> = IndexMap::new();
+    for f in inner {
+        let func = lower_func(f, &mut errors);
+        if seen.contains_key(&func.name) {
+            errors.push(ParseError::DuplicateFunc {
+                name: func.name.clone(),
+                span: func.span,
+            });
+        } else {
+            seen.insert(func.name.clone(), func.span);
+        }
+        module.funcs.push(func);
+    }
+    if errors.is_empty() {
+        Ok(module)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The `//` lines before `module`, kept so that `fmt` preserves a file's header.
+fn leading_comments(prefix: &str) -> Vec<String> {
+    prefix
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("//"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l).trim_end().to_string())
+        .collect()
+}
+
+/// An operand reference waiting for all definitions to be known.
+struct PendingOp {
+    op: Op,
+    operands: Vec<(String, Span)>,
+    results: Vec<(String, Span, Option<TensorType>)>,
+    loc: OpLoc,
+}
+
+fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
+    let span = Span::from_pest(pair.as_span());
+    let mut inner = pair.into_inner();
+    let name = inner.next().expect("grammar: func symbol").as_str()[1..].to_string();
+    let mut func = Function::new(name.clone());
+    func.span = span;
+    func.has_return = false;
+
+    let mut names: IndexMap<String, (Value, Span)> = IndexMap::new();
+    // Names whose defining statement failed to lower: uses of them are not reported again.
+    let mut broken: HashSet<String> = HashSet::new();
+    let mut pending: Vec<PendingOp> = Vec::new();
+    let mut returns: Vec<(String, Span)> = Vec::new();
+
+    for p in inner {
+        match p.as_rule() {
+            Rule::params => {
+                for param in p.into_inner() {
+                    let mut it = param.into_inner();
+                    let vn = it.next().expect("grammar: param name");
+                    let ty = lower_type(it.next().expect("grammar: param type"), errors);
+                    let vname = vn.as_str()[1..].to_string();
+                    let vspan = Span::from_pest(vn.as_span());
+                    let idx = func.params.len();
+                    let v = func.values.push(ValueData {
+                        name: vname.clone(),
+                        def: ValueDef::Param(idx),
+                        declared: ty.clone(),
+                        ty,
+                        span: vspan,
+                    });
+                    func.params.push(v);
+                    define(&mut names, errors, vname, v, vspan);
+                }
+            }
+            Rule::func_results => {
+                for t in p.into_inner() {
+                    func.result_type_spans.push(Span::from_pest(t.as_span()));
+                    if let Some(ty) = lower_type(t, errors) {
+                        func.result_types.push(ty);
+                    }
+                }
+            }
+            Rule::op_stmt => {
+                let stmt_span = Span::from_pest(p.as_span());
+                if func.has_return {
+                    errors.push(ParseError::AfterReturn { span: stmt_span });
+                }
+                lower_op(p, errors, &mut pending, &mut broken);
+            }
+            Rule::return_op => {
+                let rspan = Span::from_pest(p.as_span());
+                if func.has_return {
+                    errors.push(ParseError::DuplicateReturn {
+                        name: name.clone(),
+                        span: rspan,
+                    });
+                }
+                func.has_return = true;
+                func.return_span = rspan;
+                returns = p
+                    .into_inner()
+                    .map(|v| (v.as_str()[1..].to_string(), Span::from_pest(v.as_span())))
+                    .collect();
+            }
+            Rule::close_brace => {
+                if !func.has_return {
+                    func.return_span = Span::from_pest(p.as_span());
+                }
+            }
+            r => unreachable!("grammar: unexpected {r:?} in func"),
+        }
+    }
+
+    // Create every result value first, so operands may name values defined later in the text;
+    // the verifier then reports such uses as "used before definition", not "undefined".
+    let mut staged = Vec::with_capacity(pending.len());
+    for p in pending {
+        let id = func.ops.push(OpData {
+            op: p.op,
+            operands: Vec::new(),
+            results: Vec::new(),
+            loc: p.loc,
+        });
+        let mut results = Vec::with_capacity(p.results.len());
+        for (i, (rname, rspan, declared)) in p.results.into_iter().enumerate() {
+            let v = func.values.push(ValueData {
+                name: rname.clone(),
+                def: ValueDef::Result(id, i),
+                declared,
+                ty: None,
+                span: rspan,
+            });
+            define(&mut names, errors, rname, v, rspan);
+            results.push(v);
+        }
+        func.ops[id].results = results;
+        func.layout.push(id);
+        staged.push((id, p.operands));
+    }
+    let known: Vec<String> = names.keys().cloned().collect();
+    for (id, operands) in staged {
+        let mut vals = Vec::with_capacity(operands.len());
+        for (oname, ospan) in operands {
+            if let Some(v) = resolve(&names, &broken, &known, errors, &oname, ospan) {
+                vals.push(v);
+            }
+        }
+        func.ops[id].operands = vals;
+    }
+    for (rname, rspan) in returns {
+        if let Some(v) = resolve(&names, &broken, &known, errors, &rname, rspan) {
+            func.returns.push(v);
+            func.return_operand_spans.push(rspan);
+        }
+    }
+    func
+}
+
+fn define(
+    names: &mut IndexMap<String, (Value, Span)>,
+    errors: &mut Vec<ParseError>,
+    name: String,
+    v: Value,
+    span: Span,
+) {
+    if let Some((_, first)) = names.get(&name) {
+        errors.push(ParseError::Redefined {
+            name,
+            span,
+            first: *first,
+        });
+    } else {
+        names.insert(name, (v, span));
+    }
+}
+
+fn resolve(
+    names: &IndexMap<String, (Value, Span)>,
+    broken: &HashSet<String>,
+    known: &[String],
+    errors: &mut Vec<ParseError>,
+    name: &str,
+    span: Span,
+) -> Option<Value> {
+    if let Some((v, _)) = names.get(name) {
+        return Some(*v);
+    }
+    if !broken.contains(name) {
+        let candidates: Vec<&str> = known.iter().map(String::as_str).collect();
+        let hint = closest(name, &candidates)
+            .map_or(String::new(), |c| format!(" (did you mean `%{c}`?)"));
+        errors.push(ParseError::Undefined {
+            name: name.to_string(),
+            hint,
+            span,
+        });
+    }
+    None
+}
+
+fn lower_op(
+    pair: P<'_>,
+    errors: &mut Vec<ParseError>,
+    pending: &mut Vec<PendingOp>,
+    broken: &mut HashSet<String>,
+) {
+    let stmt = Span::from_pest(pair.as_span());
+    let mut results: Vec<(String, Span)> = Vec::new();
+    let mut op_name = ("", Span::NONE);
+    let mut operands: Vec<(String, Span)> = Vec::new();
+    let mut attrs: Vec<Attr> = Vec::new();
+    let mut types: Vec<(Option<TensorType>, Span)> = Vec::new();
+    let mut types_span = Span::NONE;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::results => {
+                results = p
+                    .into_inner()
+                    .map(|v| (v.as_str()[1..].to_string(), Span::from_pest(v.as_span())))
+                    .collect();
+            }
+            Rule::op_name => op_name = (p.as_str(), Span::from_pest(p.as_span())),
+            Rule::operands => {
+                operands = p
+                    .into_inner()
+                    .map(|v| (v.as_str()[1..].to_string(), Span::from_pest(v.as_span())))
+                    .collect();
+            }
+            Rule::attr_dict => {
+                for a in p.into_inner() {
+                    attrs.push(lower_attr(a));
+                }
+            }
+            Rule::result_types => {
+                types_span = Span::from_pest(p.as_span());
+                for t in p.into_inner() {
+                    let s = Span::from_pest(t.as_span());
+                    types.push((lower_type(t, errors), s));
+                }
+            }
+            r => unreachable!("grammar: unexpected {r:?} in op"),
+        }
+    }
+
+    let mark_broken = |broken: &mut HashSet<String>, results: &[(String, Span)]| {
+        for (r, _) in results {
+            broken.insert(r.clone());
+        }
+    };
+    let op = match Op::from_parts(op_name.0, &attrs, op_name.1) {
+        Ok(Some(op)) => op,
+        Ok(None) => {
+            let hint = closest(op_name.0, OP_NAMES)
+                .map_or(String::new(), |c| format!(" (did you mean `{c}`?)"));
+            errors.push(ParseError::UnknownOp {
+                name: op_name.0.to_string(),
+                hint,
+                span: op_name.1,
+            });
+            mark_broken(broken, &results);
+            return;
+        }
+        Err(es) => {
+            errors.extend(es.into_iter().map(ParseError::Attr));
+            mark_broken(broken, &results);
+            return;
+        }
+    };
+    if op.num_results() != results.len() {
+        let span = Span::new(results[0].1.start, results[results.len() - 1].1.end);
+        errors.push(ParseError::ResultCount {
+            op: op.name().to_string(),
+            expected: op.num_results(),
+            found: results.len(),
+            span,
+        });
+        mark_broken(broken, &results);
+        return;
+    }
+    if !types.is_empty() && types.len() != results.len() {
+        errors.push(ParseError::TypeCount {
+            expected: results.len(),
+            found: types.len(),
+            span: types_span,
+        });
+        mark_broken(broken, &results);
+        return;
+    }
+    let loc = OpLoc {
+        name: op_name.1,
+        operands: operands.iter().map(|(_, s)| *s).collect(),
+        types: types.iter().map(|(_, s)| *s).collect(),
+        stmt,
+    };
+    let mut declared: Vec<Option<TensorType>> = types.into_iter().map(|(t, _)| t).collect();
+    declared.resize(results.len(), None);
+    pending.push(PendingOp {
+        op,
+        operands,
+        results: results
+            .into_iter()
+            .zip(declared)
+            .map(|((n, s), t)| (n, s, t))
+            .collect(),
+        loc,
+    });
+}
+
+fn lower_attr(pair: P<'_>) -> Attr {
+    let mut it = pair.into_inner();
+    let name = it.next().expect("grammar: attr name");
+    let value = it.next().expect("grammar: attr value");
+    Attr {
+        name: name.as_str().to_string(),
+        name_span: Span::from_pest(name.as_span()),
+        value_span: Span::from_pest(value.as_span()),
+        value: lower_value(value),
+    }
+}
+
+fn lower_value(pair: P<'_>) -> AttrValue {
+    let p = if pair.as_rule() == Rule::attr_value {
+        pair.into_inner().next().expect("grammar: value")
+    } else {
+        pair
+    };
+    match p.as_rule() {
+        Rule::int => match p.as_str().parse::<i64>() {
+            Ok(v) => AttrValue::Int(v),
+            // Out of i64 range: keep it as a float so the op reports a type error on it.
+            Err(_) => AttrValue::Float(p.as_str().parse::<f64>().unwrap_or(f64::INFINITY)),
+        },
+        Rule::float => AttrValue::Float(match p.as_str() {
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            "nan" | "-nan" => f64::NAN,
+            s => s.parse().unwrap_or(f64::NAN),
+        }),
+        Rule::bool => AttrValue::Bool(p.as_str() == "true"),
+        Rule::word => AttrValue::Word(p.as_str().to_string()),
+        Rule::string => AttrValue::Str(unescape(p.into_inner().next().map_or("", |b| b.as_str()))),
+        Rule::array => AttrValue::Array(p.into_inner().map(lower_value).collect()),
+        r => unreachable!("grammar: unexpected {r:?} as attribute value"),
+    }
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(c) => out.push(c),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn lower_type(pair: P<'_>, errors: &mut Vec<ParseError>) -> Option<TensorType> {
+    let mut shape = Vec::new();
+    let mut dtype = None;
+    let mut ok = true;
+    for p in pair.into_inner() {
+        let span = Span::from_pest(p.as_span());
+        match p.as_rule() {
+            Rule::dim => match p.as_str().parse::<u64>() {
+                Ok(d) => shape.push(d),
+                Err(_) => {
+                    errors.push(ParseError::DimOverflow {
+                        text: p.as_str().to_string(),
+                        span,
+                    });
+                    ok = false;
+                }
+            },
+            Rule::dtype => match p.as_str().parse::<DType>() {
+                Ok(d) => dtype = Some(d),
+                Err(()) => {
+                    errors.push(ParseError::UnknownDType {
+                        name: p.as_str().to_string(),
+                        span,
+                    });
+                    ok = false;
+                }
+            },
+            r => unreachable!("grammar: unexpected {r:?} in type"),
+        }
+    }
+    match (ok, dtype) {
+        (true, Some(dtype)) => Some(TensorType { shape, dtype }),
+        _ => None,
+    }
+}

@@ -1,0 +1,335 @@
+//! The verifier: checks a module's invariants and infers every value's type, reporting *all*
+//! errors (Cranelift's habit), each under the offending text.
+
+use crate::diag::{Diagnostic, ToDiagnostic};
+use crate::entity::{EntityRef, OpId, Value};
+use crate::module::{Function, Module};
+use crate::shape;
+use crate::span::Span;
+use crate::types::TensorType;
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum VerifyError {
+    #[error("function `@{func}` has no `return`")]
+    MissingReturn { func: String, span: Span },
+    #[error("`{value}` is used before its definition")]
+    UseBeforeDef {
+        value: String,
+        span: Span,
+        def: Span,
+    },
+    #[error("`{op}` takes {expected}, got {found}")]
+    Arity {
+        op: &'static str,
+        expected: String,
+        found: usize,
+        span: Span,
+    },
+    #[error("`{op}`: {message}")]
+    Shape {
+        op: &'static str,
+        message: String,
+        span: Span,
+    },
+    #[error("`{value}` is declared as {declared} but `{op}` produces {inferred}")]
+    TypeMismatch {
+        value: String,
+        op: &'static str,
+        declared: TensorType,
+        inferred: TensorType,
+        span: Span,
+    },
+    #[error("`const` `{value}` needs a result type")]
+    ConstWithoutType { value: String, span: Span },
+    #[error("`@{func}` returns {found} value(s) but declares {expected} result(s)")]
+    ReturnCount {
+        func: String,
+        expected: usize,
+        found: usize,
+        span: Span,
+    },
+    #[error("`@{func}` result {index} is declared as {declared} but `{value}` is {actual}")]
+    ReturnType {
+        func: String,
+        index: usize,
+        value: String,
+        declared: TensorType,
+        actual: TensorType,
+        span: Span,
+    },
+    #[error("{what} of `{value}` ({ty}) overflows 64 bits")]
+    SizeOverflow {
+        what: &'static str,
+        value: String,
+        ty: TensorType,
+        span: Span,
+    },
+    #[error("op {op} appears {count} times in the execution order of `@{func}`")]
+    Layout {
+        func: String,
+        op: OpId,
+        count: usize,
+    },
+    #[error("`{op}` defines {found} result(s) but produces {expected}")]
+    ResultCount {
+        op: &'static str,
+        expected: usize,
+        found: usize,
+        span: Span,
+    },
+}
+
+impl VerifyError {
+    pub fn span(&self) -> Span {
+        use VerifyError::*;
+        match self {
+            MissingReturn { span, .. }
+            | UseBeforeDef { span, .. }
+            | Arity { span, .. }
+            | Shape { span, .. }
+            | TypeMismatch { span, .. }
+            | ConstWithoutType { span, .. }
+            | ReturnCount { span, .. }
+            | ReturnType { span, .. }
+            | SizeOverflow { span, .. }
+            | ResultCount { span, .. } => *span,
+            Layout { .. } => Span::NONE,
+        }
+    }
+}
+
+impl ToDiagnostic for VerifyError {
+    fn to_diagnostic(&self) -> Diagnostic {
+        let d = Diagnostic::error(self.to_string(), self.span());
+        match self {
+            VerifyError::UseBeforeDef { .. } => {
+                d.with_note("in SSA form a value must be defined above every use (a cycle through names is never valid)")
+            }
+            VerifyError::ConstWithoutType { .. } => d.with_note("write it as `%w = const {name = \"...\"} : tensor<...>`"),
+            _ => d,
+        }
+    }
+}
+
+/// Verifies every function and fills in every value's inferred type. On error the module may
+/// be partially typed.
+pub fn verify(module: &mut Module) -> Result<(), Vec<VerifyError>> {
+    let mut errors = Vec::new();
+    for f in &mut module.funcs {
+        verify_function(f, &mut errors);
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn verify_function(f: &mut Function, errors: &mut Vec<VerifyError>) {
+    if !f.has_return {
+        errors.push(VerifyError::MissingReturn {
+            func: f.name.clone(),
+            span: f.return_span,
+        });
+    }
+    // Every op exactly once in the layout.
+    let mut count = vec![0usize; f.ops.len()];
+    for &id in &f.layout {
+        if let Some(c) = count.get_mut(id.index()) {
+            *c += 1;
+        }
+    }
+    for (op, c) in f.ops.keys().zip(&count) {
+        if *c != 1 {
+            errors.push(VerifyError::Layout {
+                func: f.name.clone(),
+                op,
+                count: *c,
+            });
+        }
+    }
+
+    // Position in the layout where each value becomes available (params: before everything).
+    let mut defined_at: Vec<Option<usize>> = vec![None; f.values.len()];
+    for &p in &f.params {
+        defined_at[p.index()] = Some(0);
+    }
+    for (pos, &id) in f.layout.iter().enumerate() {
+        for &r in &f.ops[id].results {
+            defined_at[r.index()].get_or_insert(pos + 1);
+        }
+    }
+
+    for v in f.params.clone() {
+        check_size(f, v, errors);
+    }
+    let layout = f.layout.clone();
+    for (pos, &id) in layout.iter().enumerate() {
+        verify_op(f, id, pos + 1, &defined_at, errors);
+    }
+
+    // Returns.
+    for (i, &v) in f.returns.iter().enumerate() {
+        if defined_at[v.index()].is_none() {
+            let span = f
+                .return_operand_spans
+                .get(i)
+                .copied()
+                .unwrap_or(f.return_span);
+            errors.push(VerifyError::UseBeforeDef {
+                value: f.value_name(v),
+                span,
+                def: f.values[v].span,
+            });
+        }
+    }
+    if f.has_return && f.result_type_spans.len() + f.result_types.len() > 0 {
+        if f.result_types.len() != f.returns.len() {
+            errors.push(VerifyError::ReturnCount {
+                func: f.name.clone(),
+                expected: f.result_types.len(),
+                found: f.returns.len(),
+                span: f.return_span,
+            });
+        } else {
+            for (i, (&v, declared)) in f.returns.iter().zip(&f.result_types).enumerate() {
+                if let Some(actual) = f.values[v].ty.as_ref() {
+                    if actual != declared {
+                        errors.push(VerifyError::ReturnType {
+                            func: f.name.clone(),
+                            index: i,
+                            value: f.value_name(v),
+                            declared: declared.clone(),
+                            actual: actual.clone(),
+                            span: f
+                                .return_operand_spans
+                                .get(i)
+                                .copied()
+                                .unwrap_or(f.return_span),
+                        });
+                    }
+                }
+            }
+        }
+    } else if f.result_types.is_empty() {
+        // No `->` written: the results are whatever is returned.
+        let tys: Option<Vec<TensorType>> =
+            f.returns.iter().map(|&v| f.values[v].ty.clone()).collect();
+        if let Some(tys) = tys {
+            f.result_types = tys;
+        }
+    }
+}
+
+fn verify_op(
+    f: &mut Function,
+    id: OpId,
+    pos: usize,
+    defined_at: &[Option<usize>],
+    errors: &mut Vec<VerifyError>,
+) {
+    let data = &f.ops[id];
+    let name = data.op.name();
+    let mut ok = true;
+    for (i, &v) in data.operands.iter().enumerate() {
+        let before = matches!(defined_at[v.index()], Some(d) if d < pos);
+        if !before {
+            let span = data.loc.operands.get(i).copied().unwrap_or(data.loc.stmt);
+            errors.push(VerifyError::UseBeforeDef {
+                value: f.value_name(v),
+                span,
+                def: f.values[v].span,
+            });
+            ok = false;
+        }
+    }
+    if !data.op.arity().accepts(data.operands.len()) {
+        errors.push(VerifyError::Arity {
+            op: name,
+            expected: data.op.arity().to_string(),
+            found: data.operands.len(),
+            span: data.loc.name,
+        });
+        return;
+    }
+    if data.results.len() != data.op.num_results() {
+        errors.push(VerifyError::ResultCount {
+            op: name,
+            expected: data.op.num_results(),
+            found: data.results.len(),
+            span: data.loc.stmt,
+        });
+        return;
+    }
+    let inferred = if matches!(data.op, crate::op::Op::Const { .. }) {
+        let r = data.results[0];
+        match f.values[r].declared.clone() {
+            Some(t) => vec![t],
+            None => {
+                errors.push(VerifyError::ConstWithoutType {
+                    value: f.value_name(r),
+                    span: data.loc.stmt,
+                });
+                return;
+            }
+        }
+    } else {
+        if !ok {
+            return;
+        }
+        let ins: Option<Vec<&TensorType>> = data
+            .operands
+            .iter()
+            .map(|&v| f.values[v].ty.as_ref())
+            .collect();
+        // An operand whose own op failed has no type; its error is already reported.
+        let Some(ins) = ins else { return };
+        match shape::infer(&data.op, &ins) {
+            Ok(t) => t,
+            Err(e) => {
+                let span = e
+                    .operand
+                    .and_then(|i| data.loc.operands.get(i).copied())
+                    .unwrap_or(data.loc.name);
+                errors.push(VerifyError::Shape {
+                    op: name,
+                    message: e.message,
+                    span,
+                });
+                return;
+            }
+        }
+    };
+    let results = data.results.clone();
+    let type_spans = data.loc.types.clone();
+    let stmt = data.loc.stmt;
+    for (i, (r, t)) in results.into_iter().zip(inferred).enumerate() {
+        if let Some(d) = &f.values[r].declared {
+            if *d != t {
+                errors.push(VerifyError::TypeMismatch {
+                    value: f.value_name(r),
+                    op: name,
+                    declared: d.clone(),
+                    inferred: t.clone(),
+                    span: type_spans.get(i).copied().unwrap_or(stmt),
+                });
+            }
+        }
+        f.values[r].ty = Some(t);
+        check_size(f, r, errors);
+    }
+}
+
+fn check_size(f: &Function, v: Value, errors: &mut Vec<VerifyError>) {
+    let Some(t) = f.values[v].ty.as_ref() else {
+        return;
+    };
+    if t.byte_size().is_none() {
+        errors.push(VerifyError::SizeOverflow {
+            what: "the byte size",
+            value: f.value_name(v),
+            ty: t.clone(),
+            span: f.values[v].span,
+        });
+    }
+}
