@@ -197,14 +197,48 @@ fn parse_op(value: &str, column: &'static str, line: u64) -> Result<usize, CsvEr
     })
 }
 
-fn malformed(error: &::csv::Error, fallback_line: u64) -> CsvError {
-    let line = error.position().map_or(fallback_line, |p| p.line());
-    CsvError {
-        line,
-        kind: CsvErrorKind::Malformed {
-            message: error.to_string(),
-        },
+/// Turns the byte positions of rows into 1-based line numbers.
+///
+/// The csv crate's own line count goes astray around skipped blank lines, so lines are counted
+/// here from the byte offset where each row starts, once over the text as rows move forward.
+struct LineCounter<'t> {
+    text: &'t [u8],
+    byte: usize,
+    line: u64,
+}
+
+impl<'t> LineCounter<'t> {
+    fn new(text: &'t str) -> Self {
+        LineCounter {
+            text: text.as_bytes(),
+            byte: 0,
+            line: 1,
+        }
     }
+
+    fn line_at(&mut self, position: Option<&::csv::Position>) -> u64 {
+        let Some(position) = position else {
+            return self.line;
+        };
+        let mut target = usize::try_from(position.byte())
+            .unwrap_or(usize::MAX)
+            .min(self.text.len());
+        // A row's recorded start may lie before the blank lines skipped to reach it.
+        while matches!(self.text.get(target), Some(b'\r' | b'\n')) {
+            target += 1;
+        }
+        if target > self.byte {
+            let skipped = &self.text[self.byte..target];
+            self.line += skipped.iter().filter(|&&b| b == b'\n').count() as u64;
+            self.byte = target;
+        }
+        self.line
+    }
+}
+
+/// A line holding only whitespace reads as one empty field; it is skipped like a blank line.
+fn is_blank(row: &::csv::StringRecord) -> bool {
+    row.len() == 1 && row.get(0).is_some_and(str::is_empty)
 }
 
 /// Reads usage records from CSV text with the header `id,lower,upper,size` (any column order,
@@ -220,29 +254,41 @@ pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, C
         .flexible(true)
         .trim(::csv::Trim::All)
         .from_reader(text.as_bytes());
-    let mut rows = reader.records();
+    let mut lines = LineCounter::new(text);
+    let mut rows = reader
+        .records()
+        .filter(|row| !row.as_ref().is_ok_and(is_blank));
+    let mut next_row = move || {
+        let row = rows.next()?;
+        Some(match row {
+            Ok(row) => Ok((lines.line_at(row.position()), row)),
+            Err(e) => {
+                let line = lines.line_at(e.position());
+                let kind = CsvErrorKind::Malformed {
+                    message: e.to_string(),
+                };
+                Err(CsvError { line, kind })
+            }
+        })
+    };
 
-    let columns = match rows.next() {
+    let columns = match next_row() {
         None => {
             return Err(CsvError {
                 line: 1,
                 kind: CsvErrorKind::Empty,
             })
         }
-        Some(Err(e)) => return Err(malformed(&e, 1)),
-        Some(Ok(header)) => {
-            let line = header.position().map_or(1, |p| p.line());
+        Some(header) => {
+            let (line, header) = header?;
             parse_header(&header, line)?
         }
     };
 
     let mut records = Vec::new();
     let mut first_seen: HashMap<String, u64> = HashMap::new();
-    let mut last_line = 1;
-    for row in rows {
-        let row = row.map_err(|e| malformed(&e, last_line + 1))?;
-        let line = row.position().map_or(last_line + 1, |p| p.line());
-        last_line = line;
+    while let Some(row) = next_row() {
+        let (line, row) = row?;
         let err = |kind| CsvError { line, kind };
         if row.len() != columns.count {
             return Err(err(CsvErrorKind::FieldCount {
