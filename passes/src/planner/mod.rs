@@ -1,9 +1,193 @@
 //! Static memory planning, independent of the IR: usage records in, plans out.
 //!
 //! Owned by the planner work (issue 3). See `record.rs` for the input contract.
+//!
+//! Vocabulary and algorithms follow Pisarchyk & Lee, "Efficient Memory Management for Deep
+//! Neural Net Inference": a *shared objects* plan gives each tensor a whole buffer (§4), an
+//! *offsets* plan gives each tensor a range in one slab (§5). Every strategy is a pure function
+//! of the records and the alignment; sizes are rounded up to the alignment before planning, so
+//! every offset, object size and slab size is a multiple of it. [`checker`] validates plans
+//! without sharing any code with the strategies.
 
 pub mod csv;
 pub mod heapmap;
 mod record;
 
+mod align;
+pub mod checker;
+mod error;
+mod items;
+mod offsets;
+mod profile;
+mod shared_objects;
+mod strategy;
+
+pub use align::{align_size, DEFAULT_ALIGNMENT};
+pub use error::PlanError;
+pub use profile::{
+    lower_bounds, operator_breadths, operator_profiles, positional_maxima, LowerBounds,
+    OperatorProfile, MAX_TABULATED_OPERATORS,
+};
 pub use record::UsageRecord;
+pub use strategy::{OffsetStrategy, SharedObjectStrategy};
+
+/// Above this many records, `Best` skips the strategies whose running time is quadratic or
+/// worse ([`SharedObjectStrategy::is_quadratic`]) and says so in [`Best::skipped`].
+pub const BEST_QUADRATIC_LIMIT: usize = 4096;
+
+/// Each tensor's shared object, and each object's size (paper §4).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SharedObjectsPlan {
+    /// `object_ids[i]` is the object of record `i`.
+    pub object_ids: Vec<usize>,
+    /// Aligned size of each object: at least the size of every tensor assigned to it.
+    pub object_sizes: Vec<u64>,
+}
+
+impl SharedObjectsPlan {
+    /// Total memory of the objects, the quantity the strategies minimise. Strategies only
+    /// return plans whose cost fits in u64; for hand-made plans this saturates.
+    pub fn cost(&self) -> u64 {
+        self.object_sizes
+            .iter()
+            .fold(0u64, |a, &s| a.saturating_add(s))
+    }
+}
+
+/// Each tensor's offset in one slab of `total_size` bytes (paper §5).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OffsetsPlan {
+    /// `offsets[i]` is the byte offset of record `i`; a multiple of the alignment.
+    pub offsets: Vec<u64>,
+    /// Slab size: the largest `offset + aligned size`, a multiple of the alignment.
+    pub total_size: u64,
+}
+
+/// The winner of a `Best` run, and the strategies that could not take part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Best<S, P> {
+    pub strategy: S,
+    pub plan: P,
+    /// Strategies skipped or failed, with the reason (e.g. [`PlanError::TooLarge`]).
+    pub skipped: Vec<(S, PlanError)>,
+}
+
+/// Plans shared objects for `records` with sizes rounded up to `align`.
+pub fn plan_shared_objects(
+    records: &[UsageRecord],
+    strategy: SharedObjectStrategy,
+    align: u64,
+) -> Result<SharedObjectsPlan, PlanError> {
+    if strategy == SharedObjectStrategy::Best {
+        return best_shared_objects(records, align).map(|best| best.plan);
+    }
+    let items = items::prepare(records, align)?;
+    shared_objects::plan(&items, strategy)
+}
+
+/// Plans offsets for `records` with sizes and offsets aligned to `align`.
+pub fn plan_offsets(
+    records: &[UsageRecord],
+    strategy: OffsetStrategy,
+    align: u64,
+) -> Result<OffsetsPlan, PlanError> {
+    match strategy {
+        OffsetStrategy::Best => best_offsets(records, align).map(|best| best.plan),
+        OffsetStrategy::ObjectsToOffsets(s) => {
+            offsets::objects_to_offsets(&plan_shared_objects(records, s, align)?)
+        }
+        _ => {
+            let items = items::prepare(records, align)?;
+            offsets::plan(&items, strategy, align)
+        }
+    }
+}
+
+fn too_large_for_best(name: &'static str, records: usize) -> PlanError {
+    PlanError::TooLarge {
+        strategy: name,
+        records,
+        reason: "quadratic strategy skipped by `best` above BEST_QUADRATIC_LIMIT records",
+    }
+}
+
+/// Runs every shared-object strategy and keeps the cheapest plan (ties: earliest in `ALL`).
+pub fn best_shared_objects(
+    records: &[UsageRecord],
+    align: u64,
+) -> Result<Best<SharedObjectStrategy, SharedObjectsPlan>, PlanError> {
+    let items = items::prepare(records, align)?;
+    let mut best: Option<(SharedObjectStrategy, SharedObjectsPlan)> = None;
+    let mut skipped = Vec::new();
+    for strategy in SharedObjectStrategy::ALL {
+        if strategy.is_quadratic() && records.len() > BEST_QUADRATIC_LIMIT {
+            skipped.push((strategy, too_large_for_best(strategy.name(), records.len())));
+            continue;
+        }
+        match shared_objects::plan(&items, strategy) {
+            Ok(plan) => {
+                if best.as_ref().map_or(true, |(_, b)| plan.cost() < b.cost()) {
+                    best = Some((strategy, plan));
+                }
+            }
+            Err(e) => skipped.push((strategy, e)),
+        }
+    }
+    match best {
+        Some((strategy, plan)) => Ok(Best {
+            strategy,
+            plan,
+            skipped,
+        }),
+        None => Err(skipped
+            .into_iter()
+            .next()
+            .map(|(_, e)| e)
+            .unwrap_or(PlanError::Internal("no shared-object strategy ran"))),
+    }
+}
+
+/// Runs every offset strategy and keeps the smallest slab (ties: earliest in `ALL`).
+pub fn best_offsets(
+    records: &[UsageRecord],
+    align: u64,
+) -> Result<Best<OffsetStrategy, OffsetsPlan>, PlanError> {
+    let items = items::prepare(records, align)?;
+    let mut best: Option<(OffsetStrategy, OffsetsPlan)> = None;
+    let mut skipped = Vec::new();
+    for strategy in OffsetStrategy::ALL {
+        if strategy.is_quadratic() && records.len() > BEST_QUADRATIC_LIMIT {
+            skipped.push((strategy, too_large_for_best(strategy.name(), records.len())));
+            continue;
+        }
+        let result = match strategy {
+            OffsetStrategy::ObjectsToOffsets(s) => {
+                shared_objects::plan(&items, s).and_then(|p| offsets::objects_to_offsets(&p))
+            }
+            _ => offsets::plan(&items, strategy, align),
+        };
+        match result {
+            Ok(plan) => {
+                if best
+                    .as_ref()
+                    .map_or(true, |(_, b)| plan.total_size < b.total_size)
+                {
+                    best = Some((strategy, plan));
+                }
+            }
+            Err(e) => skipped.push((strategy, e)),
+        }
+    }
+    match best {
+        Some((strategy, plan)) => Ok(Best {
+            strategy,
+            plan,
+            skipped,
+        }),
+        None => Err(skipped
+            .into_iter()
+            .next()
+            .map(|(_, e)| e)
+            .unwrap_or(PlanError::Internal("no offset strategy ran"))),
+    }
+}

@@ -1,0 +1,230 @@
+//! An independent checker for plans, in the spirit of regalloc2's checker: it shares no code
+//! with the strategies (not the profiles, not the time axis, not even the overlap test), so a
+//! bug in the planner's helpers cannot hide itself.
+//!
+//! Both checks sweep the records in time order instead of testing every pair, so they are
+//! O(n log n) and usable on every plan of every test and benchmark.
+
+use std::collections::BTreeMap;
+
+use super::{OffsetsPlan, SharedObjectsPlan, UsageRecord};
+
+/// One way a plan breaks the contract; record indices refer to the input records.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("the plan has {found} entries for {expected} usage records")]
+    LengthMismatch { expected: usize, found: usize },
+    #[error("usage record {record} has first_op after last_op")]
+    InvalidLifetime { record: usize },
+    #[error("0 is not an alignment")]
+    ZeroAlignment,
+    #[error("record {record}: offset {offset} is not a multiple of {align}")]
+    Misaligned {
+        record: usize,
+        offset: u64,
+        align: u64,
+    },
+    #[error(
+        "record {record}: {size} bytes at offset {offset} do not fit in a slab of {total_size}"
+    )]
+    OutOfSlab {
+        record: usize,
+        offset: u64,
+        size: u64,
+        total_size: u64,
+    },
+    #[error("records {first} and {second} are live at the same time and overlap in memory")]
+    AddressOverlap { first: usize, second: usize },
+    #[error("record {record} is assigned object {object}, but there are only {objects} objects")]
+    UnknownObject {
+        record: usize,
+        object: usize,
+        objects: usize,
+    },
+    #[error("record {record} needs {size} bytes but object {object} has {object_size}")]
+    ObjectTooSmall {
+        record: usize,
+        object: usize,
+        size: u64,
+        object_size: u64,
+    },
+    #[error("records {first} and {second} are live at the same time and share object {object}")]
+    SharedObjectConflict {
+        first: usize,
+        second: usize,
+        object: usize,
+    },
+    #[error("the object sizes add up to more than u64 can hold")]
+    CostOverflow,
+}
+
+fn lifetime_is_valid(r: &UsageRecord) -> bool {
+    r.first_op <= r.last_op
+}
+
+/// Checks an offsets plan: one aligned offset per record, every record's `size` bytes inside
+/// `[0, total_size)`, and no two records whose closed lifetimes intersect sharing a byte.
+/// Records of size 0 occupy no bytes. Every error found is returned; if the plan is invalid
+/// at least one is.
+pub fn check_offsets(
+    records: &[UsageRecord],
+    plan: &OffsetsPlan,
+    align: u64,
+) -> Result<(), Vec<CheckError>> {
+    if plan.offsets.len() != records.len() {
+        return Err(vec![CheckError::LengthMismatch {
+            expected: records.len(),
+            found: plan.offsets.len(),
+        }]);
+    }
+    let mut errors = Vec::new();
+    if align == 0 {
+        errors.push(CheckError::ZeroAlignment);
+    }
+    // (record, end address) of the records that take part in the sweep.
+    let mut occupied: Vec<Option<u64>> = vec![None; records.len()];
+    for (record, (r, &offset)) in records.iter().zip(&plan.offsets).enumerate() {
+        if !lifetime_is_valid(r) {
+            errors.push(CheckError::InvalidLifetime { record });
+            continue;
+        }
+        if align != 0 && offset % align != 0 {
+            errors.push(CheckError::Misaligned {
+                record,
+                offset,
+                align,
+            });
+        }
+        match offset.checked_add(r.size) {
+            Some(end) if end <= plan.total_size => {
+                if r.size > 0 {
+                    occupied[record] = Some(end);
+                }
+            }
+            _ => errors.push(CheckError::OutOfSlab {
+                record,
+                offset,
+                size: r.size,
+                total_size: plan.total_size,
+            }),
+        }
+    }
+
+    let mut starts: Vec<usize> = (0..records.len())
+        .filter(|&i| occupied[i].is_some())
+        .collect();
+    starts.sort_by_key(|&i| (records[i].first_op, i));
+    let mut stops = starts.clone();
+    stops.sort_by_key(|&i| (records[i].last_op, i));
+    // Address ranges of the records live at the current operator: (offset, record) -> end.
+    let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
+    let mut next_stop = 0;
+    for &i in &starts {
+        let now = records[i].first_op;
+        // A record whose last operator is before `now` is dead; one ending at `now` is not.
+        while next_stop < stops.len() && records[stops[next_stop]].last_op < now {
+            let j = stops[next_stop];
+            live.remove(&(plan.offsets[j], j));
+            next_stop += 1;
+        }
+        let (offset, end) = (plan.offsets[i], occupied[i].unwrap_or(plan.offsets[i]));
+        // While the live ranges are disjoint, only the nearest range below can reach into
+        // ours; every live range starting inside ours overlaps it.
+        if let Some((&(_, below), &below_end)) = live.range(..(offset, 0)).next_back() {
+            if below_end > offset {
+                errors.push(CheckError::AddressOverlap {
+                    first: below,
+                    second: i,
+                });
+            }
+        }
+        for (&(_, inside), _) in live.range((offset, 0)..(end, 0)) {
+            errors.push(CheckError::AddressOverlap {
+                first: inside,
+                second: i,
+            });
+        }
+        live.insert((offset, i), end);
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Checks a shared-objects plan: one known object per record, each record no larger than its
+/// object, no two records whose closed lifetimes intersect on the same object, and a cost
+/// (sum of object sizes) that fits in u64.
+pub fn check_shared_objects(
+    records: &[UsageRecord],
+    plan: &SharedObjectsPlan,
+) -> Result<(), Vec<CheckError>> {
+    if plan.object_ids.len() != records.len() {
+        return Err(vec![CheckError::LengthMismatch {
+            expected: records.len(),
+            found: plan.object_ids.len(),
+        }]);
+    }
+    let mut errors = Vec::new();
+    let objects = plan.object_sizes.len();
+    let mut tenants: Vec<Vec<usize>> = vec![Vec::new(); objects];
+    for (record, (r, &object)) in records.iter().zip(&plan.object_ids).enumerate() {
+        if !lifetime_is_valid(r) {
+            errors.push(CheckError::InvalidLifetime { record });
+            continue;
+        }
+        let Some(&object_size) = plan.object_sizes.get(object) else {
+            errors.push(CheckError::UnknownObject {
+                record,
+                object,
+                objects,
+            });
+            continue;
+        };
+        if r.size > object_size {
+            errors.push(CheckError::ObjectTooSmall {
+                record,
+                object,
+                size: r.size,
+                object_size,
+            });
+        }
+        tenants[object].push(record);
+    }
+    if plan
+        .object_sizes
+        .iter()
+        .try_fold(0u64, |a, &s| a.checked_add(s))
+        .is_none()
+    {
+        errors.push(CheckError::CostOverflow);
+    }
+    for (object, list) in tenants.iter_mut().enumerate() {
+        list.sort_by_key(|&i| (records[i].first_op, i));
+        // The tenant (sorted by start) that lives longest so far: any later tenant starting
+        // no later than its last operator shares time with it.
+        let mut longest: Option<usize> = None;
+        for &i in list.iter() {
+            if let Some(l) = longest {
+                if records[i].first_op <= records[l].last_op {
+                    errors.push(CheckError::SharedObjectConflict {
+                        first: l,
+                        second: i,
+                        object,
+                    });
+                }
+                if records[i].last_op > records[l].last_op {
+                    longest = Some(i);
+                }
+            } else {
+                longest = Some(i);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}

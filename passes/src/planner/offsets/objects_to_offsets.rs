@@ -1,0 +1,30 @@
+//! Shared objects laid end to end in object-id order (paper §5: every shared-objects plan is
+//! an offsets plan; TFLite `ObjectsToOffsets`). Object sizes are aligned, so offsets are too.
+
+use crate::planner::error::overflow;
+use crate::planner::{OffsetsPlan, PlanError, SharedObjectsPlan};
+
+pub(crate) fn objects_to_offsets(plan: &SharedObjectsPlan) -> Result<OffsetsPlan, PlanError> {
+    let mut object_offsets = Vec::with_capacity(plan.object_sizes.len());
+    let mut total_size = 0u64;
+    for &size in &plan.object_sizes {
+        object_offsets.push(total_size);
+        total_size = total_size
+            .checked_add(size)
+            .ok_or_else(|| overflow("objects slab"))?;
+    }
+    let offsets = plan
+        .object_ids
+        .iter()
+        .map(|&id| {
+            object_offsets
+                .get(id)
+                .copied()
+                .ok_or(PlanError::Internal("object id out of range"))
+        })
+        .collect::<Result<Vec<u64>, PlanError>>()?;
+    Ok(OffsetsPlan {
+        offsets,
+        total_size,
+    })
+}
