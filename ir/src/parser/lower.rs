@@ -42,6 +42,8 @@ pub(crate) fn lower(source: &str, mut pairs: Pairs<'_, Rule>) -> Result<Module, 
     if errors.is_empty() {
         Ok(module)
     } else {
+        // Names are resolved after each function is read; report in source order regardless.
+        errors.sort_by_key(|e| e.span().start);
         Err(errors)
     }
 }
