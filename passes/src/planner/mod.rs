@@ -24,6 +24,7 @@ mod strategy;
 
 pub use align::{align_size, DEFAULT_ALIGNMENT};
 pub use error::PlanError;
+pub use offsets::objects_to_offsets;
 pub use profile::{
     lower_bounds, operator_breadths, operator_profiles, positional_maxima, LowerBounds,
     OperatorProfile, MAX_TABULATED_OPERATORS,

@@ -9,7 +9,7 @@ mod objects_to_offsets;
 mod placement;
 mod strip_packing;
 
-pub(crate) use objects_to_offsets::objects_to_offsets;
+pub use objects_to_offsets::objects_to_offsets;
 
 use super::items::Item;
 use super::{OffsetStrategy, OffsetsPlan, PlanError};

@@ -4,7 +4,9 @@
 use crate::planner::error::overflow;
 use crate::planner::{OffsetsPlan, PlanError, SharedObjectsPlan};
 
-pub(crate) fn objects_to_offsets(plan: &SharedObjectsPlan) -> Result<OffsetsPlan, PlanError> {
+/// Lays `plan`'s objects end to end in object-id order: object k starts at the sum of the
+/// sizes of objects `0..k`, and the slab is the plan's cost.
+pub fn objects_to_offsets(plan: &SharedObjectsPlan) -> Result<OffsetsPlan, PlanError> {
     let mut object_offsets = Vec::with_capacity(plan.object_sizes.len());
     let mut total_size = 0u64;
     for &size in &plan.object_sizes {
