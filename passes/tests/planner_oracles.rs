@@ -60,10 +60,19 @@ fn empty_records() {
     for strategy in S::ALL.into_iter().chain([S::Best]) {
         assert_objects(&[], strategy, &[], &[]);
     }
-    for strategy in OffsetStrategy::ALL.into_iter().chain([OffsetStrategy::Best]) {
+    for strategy in OffsetStrategy::ALL
+        .into_iter()
+        .chain([OffsetStrategy::Best])
+    {
         assert_offsets(&[], strategy, 64, &[], 0);
     }
-    assert_eq!(lower_bounds(&[], 1), Ok(LowerBounds { offsets: 0, shared_objects: 0 }));
+    assert_eq!(
+        lower_bounds(&[], 1),
+        Ok(LowerBounds {
+            offsets: 0,
+            shared_objects: 0
+        })
+    );
 }
 
 #[test]
@@ -98,23 +107,78 @@ fn chain_records_offsets_and_bounds() {
     // TFLite's `OffsetAssignmentWithAlignment` expects the same offsets and a total of 160,
     // because TFLite aligns offsets but not sizes; tir pads every tensor to the alignment, so
     // the slab ends at the padded end of the 32-byte tensor: 128 + 128.
-    assert_offsets(&r, OffsetStrategy::GreedyBySize, 128, &[0, 128, 0, 128, 0], 256);
-    let profiles: Vec<Vec<usize>> =
-        operator_profiles(&r, 1).unwrap().into_iter().map(|p| p.records).collect();
-    assert_eq!(profiles, vec![vec![0], vec![0, 1], vec![2, 1], vec![2, 3], vec![3, 4], vec![4]]);
+    assert_offsets(
+        &r,
+        OffsetStrategy::GreedyBySize,
+        128,
+        &[0, 128, 0, 128, 0],
+        256,
+    );
+    let profiles: Vec<Vec<usize>> = operator_profiles(&r, 1)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.records)
+        .collect();
+    assert_eq!(
+        profiles,
+        vec![
+            vec![0],
+            vec![0, 1],
+            vec![2, 1],
+            vec![2, 3],
+            vec![3, 4],
+            vec![4]
+        ]
+    );
     assert_eq!(positional_maxima(&r, 1), Ok(vec![64, 32]));
-    assert_eq!(lower_bounds(&r, 1), Ok(LowerBounds { offsets: 96, shared_objects: 96 }));
+    assert_eq!(
+        lower_bounds(&r, 1),
+        Ok(LowerBounds {
+            offsets: 96,
+            shared_objects: 96
+        })
+    );
 }
 
 #[test]
 fn complex_records_shared_objects() {
     let r = complex();
-    assert_objects(&r, S::Naive, &[0, 1, 2, 3, 4, 5, 6, 7, 8], &[32, 32, 8, 16, 8, 64, 8, 8, 16]);
-    assert_objects(&r, S::Equality, &[0, 1, 2, 3, 4, 5, 4, 2, 3], &[32, 32, 8, 16, 8, 64]);
-    assert_objects(&r, S::GreedyInOrder, &[0, 1, 0, 2, 3, 1, 3, 2, 0], &[32, 64, 16, 8]);
-    assert_objects(&r, S::GreedyByBreadth, &[0, 4, 2, 1, 3, 0, 2, 3, 1], &[64, 16, 8, 8, 32]);
-    assert_objects(&r, S::GreedyBySizeImproved, &[1, 0, 2, 1, 3, 0, 1, 2, 0], &[64, 32, 8, 8]);
-    assert_objects(&r, S::MinCostFlow, &[0, 1, 2, 0, 3, 1, 3, 2, 0], &[32, 64, 8, 8]);
+    assert_objects(
+        &r,
+        S::Naive,
+        &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+        &[32, 32, 8, 16, 8, 64, 8, 8, 16],
+    );
+    assert_objects(
+        &r,
+        S::Equality,
+        &[0, 1, 2, 3, 4, 5, 4, 2, 3],
+        &[32, 32, 8, 16, 8, 64],
+    );
+    assert_objects(
+        &r,
+        S::GreedyInOrder,
+        &[0, 1, 0, 2, 3, 1, 3, 2, 0],
+        &[32, 64, 16, 8],
+    );
+    assert_objects(
+        &r,
+        S::GreedyByBreadth,
+        &[0, 4, 2, 1, 3, 0, 2, 3, 1],
+        &[64, 16, 8, 8, 32],
+    );
+    assert_objects(
+        &r,
+        S::GreedyBySizeImproved,
+        &[1, 0, 2, 1, 3, 0, 1, 2, 0],
+        &[64, 32, 8, 8],
+    );
+    assert_objects(
+        &r,
+        S::MinCostFlow,
+        &[0, 1, 2, 0, 3, 1, 3, 2, 0],
+        &[32, 64, 8, 8],
+    );
     assert_objects(&r, S::Best, &[1, 0, 2, 1, 3, 0, 1, 2, 0], &[64, 32, 8, 8]);
     let best = best_shared_objects(&r, 1).unwrap();
     assert_eq!(best.strategy, S::GreedyBySizeImproved);
@@ -124,7 +188,13 @@ fn complex_records_shared_objects() {
 #[test]
 fn complex_records_offsets() {
     let r = complex();
-    assert_offsets(&r, OffsetStrategy::GreedyBySize, 1, &[0, 32, 80, 64, 88, 0, 64, 72, 0], 96);
+    assert_offsets(
+        &r,
+        OffsetStrategy::GreedyBySize,
+        1,
+        &[0, 32, 80, 64, 88, 0, 64, 72, 0],
+        96,
+    );
     // Oracle offsets for base_addr_align_bytes = 128; TFLite's total is 520 = 512 + 8 because
     // it does not pad the last tensor, tir's is 512 + 128.
     let aligned = [0, 128, 384, 256, 512, 0, 128, 256, 0];
@@ -147,8 +217,11 @@ fn complex_records_offsets() {
 #[test]
 fn complex_records_profiles_and_bounds() {
     let r = complex();
-    let profiles: Vec<Vec<usize>> =
-        operator_profiles(&r, 1).unwrap().into_iter().map(|p| p.records).collect();
+    let profiles: Vec<Vec<usize>> = operator_profiles(&r, 1)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.records)
+        .collect();
     let expected: Vec<Vec<usize>> = vec![
         vec![0],
         vec![0, 1],
@@ -163,14 +236,23 @@ fn complex_records_profiles_and_bounds() {
     ];
     assert_eq!(profiles, expected);
     assert_eq!(positional_maxima(&r, 1), Ok(vec![64, 32, 8, 8]));
-    assert_eq!(lower_bounds(&r, 1), Ok(LowerBounds { offsets: 96, shared_objects: 112 }));
+    assert_eq!(
+        lower_bounds(&r, 1),
+        Ok(LowerBounds {
+            offsets: 96,
+            shared_objects: 112
+        })
+    );
 }
 
 #[test]
 fn objects_to_offsets_cases() {
     let plan = |ids: &[usize], sizes: &[u64]| {
-        objects_to_offsets(&SharedObjectsPlan { object_ids: ids.to_vec(), object_sizes: sizes.to_vec() })
-            .unwrap()
+        objects_to_offsets(&SharedObjectsPlan {
+            object_ids: ids.to_vec(),
+            object_sizes: sizes.to_vec(),
+        })
+        .unwrap()
     };
     let empty = plan(&[], &[]);
     assert_eq!((empty.offsets, empty.total_size), (vec![], 0));
@@ -240,15 +322,18 @@ fn tflite_micro_person_detection() {
         (18432, 0, 1),
     ]);
     let expected = [
-        55296, 0, 2304, 0, 2304, 0, 4608, 0, 4608, 0, 4608, 0, 4608, 0, 4608, 0, 4608, 0, 9216,
-        0, 9216, 0, 18432, 0, 18432, 0, 36864, 0, 36864, 0,
+        55296, 0, 2304, 0, 2304, 0, 4608, 0, 4608, 0, 4608, 0, 4608, 0, 4608, 0, 4608, 0, 9216, 0,
+        9216, 0, 18432, 0, 18432, 0, 36864, 0, 36864, 0,
     ];
     assert_offsets(&r, OffsetStrategy::FirstFit, 1, &expected, 64_512);
     let sum: u64 = r.iter().map(|r| r.size).sum();
     assert_eq!(sum, 241_027);
     assert_eq!(lower_bounds(&r, 1).unwrap().offsets, 64_512);
     // Greedy by size reaches the same optimum.
-    assert_eq!(offsets(&r, OffsetStrategy::GreedyBySize, 1).total_size, 64_512);
+    assert_eq!(
+        offsets(&r, OffsetStrategy::GreedyBySize, 1).total_size,
+        64_512
+    );
 }
 
 /// PyTorch's "small" memory-planning test: three 10x10 f32 matmul results (400 bytes, 448

@@ -9,7 +9,11 @@ use tir_passes::planner::{
 
 /// A record in TFLite's argument order: `{size, first_task, last_task}`.
 pub fn rec(size: u64, first_op: usize, last_op: usize) -> UsageRecord {
-    UsageRecord { first_op, last_op, size }
+    UsageRecord {
+        first_op,
+        last_op,
+        size,
+    }
 }
 
 pub fn records(list: &[(u64, usize, usize)]) -> Vec<UsageRecord> {
@@ -18,8 +22,8 @@ pub fn records(list: &[(u64, usize, usize)]) -> Vec<UsageRecord> {
 
 /// Plans offsets and insists the checker accepts the plan.
 pub fn offsets(records: &[UsageRecord], strategy: OffsetStrategy, align: u64) -> OffsetsPlan {
-    let plan = plan_offsets(records, strategy, align)
-        .unwrap_or_else(|e| panic!("{strategy} failed: {e}"));
+    let plan =
+        plan_offsets(records, strategy, align).unwrap_or_else(|e| panic!("{strategy} failed: {e}"));
     if let Err(errors) = check_offsets(records, &plan, align) {
         panic!("{strategy} produced an invalid plan {plan:?}: {errors:?}");
     }
@@ -39,7 +43,11 @@ pub fn objects(
     }
     for (&object, r) in plan.object_ids.iter().zip(records) {
         let size = plan.object_sizes[object];
-        assert_eq!(size % align, 0, "{strategy}: object {object} of size {size} is not aligned");
+        assert_eq!(
+            size % align,
+            0,
+            "{strategy}: object {object} of size {size} is not aligned"
+        );
         assert!(size >= r.size);
     }
     plan
