@@ -2,7 +2,11 @@
 
 mod check;
 mod fmt;
+mod heapmap;
 pub mod input;
+mod plan;
+mod records;
+mod zoo;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -36,6 +40,67 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Plan memory: every strategy side by side against the paper's lower bounds.
+    Plan {
+        /// The model to plan (its `@main` function).
+        #[arg(required_unless_present = "records", conflicts_with = "records")]
+        model: Option<PathBuf>,
+        /// Plan usage records from a CSV file `id,lower,upper,size` (half-open `[lower, upper)`).
+        #[arg(long, value_name = "FILE.csv")]
+        records: Option<PathBuf>,
+        /// The CSV's intervals are closed `[lower, upper]`.
+        #[arg(long, requires = "records")]
+        inclusive: bool,
+        /// A strategy name, or `all`.
+        #[arg(long, short = 's', default_value = "all")]
+        strategy: String,
+        /// Only the shared-objects approach.
+        #[arg(long, conflicts_with = "offsets")]
+        objects: bool,
+        /// Only the offsets approach.
+        #[arg(long)]
+        offsets: bool,
+        /// Alignment of every tensor's size and offset, in bytes.
+        #[arg(long, default_value_t = tir_passes::planner::DEFAULT_ALIGNMENT)]
+        align: u64,
+        /// Print JSON (every record and its offset/object) instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Write the records plus an `offset` column (the smallest offsets plan shown) to FILE.
+        #[arg(long, value_name = "FILE.csv")]
+        emit_csv: Option<PathBuf>,
+        /// Print the model with each operator's profile and breadth as trailing comments.
+        #[arg(long, conflicts_with_all = ["records", "json", "emit_csv"])]
+        annotate: bool,
+    },
+    /// Draw an offsets plan as an SVG heap map.
+    Heapmap {
+        #[arg(required_unless_present = "records", conflicts_with = "records")]
+        model: Option<PathBuf>,
+        #[arg(long, value_name = "FILE.csv")]
+        records: Option<PathBuf>,
+        #[arg(long, requires = "records")]
+        inclusive: bool,
+        /// Where to write the SVG.
+        #[arg(long, short = 'o')]
+        output: PathBuf,
+        /// An offsets strategy (default: the best).
+        #[arg(long, short = 's', default_value = "best")]
+        strategy: String,
+        #[arg(long, default_value_t = tir_passes::planner::DEFAULT_ALIGNMENT)]
+        align: u64,
+    },
+    /// Write the model zoo's .tir files (every model, or the named ones).
+    Zoo {
+        /// Directory to write into.
+        #[arg(long, default_value = "examples")]
+        out: PathBuf,
+        /// List the models instead of writing them.
+        #[arg(long)]
+        list: bool,
+        /// Models to write (default: all).
+        names: Vec<String>,
+    },
 }
 
 /// How a failed command ended.
@@ -44,7 +109,6 @@ pub enum Failure {
     /// Diagnostics were printed; exit 1.
     Reported,
     /// The command line makes no sense; exit 2.
-    #[allow(dead_code)]
     Usage(String),
 }
 
@@ -56,5 +120,50 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             in_place,
             check,
         } => fmt::run(&file, in_place, check),
+        Command::Zoo { out, list, names } => zoo::run(&out, &names, list),
+        Command::Plan {
+            model,
+            records,
+            inclusive,
+            strategy,
+            objects,
+            offsets,
+            align,
+            json,
+            emit_csv,
+            annotate,
+        } => {
+            let approach = match (objects, offsets) {
+                (true, _) => plan::Approach::Objects,
+                (_, true) => plan::Approach::Offsets,
+                _ => plan::Approach::Both,
+            };
+            plan::run(plan::Options {
+                model,
+                records,
+                inclusive,
+                strategy,
+                approach,
+                align,
+                json,
+                emit_csv,
+                annotate,
+            })
+        }
+        Command::Heapmap {
+            model,
+            records,
+            inclusive,
+            output,
+            strategy,
+            align,
+        } => heapmap::run(heapmap::Options {
+            model,
+            records,
+            inclusive,
+            output,
+            strategy,
+            align,
+        }),
     }
 }

@@ -1,0 +1,493 @@
+//! `tirc plan`: every strategy side by side against the paper's lower bounds.
+//!
+//! Every plan shown is first validated by the independent checker; a strategy that produced
+//! an invalid plan is reported as an internal error rather than shown.
+
+use super::records::{self, PlanInput};
+use super::{input, Failure};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tir_passes::planner::checker::{check_offsets, check_shared_objects};
+use tir_passes::planner::csv::write_records_csv;
+use tir_passes::planner::{
+    self, align_size, lower_bounds, OffsetStrategy, OffsetsPlan, SharedObjectStrategy,
+    SharedObjectsPlan, BEST_QUADRATIC_LIMIT,
+};
+
+/// Which approaches the table shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approach {
+    Both,
+    Offsets,
+    Objects,
+}
+
+pub struct Options {
+    pub model: Option<PathBuf>,
+    pub records: Option<PathBuf>,
+    pub inclusive: bool,
+    pub strategy: String,
+    pub approach: Approach,
+    pub align: u64,
+    pub json: bool,
+    pub emit_csv: Option<PathBuf>,
+    pub annotate: bool,
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+#[derive(Serialize)]
+struct OffsetsRow {
+    strategy: &'static str,
+    total_size: u64,
+    mib: f64,
+    ratio_to_lower_bound: f64,
+    time_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    winner: Option<&'static str>,
+    offsets: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct ObjectsRow {
+    strategy: &'static str,
+    cost: u64,
+    mib: f64,
+    ratio_to_lower_bound: f64,
+    time_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    winner: Option<&'static str>,
+    object_ids: Vec<usize>,
+    object_sizes: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct Skipped {
+    strategy: &'static str,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct RecordJson<'a> {
+    name: &'a str,
+    first_op: usize,
+    last_op: usize,
+    size: u64,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    source: &'a str,
+    name: &'a str,
+    align: u64,
+    operators: usize,
+    records: Vec<RecordJson<'a>>,
+    /// Σ unaligned sizes: what allocating every intermediate separately costs.
+    naive_total: u64,
+    /// Σ aligned sizes.
+    naive_aligned: u64,
+    lower_bounds: Bounds,
+    offsets: Vec<OffsetsRow>,
+    shared_objects: Vec<ObjectsRow>,
+    skipped: Vec<Skipped>,
+}
+
+#[derive(Serialize)]
+struct Bounds {
+    offsets: u64,
+    shared_objects: u64,
+}
+
+fn plan_error(source: &str, e: impl std::fmt::Display) -> Failure {
+    eprintln!("{source}: error: {e}");
+    Failure::Reported
+}
+
+fn ratio(v: u64, bound: u64) -> f64 {
+    if bound == 0 {
+        if v == 0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        v as f64 / bound as f64
+    }
+}
+
+fn offset_strategies(name: &str) -> Result<Vec<OffsetStrategy>, Failure> {
+    if name == "all" {
+        let mut all = OffsetStrategy::ALL.to_vec();
+        all.push(OffsetStrategy::Best);
+        return Ok(all);
+    }
+    name.parse::<OffsetStrategy>()
+        .map(|s| vec![s])
+        .map_err(|e| Failure::Usage(e.to_string()))
+}
+
+fn object_strategies(name: &str) -> Result<Vec<SharedObjectStrategy>, Failure> {
+    if name == "all" {
+        let mut all = SharedObjectStrategy::ALL.to_vec();
+        all.push(SharedObjectStrategy::Best);
+        return Ok(all);
+    }
+    name.parse::<SharedObjectStrategy>()
+        .map(|s| vec![s])
+        .map_err(|e| Failure::Usage(e.to_string()))
+}
+
+pub fn run(opts: Options) -> Result<(), Failure> {
+    if opts.align == 0 {
+        return Err(Failure::Usage("--align must be at least 1".into()));
+    }
+    // Validate strategy names before any work, so misuse is reported as such (exit 2).
+    let offs = if opts.approach != Approach::Objects {
+        offset_strategies(&opts.strategy).or_else(|e| {
+            // A shared-objects-only name (none today) is fine when offsets are not asked for.
+            if opts.approach == Approach::Both && object_strategies(&opts.strategy).is_ok() {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            }
+        })?
+    } else {
+        Vec::new()
+    };
+    let objs = if opts.approach != Approach::Offsets {
+        match object_strategies(&opts.strategy) {
+            Ok(s) => s,
+            // `objects:greedy_by_size` and friends only exist as offset strategies.
+            Err(_) if opts.approach == Approach::Both && !offs.is_empty() => Vec::new(),
+            Err(e) => return Err(e),
+        }
+    } else {
+        Vec::new()
+    };
+    let input = records::load(
+        opts.model.as_deref(),
+        opts.records.as_deref(),
+        opts.inclusive,
+    )?;
+    if opts.annotate {
+        return annotate(&input, opts.align);
+    }
+    let src = input.source.as_str();
+    let bounds = lower_bounds(&input.records, opts.align).map_err(|e| plan_error(src, e))?;
+    let naive_total = input
+        .records
+        .iter()
+        .try_fold(0u64, |a, r| a.checked_add(r.size));
+    let naive_total =
+        naive_total.ok_or_else(|| plan_error(src, "the naive total overflows u64"))?;
+    let mut naive_aligned = 0u64;
+    for r in &input.records {
+        let s = align_size(r.size, opts.align).map_err(|e| plan_error(src, e))?;
+        naive_aligned = naive_aligned
+            .checked_add(s)
+            .ok_or_else(|| plan_error(src, "the naive total overflows u64"))?;
+    }
+    let n = input.records.len();
+    let run_all = opts.strategy == "all";
+    let mut skipped = Vec::new();
+
+    let mut offsets_rows = Vec::new();
+    for s in offs {
+        if run_all && s.is_quadratic() && n > BEST_QUADRATIC_LIMIT {
+            skipped.push(Skipped { strategy: s.name(), reason: format!("quadratic in the number of records; {n} > {BEST_QUADRATIC_LIMIT} (name it with --strategy to run it anyway)") });
+            continue;
+        }
+        let start = Instant::now();
+        let (plan, winner) = if s == OffsetStrategy::Best {
+            let best = planner::best_offsets(&input.records, opts.align)
+                .map_err(|e| plan_error(src, e))?;
+            (best.plan, Some(best.strategy.name()))
+        } else {
+            match planner::plan_offsets(&input.records, s, opts.align) {
+                Ok(p) => (p, None),
+                Err(e) => {
+                    skipped.push(Skipped {
+                        strategy: s.name(),
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+            }
+        };
+        let time_ms = start.elapsed().as_secs_f64() * 1e3;
+        verify_offsets(src, s.name(), &input, &plan, opts.align)?;
+        offsets_rows.push(OffsetsRow {
+            strategy: s.name(),
+            total_size: plan.total_size,
+            mib: plan.total_size as f64 / MIB,
+            ratio_to_lower_bound: ratio(plan.total_size, bounds.offsets),
+            time_ms,
+            winner,
+            offsets: plan.offsets,
+        });
+    }
+
+    let mut objects_rows = Vec::new();
+    for s in objs {
+        if run_all && s.is_quadratic() && n > BEST_QUADRATIC_LIMIT {
+            skipped.push(Skipped { strategy: s.name(), reason: format!("quadratic in the number of records; {n} > {BEST_QUADRATIC_LIMIT} (name it with --strategy to run it anyway)") });
+            continue;
+        }
+        let start = Instant::now();
+        let (plan, winner) = if s == SharedObjectStrategy::Best {
+            let best = planner::best_shared_objects(&input.records, opts.align)
+                .map_err(|e| plan_error(src, e))?;
+            (best.plan, Some(best.strategy.name()))
+        } else {
+            match planner::plan_shared_objects(&input.records, s, opts.align) {
+                Ok(p) => (p, None),
+                Err(e) => {
+                    skipped.push(Skipped {
+                        strategy: s.name(),
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+            }
+        };
+        let time_ms = start.elapsed().as_secs_f64() * 1e3;
+        verify_objects(src, s.name(), &input, &plan)?;
+        let cost = plan.cost();
+        objects_rows.push(ObjectsRow {
+            strategy: s.name(),
+            cost,
+            mib: cost as f64 / MIB,
+            ratio_to_lower_bound: ratio(cost, bounds.shared_objects),
+            time_ms,
+            winner,
+            object_ids: plan.object_ids,
+            object_sizes: plan.object_sizes,
+        });
+    }
+
+    if let Some(out) = &opts.emit_csv {
+        emit_csv(out, &input, &offsets_rows)?;
+    }
+
+    let report = Report {
+        source: src,
+        name: &input.name,
+        align: opts.align,
+        operators: input.num_ops,
+        records: input
+            .records
+            .iter()
+            .zip(&input.names)
+            .map(|(r, name)| RecordJson {
+                name,
+                first_op: r.first_op,
+                last_op: r.last_op,
+                size: r.size,
+            })
+            .collect(),
+        naive_total,
+        naive_aligned,
+        lower_bounds: Bounds {
+            offsets: bounds.offsets,
+            shared_objects: bounds.shared_objects,
+        },
+        offsets: offsets_rows,
+        shared_objects: objects_rows,
+        skipped,
+    };
+    if opts.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return Err(plan_error(src, e)),
+        }
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+fn verify_offsets(
+    src: &str,
+    name: &str,
+    input: &PlanInput,
+    plan: &OffsetsPlan,
+    align: u64,
+) -> Result<(), Failure> {
+    check_offsets(&input.records, plan, align).map_err(|errs| {
+        eprintln!("{src}: internal error: strategy `{name}` produced an invalid plan:");
+        for e in errs.iter().take(10) {
+            eprintln!("  {e}");
+        }
+        Failure::Reported
+    })
+}
+
+fn verify_objects(
+    src: &str,
+    name: &str,
+    input: &PlanInput,
+    plan: &SharedObjectsPlan,
+) -> Result<(), Failure> {
+    check_shared_objects(&input.records, plan).map_err(|errs| {
+        eprintln!("{src}: internal error: strategy `{name}` produced an invalid plan:");
+        for e in errs.iter().take(10) {
+            eprintln!("  {e}");
+        }
+        Failure::Reported
+    })
+}
+
+fn emit_csv(out: &Path, input: &PlanInput, rows: &[OffsetsRow]) -> Result<(), Failure> {
+    // The plan written is the smallest one shown (the only one, with --strategy NAME).
+    let Some(best) = rows.iter().min_by_key(|r| r.total_size) else {
+        return Err(Failure::Usage(
+            "--emit-csv needs an offsets strategy".into(),
+        ));
+    };
+    let text = match &input.csv {
+        Some(rows) => write_records_csv(rows, Some(&best.offsets), false),
+        None => {
+            let rows: Vec<_> = input
+                .records
+                .iter()
+                .zip(&input.names)
+                .map(|(r, name)| tir_passes::planner::csv::CsvRecord {
+                    id: name.clone(),
+                    record: *r,
+                })
+                .collect();
+            write_records_csv(&rows, Some(&best.offsets), false)
+        }
+    };
+    input::write_atomic(out, text.as_bytes())
+}
+
+fn fmt_time(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.0} µs", ms * 1e3)
+    } else if ms < 1000.0 {
+        format!("{ms:.2} ms")
+    } else {
+        format!("{:.2} s", ms / 1e3)
+    }
+}
+
+fn print_table(r: &Report<'_>) {
+    println!(
+        "{} ({}): {} operators, {} intermediate tensors, alignment {} B",
+        r.name,
+        r.source,
+        r.operators,
+        r.records.len(),
+        r.align
+    );
+    println!(
+        "naive total (every intermediate separately): {} bytes ({:.3} MiB)",
+        r.naive_total,
+        r.naive_total as f64 / MIB
+    );
+    let header = |title: &str| {
+        println!();
+        println!(
+            "{title:<36} {:>14} {:>10} {:>9} {:>10}",
+            "bytes", "MiB", "/ bound", "time"
+        );
+    };
+    let row = |label: &str, bytes: u64, bound: u64, time: Option<f64>| {
+        println!(
+            "  {label:<34} {bytes:>14} {:>10.3} {:>9.3} {:>10}",
+            bytes as f64 / MIB,
+            ratio(bytes, bound),
+            time.map_or(String::new(), fmt_time)
+        );
+    };
+    if !r.offsets.is_empty() {
+        header("offsets (one slab)");
+        row(
+            "lower bound: max breadth",
+            r.lower_bounds.offsets,
+            r.lower_bounds.offsets,
+            None,
+        );
+        for o in &r.offsets {
+            let label = match o.winner {
+                Some(w) => format!("{} ({w})", o.strategy),
+                None => o.strategy.to_string(),
+            };
+            row(
+                &label,
+                o.total_size,
+                r.lower_bounds.offsets,
+                Some(o.time_ms),
+            );
+        }
+    }
+    if !r.shared_objects.is_empty() {
+        header("shared objects");
+        row(
+            "lower bound: Σ positional maxima",
+            r.lower_bounds.shared_objects,
+            r.lower_bounds.shared_objects,
+            None,
+        );
+        for o in &r.shared_objects {
+            let label = match o.winner {
+                Some(w) => format!("{} ({w})", o.strategy),
+                None => o.strategy.to_string(),
+            };
+            row(
+                &label,
+                o.cost,
+                r.lower_bounds.shared_objects,
+                Some(o.time_ms),
+            );
+        }
+    }
+    if !r.skipped.is_empty() {
+        println!();
+        for s in &r.skipped {
+            println!("  skipped {}: {}", s.strategy, s.reason);
+        }
+    }
+}
+
+/// The model printed with each operator's profile as a trailing comment: its index, breadth
+/// and the tensors live at it (largest first), as the paper's Fig. 2 tabulates them.
+fn annotate(input: &PlanInput, align: u64) -> Result<(), Failure> {
+    let Some((module, live)) = &input.model else {
+        return Err(Failure::Usage(
+            "--annotate needs a MODEL.tir, not --records".into(),
+        ));
+    };
+    let mut profiles: Vec<Vec<usize>> = vec![Vec::new(); live.num_operators];
+    let mut breadth = vec![0u64; live.num_operators];
+    for (i, r) in live.records.iter().enumerate() {
+        let size = align_size(r.size, align).map_err(|e| plan_error(&input.source, e))?;
+        for op in r.first_op..=r.last_op {
+            profiles[op].push(i);
+            breadth[op] = breadth[op].saturating_add(size);
+        }
+    }
+    for p in &mut profiles {
+        p.sort_by_key(|&i| std::cmp::Reverse(live.records[i].size));
+    }
+    let entry = module.entry().map(|f| f.name.clone());
+    let note = |f: &tir_ir::Function, id: tir_ir::OpId| {
+        if Some(&f.name) != entry.as_ref() {
+            return None;
+        }
+        let i = live.operator_index(id)?;
+        let names: Vec<String> = profiles[i]
+            .iter()
+            .map(|&r| f.value_name(live.values[r]))
+            .collect();
+        Some(format!(
+            "op {i}: breadth {} [{}]",
+            breadth[i],
+            names.join(" ")
+        ))
+    };
+    print!("{}", tir_ir::print_annotated(module, Some(&note)));
+    Ok(())
+}

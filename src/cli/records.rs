@@ -1,0 +1,99 @@
+//! What `plan` and `heapmap` work on: usage records with display names, from a model's
+//! liveness or from a CSV file of records.
+
+use super::{input, Failure};
+use std::path::Path;
+use tir_ir::Module;
+use tir_passes::liveness::{self, Liveness};
+use tir_passes::planner::csv::{read_records_csv, CsvRecord};
+use tir_passes::planner::UsageRecord;
+
+/// Records to plan, with everything needed to show them.
+pub struct PlanInput {
+    /// The file the records came from.
+    pub source: String,
+    /// The model's name, or the CSV file's stem.
+    pub name: String,
+    pub records: Vec<UsageRecord>,
+    /// A display name per record: `%value` or the CSV id.
+    pub names: Vec<String>,
+    /// Number of operators (time steps).
+    pub num_ops: usize,
+    /// Present when the records come from a model.
+    pub model: Option<(Module, Liveness)>,
+    /// Present when the records come from CSV (kept to write them back with offsets).
+    pub csv: Option<Vec<CsvRecord>>,
+}
+
+pub fn from_model(path: &Path) -> Result<PlanInput, Failure> {
+    let (_, module) = input::load_module(path)?;
+    let Some(func) = module.entry() else {
+        eprintln!(
+            "{}: error: the module has no `@main` function to plan",
+            path.display()
+        );
+        return Err(Failure::Reported);
+    };
+    let live = liveness::analyze(func).map_err(|e| {
+        eprintln!("{}: error: {e}", path.display());
+        Failure::Reported
+    })?;
+    let names = live.values.iter().map(|&v| func.value_name(v)).collect();
+    Ok(PlanInput {
+        source: path.display().to_string(),
+        name: module.name.clone(),
+        records: live.records.clone(),
+        names,
+        num_ops: live.num_operators,
+        model: Some((module, live)),
+        csv: None,
+    })
+}
+
+pub fn from_csv(path: &Path, inclusive: bool) -> Result<PlanInput, Failure> {
+    let shown = path.display().to_string();
+    let text = std::fs::read(path).map_err(|e| {
+        eprintln!("{shown}: error: cannot read the file: {e}");
+        Failure::Reported
+    })?;
+    let text = String::from_utf8(text).map_err(|e| {
+        eprintln!(
+            "{shown}: error: the file is not valid UTF-8 (byte {})",
+            e.utf8_error().valid_up_to()
+        );
+        Failure::Reported
+    })?;
+    let rows = read_records_csv(&text, inclusive).map_err(|e| {
+        eprintln!("{shown}:{}: error: {}", e.line, e.kind);
+        Failure::Reported
+    })?;
+    let records: Vec<UsageRecord> = rows.iter().map(|r| r.record).collect();
+    let num_ops = records.iter().map(|r| r.last_op + 1).max().unwrap_or(0);
+    let name = path
+        .file_stem()
+        .map_or_else(|| "records".into(), |s| s.to_string_lossy().into_owned());
+    Ok(PlanInput {
+        source: shown,
+        name,
+        names: rows.iter().map(|r| r.id.clone()).collect(),
+        records,
+        num_ops,
+        model: None,
+        csv: Some(rows),
+    })
+}
+
+/// Loads either a model or a CSV, as the command line says.
+pub fn load(
+    model: Option<&Path>,
+    records: Option<&Path>,
+    inclusive: bool,
+) -> Result<PlanInput, Failure> {
+    match (model, records) {
+        (Some(m), None) => from_model(m),
+        (None, Some(r)) => from_csv(r, inclusive),
+        _ => Err(Failure::Usage(
+            "give either a MODEL.tir or --records FILE.csv".into(),
+        )),
+    }
+}
