@@ -127,7 +127,7 @@ pub fn best_shared_objects(
         }
         match shared_objects::plan(&items, strategy) {
             Ok(plan) => {
-                if best.as_ref().map_or(true, |(_, b)| plan.cost() < b.cost()) {
+                if best.as_ref().is_none_or(|(_, b)| plan.cost() < b.cost()) {
                     best = Some((strategy, plan));
                 }
             }
@@ -171,7 +171,7 @@ pub fn best_offsets(
             Ok(plan) => {
                 if best
                     .as_ref()
-                    .map_or(true, |(_, b)| plan.total_size < b.total_size)
+                    .is_none_or(|(_, b)| plan.total_size < b.total_size)
                 {
                     best = Some((strategy, plan));
                 }

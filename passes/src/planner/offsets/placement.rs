@@ -79,7 +79,7 @@ fn find_gap(ranges: &[(u64, u64)], size: u64, fit: Fit, align: u64) -> Result<u6
                 match fit {
                     Fit::First => return Ok(candidate),
                     Fit::Best => {
-                        if best.map_or(true, |(g, _)| gap < g) {
+                        if best.is_none_or(|(g, _)| gap < g) {
                             best = Some((gap, candidate));
                         }
                     }

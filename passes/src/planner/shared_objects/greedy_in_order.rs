@@ -34,7 +34,7 @@ pub(crate) fn greedy_in_order(items: &[Item]) -> SharedObjectsPlan {
         }
         if let Some(&(size, id)) = pool.range(..(item.size, 0)).next_back() {
             let waste = item.size - size;
-            if best.map_or(true, |(_, w)| waste < w) {
+            if best.is_none_or(|(_, w)| waste < w) {
                 best = Some(((size, id), waste));
             }
         }

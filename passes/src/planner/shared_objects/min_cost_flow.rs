@@ -59,7 +59,7 @@ impl Network {
 
     fn edge_cost(&self, e: usize) -> i128 {
         let c = self.cost[e / 2] as i128;
-        if e % 2 == 0 {
+        if e.is_multiple_of(2) {
             c
         } else {
             -c
@@ -172,8 +172,8 @@ pub(crate) fn min_cost_flow(items: &[Item]) -> Result<SharedObjectsPlan, PlanErr
         object_ids: vec![usize::MAX; n],
         object_sizes: vec![],
     };
-    for k in 0..n {
-        if net.cap[new_object_edge[k]] != 0 {
+    for (k, &edge) in new_object_edge.iter().enumerate() {
+        if net.cap[edge] != 0 {
             continue;
         }
         let object = plan.object_sizes.len();
@@ -188,12 +188,12 @@ pub(crate) fn min_cost_flow(items: &[Item]) -> Result<SharedObjectsPlan, PlanErr
             size = size.max(items[i].size);
             current = net.adjacent[c].iter().map(|&e| e as usize).find_map(|e| {
                 let w = net.to[e] as usize;
-                (e % 2 == 0 && net.cap[e] == 0 && (n..2 * n).contains(&w)).then(|| w - n)
+                (e.is_multiple_of(2) && net.cap[e] == 0 && (n..2 * n).contains(&w)).then(|| w - n)
             });
         }
         plan.object_sizes.push(size);
     }
-    if plan.object_ids.iter().any(|&o| o == usize::MAX) {
+    if plan.object_ids.contains(&usize::MAX) {
         return Err(PlanError::Internal(
             "min-cost flow left a tensor without an object",
         ));
