@@ -400,7 +400,8 @@ impl AttrWriter {
     }
 
     pub(crate) fn float(&mut self, name: &'static str, v: f64, default: Option<f64>) {
-        if Some(v) != default {
+        // Bitwise, so that `-0.0` is not taken for the default `0.0`.
+        if Some(v.to_bits()) != default.map(f64::to_bits) {
             self.raw(name, fmt_float(v));
         }
     }

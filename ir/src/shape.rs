@@ -1,7 +1,7 @@
 //! Shape and dtype inference: one rule per op family, all in this file (as tract keeps each
 //! op's shape rule with the op). ONNX semantics on NCHW tensors.
 
-use crate::op::{BinaryOp, Op, Pool2d, UnaryOp};
+use crate::op::{Activation, BinaryOp, Op, Pool2d, UnaryOp};
 use crate::types::{DType, TensorType};
 
 /// Why an op's operand types are not acceptable. `operand` points the diagnostic at one
@@ -38,6 +38,19 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             op.arity(),
             ins.len()
         ));
+    }
+    if let Some(a) = op.activation() {
+        let transcendental = !matches!(
+            a,
+            Activation::Relu | Activation::Relu6 | Activation::ReluN1To1
+        );
+        if transcendental && !ins[0].dtype.is_float() {
+            return err(format!(
+                "the fused activation `{}` needs a float element type, got {}",
+                a.name(),
+                ins[0].dtype
+            ));
+        }
     }
     let one = |t: TensorType| Ok(vec![t]);
     match op {
@@ -365,7 +378,12 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
         Op::ReduceMean { axes, keepdims } => {
             let t = ins[0];
             float(t.dtype, 0)?;
-            let axes = norm_axes(axes, t.rank())?;
+            // ONNX: no axes means every axis.
+            let axes = if axes.is_empty() {
+                (0..t.rank()).collect()
+            } else {
+                norm_axes(axes, t.rank())?
+            };
             let s: Vec<u64> = if *keepdims {
                 t.shape
                     .iter()
@@ -564,7 +582,9 @@ fn window(
         span / stride
     };
     let mut out = steps + 1;
-    if ceil && out > 1 && (out - 1) * stride >= input + pad_begin {
+    // (An overflowing product is certainly past the end.)
+    let last_start = (out - 1).checked_mul(stride).unwrap_or(u64::MAX);
+    if ceil && out > 1 && last_start >= input + pad_begin {
         // The last window may not start in the end padding (PyTorch's rule, adopted by ONNX
         // for ceil_mode).
         out -= 1;
@@ -601,6 +621,12 @@ fn conv2d(c: &crate::op::Conv2d, ins: &[&TensorType]) -> Result<TensorType> {
         if b.shape != [m] {
             return err_at(2, format!("bias must be tensor<{m}x{}>, got {b}", x.dtype));
         }
+    }
+    if w.shape[2] == 0 || w.shape[3] == 0 {
+        return err_at(
+            1,
+            format!("kernel dimensions must be positive, weight is {w}"),
+        );
     }
     let mut s = vec![x.shape[0], m, 0, 0];
     for i in 0..2 {

@@ -64,12 +64,20 @@ pub enum VerifyError {
         ty: TensorType,
         span: Span,
     },
-    #[error("op {op} appears {count} times in the execution order of `@{func}`")]
+    #[error("{op} appears {count} times in the execution order of `@{func}`")]
     Layout {
         func: String,
         op: OpId,
         count: usize,
     },
+    #[error("value name `%{name}` is defined more than once in `@{func}`")]
+    DuplicateName {
+        func: String,
+        name: String,
+        span: Span,
+    },
+    #[error("`%{name}` is not a valid value name (letters, digits, `_`, `.`, `$`)")]
+    BadName { name: String, span: Span },
     #[error("`{op}` defines {found} result(s) but produces {expected}")]
     ResultCount {
         op: &'static str,
@@ -92,7 +100,9 @@ impl VerifyError {
             | ReturnCount { span, .. }
             | ReturnType { span, .. }
             | SizeOverflow { span, .. }
-            | ResultCount { span, .. } => *span,
+            | ResultCount { span, .. }
+            | DuplicateName { span, .. }
+            | BadName { span, .. } => *span,
             Layout { .. } => Span::NONE,
         }
     }
@@ -131,6 +141,27 @@ fn verify_function(f: &mut Function, errors: &mut Vec<VerifyError>) {
             func: f.name.clone(),
             span: f.return_span,
         });
+    }
+    // Names: unique and spellable, so that the printed text parses back (modules built in
+    // code are not checked by the parser).
+    let mut seen = std::collections::HashSet::new();
+    for v in f.values.values() {
+        let valid = !v.name.is_empty()
+            && v.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.$".contains(c));
+        if !valid {
+            errors.push(VerifyError::BadName {
+                name: v.name.clone(),
+                span: v.span,
+            });
+        } else if !seen.insert(v.name.as_str()) {
+            errors.push(VerifyError::DuplicateName {
+                func: f.name.clone(),
+                name: v.name.clone(),
+                span: v.span,
+            });
+        }
     }
     // Every op exactly once in the layout.
     let mut count = vec![0usize; f.ops.len()];
