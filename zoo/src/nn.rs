@@ -207,7 +207,7 @@ impl Net {
         let cin = self.channels(x);
         let groups = c.groups.unwrap_or(cin);
         let out = c.out.unwrap_or(cin);
-        if groups == 0 || cin % groups != 0 {
+        if cin.checked_rem(groups) != Some(0) {
             return Err(NetError::Invalid(format!(
                 "{name}: {groups} groups do not divide {cin} input channels"
             )));

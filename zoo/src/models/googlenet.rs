@@ -8,7 +8,8 @@ pub fn spec() -> ModelSpec {
     ModelSpec {
         name: "googlenet",
         file: "googlenet.tir",
-        architecture: "GoogLeNet / Inception v1 (9 inception modules, ReLU fused, no auxiliary heads)",
+        architecture:
+            "GoogLeNet / Inception v1 (9 inception modules, ReLU fused, no auxiliary heads)",
         paper: "Szegedy et al., \"Going Deeper with Convolutions\", 2015",
         input: "224x224x3",
         notes: &[

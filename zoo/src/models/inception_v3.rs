@@ -33,18 +33,16 @@ pub fn spec() -> ModelSpec {
     }
 }
 
+/// One branch of a module, built when the module runs it.
+type Branch<'a> = Box<dyn FnOnce(&mut Net) -> NetResult<Vec<Value>> + 'a>;
+
 /// Order in which a module's branches execute (indices into the TF-slim branch list).
 const BRANCH_ORDER: [usize; 4] = [1, 0, 3, 2];
 
 /// Runs the branches in [`BRANCH_ORDER`] and concatenates their outputs in TF-slim order.
-fn module<'a>(
-    net: &mut Net,
-    name: &str,
-    branches: Vec<Box<dyn FnOnce(&mut Net) -> NetResult<Vec<Value>> + 'a>>,
-) -> NetResult<Value> {
+fn module(net: &mut Net, name: &str, branches: Vec<Branch<'_>>) -> NetResult<Value> {
     let n = branches.len();
-    let mut slots: Vec<Option<Box<dyn FnOnce(&mut Net) -> NetResult<Vec<Value>> + 'a>>> =
-        branches.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<Branch<'_>>> = branches.into_iter().map(Some).collect();
     let mut outs: Vec<Vec<Value>> = vec![Vec::new(); n];
     for &i in BRANCH_ORDER.iter().filter(|&&i| i < n) {
         if let Some(f) = slots[i].take() {
@@ -62,8 +60,6 @@ fn conv(net: &mut Net, name: &str, x: Value, c: u64, kh: u64, kw: u64) -> NetRes
 fn conv_s2v(net: &mut Net, name: &str, x: Value, c: u64, k: u64) -> NetResult<Value> {
     net.conv(name, x, &Conv::new(c, k).stride(2).valid().relu())
 }
-
-type Branch<'a> = Box<dyn FnOnce(&mut Net) -> NetResult<Vec<Value>> + 'a>;
 
 fn mixed_5(net: &mut Net, n: &str, x: Value, pool_proj: u64) -> NetResult<Value> {
     let b: Vec<Branch> = vec![

@@ -80,7 +80,11 @@ fn build() -> NetResult<Module> {
         if exp != cin {
             h = net.conv(&format!("{n}.expand"), h, &Conv::new(exp, 1).act(act))?;
         }
-        h = net.conv(&format!("{n}.dw"), h, &Conv::depthwise(k).stride(s).act(act))?;
+        h = net.conv(
+            &format!("{n}.dw"),
+            h,
+            &Conv::depthwise(k).stride(s).act(act),
+        )?;
         if se {
             let sq = make_divisible(exp as f64 / 4.0, 8);
             h = squeeze_excite(&mut net, &format!("{n}.se"), h, sq, true)?;

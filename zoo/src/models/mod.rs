@@ -3,6 +3,7 @@
 
 pub mod bert;
 pub mod blazeface;
+pub mod darts;
 pub mod deeplab_v3;
 pub mod densenet;
 pub mod efficientnet;
@@ -11,7 +12,9 @@ pub mod inception_v3;
 pub mod mobilenet_v1;
 pub mod mobilenet_v2;
 pub mod mobilenet_v3;
+pub mod nasnet;
 pub mod posenet;
+pub mod randwire;
 pub mod resnet;
 pub mod squeezenet;
 pub mod unet;
@@ -34,5 +37,8 @@ pub fn all() -> Vec<ModelSpec> {
         efficientnet::spec(),
         bert::spec(),
         unet::spec(),
+        randwire::spec(),
+        nasnet::spec(),
+        darts::spec(),
     ]
 }

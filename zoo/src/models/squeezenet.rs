@@ -24,7 +24,11 @@ pub fn spec() -> ModelSpec {
 fn fire(net: &mut Net, name: &str, x: Value, s: u64, e: u64) -> NetResult<Value> {
     let sq = net.conv(&format!("{name}.squeeze"), x, &Conv::new(s, 1).relu())?;
     let e1 = net.conv(&format!("{name}.expand1x1"), sq, &Conv::new(e, 1).relu())?;
-    let e3 = net.conv(&format!("{name}.expand3x3"), sq, &Conv::new(e, 3).pad(1).relu())?;
+    let e3 = net.conv(
+        &format!("{name}.expand3x3"),
+        sq,
+        &Conv::new(e, 3).pad(1).relu(),
+    )?;
     net.concat(&format!("{name}.concat"), &[e1, e3], 1)
 }
 
