@@ -141,7 +141,7 @@ fn single_tensor_renders_one_rect() {
     let svg = one().render("one");
     let titles = check_structure(&svg, 1);
     assert!(
-        titles[0].starts_with("%0\n4,096 B (4.00 KiB)"),
+        titles[0].starts_with("%0\n4,096 B (4.00 KiB)\noperators 0–0"),
         "{}",
         titles[0]
     );

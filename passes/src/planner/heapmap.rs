@@ -308,7 +308,7 @@ offset {} ({})</title></rect>"#,
         if two_lines {
             writeln!(
                 svg,
-                r#"<text x="{}" y="{}">{}<tspan x="{}" dy="1.15em" font-size="{}" fill="{MUTED}">{size_text}</tspan></text>"#,
+                r#"<text x="{}" y="{}">{}<tspan x="{}" dy="1.15em" font-size="{}" fill-opacity="0.72">{size_text}</tspan></text>"#,
                 Px(x),
                 Px(y - 2.0),
                 Escaped(&input.names[i]),
@@ -670,7 +670,18 @@ impl fmt::Display for Human {
             .into_iter()
             .find(|&(unit, _)| self.0 >= unit)
         {
-            Some((unit, name)) => write!(f, "{:.2} {name}", bytes / unit as f64),
+            Some((unit, name)) => {
+                // Three significant digits: 1.50 MiB, 64.0 KiB, 320 MiB.
+                let value = bytes / unit as f64;
+                let decimals = if value >= 99.95 {
+                    0
+                } else if value >= 9.995 {
+                    1
+                } else {
+                    2
+                };
+                write!(f, "{value:.decimals$} {name}")
+            }
             None => write!(f, "{} B", self.0),
         }
     }
