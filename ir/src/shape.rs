@@ -153,8 +153,8 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                         format!("operand {i} has rank {}, operand 0 has rank {r}", t.rank()),
                     );
                 }
-                for d in 0..r {
-                    if d != ax && t.shape[d] != s[d] {
+                for (d, (&have, &want)) in t.shape.iter().zip(&s).enumerate() {
+                    if d != ax && have != want {
                         return err_at(i, format!(
                             "operand {i} is {t}, which differs from operand 0 in dimension {d} (not the concat axis {ax})"
                         ));
@@ -583,7 +583,7 @@ fn window(
     };
     let mut out = steps + 1;
     // (An overflowing product is certainly past the end.)
-    let last_start = (out - 1).checked_mul(stride).unwrap_or(u64::MAX);
+    let last_start = (out - 1).saturating_mul(stride);
     if ceil && out > 1 && last_start >= input + pad_begin {
         // The last window may not start in the end padding (PyTorch's rule, adopted by ONNX
         // for ceil_mode).
