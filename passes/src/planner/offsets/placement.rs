@@ -3,12 +3,15 @@
 //!
 //! Paper Alg. 3 (and TFLite, and TFLite Micro) scan *every* placed tensor for each new one,
 //! which is quadratic; the TFLite arena-initialisation write-up names this scan as the cost
-//! that "can't be reduced" but whose N can. Here the scan only sees tensors whose lifetimes
-//! intersect the new one's: placed tensors sit in a segment tree over the timeline keyed by
-//! start point, each node holding the latest end below it, so a query descends only into
-//! subtrees that contain an intersecting tensor. A placement then costs O((k + 1) log n)
-//! plus sorting the k intersecting ranges by offset, which for inference graphs (short
-//! lifetimes, a few long ones) is near n log n overall.
+//! that "can't be reduced" but whose N can. Here a placement only looks at tensors whose
+//! lifetimes could intersect the new one's. All tensors are bucketed by start point up front,
+//! in one flat array that also carries each tensor's placed range, so the common case is a
+//! contiguous scan: a *short* tensor (spanning at most [`SHORT_SPAN`] points) intersects
+//! `[lo, hi]` only if it starts in `[lo - SHORT_SPAN, hi]`. The few *long* tensors that start
+//! earlier and still cover `lo` are found by a stabbing query on a static segment tree. A
+//! placement then costs O(SHORT_SPAN + span + k + log n) plus sorting the k intersecting
+//! ranges by offset; for inference graphs (short lifetimes, a few long ones) that is near
+//! n log n overall.
 
 use crate::planner::align_size;
 use crate::planner::error::overflow;
@@ -23,6 +26,9 @@ pub(crate) enum Fit {
     First,
 }
 
+/// Tensors spanning more timeline points than this are *long*; see the module comment.
+const SHORT_SPAN: usize = 16;
+
 /// Places `items` in `order`; items of size 0 occupy nothing and stay at offset 0.
 pub(crate) fn place(
     items: &[Item],
@@ -32,31 +38,25 @@ pub(crate) fn place(
 ) -> Result<OffsetsPlan, PlanError> {
     let timeline = Timeline::new(items);
     let spans = timeline.spans(items);
+    let mut index = TimeIndex::new(items, &spans, timeline.len());
     let mut offsets = vec![0u64; items.len()];
-    let mut ends = vec![0u64; items.len()];
-    let mut placed = TimeIndex::new(timeline.len());
     let mut total_size = 0u64;
-    let mut live: Vec<usize> = Vec::new();
     let mut ranges: Vec<(u64, u64)> = Vec::new();
     for &i in order {
         let item = &items[i];
         if item.size == 0 {
             continue;
         }
-        let (lo, hi) = spans[i];
-        live.clear();
-        placed.intersecting(lo, hi, &mut live);
         ranges.clear();
-        ranges.extend(live.iter().map(|&j| (offsets[j], ends[j])));
+        index.intersecting(spans[i], &mut ranges);
         ranges.sort_unstable();
         let offset = find_gap(&ranges, item.size, fit, align)?;
         let end = offset
             .checked_add(item.size)
             .ok_or_else(|| overflow("slab size"))?;
         offsets[i] = offset;
-        ends[i] = end;
         total_size = total_size.max(end);
-        placed.insert(lo, hi, i);
+        index.place(i, offset, end);
     }
     Ok(OffsetsPlan {
         offsets,
@@ -94,57 +94,121 @@ fn find_gap(ranges: &[(u64, u64)], size: u64, fit: Fit, align: u64) -> Result<u6
     }
 }
 
-/// Placed tensors by start point, answering "which placed tensors intersect `[lo, hi]`",
-/// i.e. start <= hi and end >= lo, in time proportional to the answer.
+/// One tensor in the start-point buckets: its last point and, once placed, its range.
+#[derive(Clone, Copy)]
+struct Slot {
+    lo: usize,
+    hi: usize,
+    offset: u64,
+    end: u64,
+    placed: bool,
+}
+
+/// Which placed tensors intersect a span, i.e. start <= hi and end >= lo.
 struct TimeIndex {
+    /// Tensors sorted by start point; `bucket[p]..bucket[p + 1]` start at point p.
+    slots: Vec<Slot>,
+    bucket: Vec<usize>,
+    slot_of: Vec<usize>,
+    /// Static segment tree over points: node `v` lists (as slot indices) the long tensors
+    /// whose span covers v's whole range but not its parent's; `nodes[v]..nodes[v + 1]`.
     size: usize,
-    /// Per node: 1 + the latest end point among its tensors, 0 when empty.
-    latest_end: Vec<usize>,
-    /// Per start point: its tensors as (end point, id), latest end first.
-    starting: Vec<Vec<(usize, usize)>>,
+    nodes: Vec<usize>,
+    long: Vec<usize>,
 }
 
 impl TimeIndex {
-    fn new(points: usize) -> Self {
+    fn new(items: &[Item], spans: &[(usize, usize)], points: usize) -> Self {
+        let mut by_start: Vec<usize> = (0..items.len()).collect();
+        by_start.sort_by_key(|&i| spans[i].0);
+        let mut bucket = vec![0usize; points + 1];
+        for &(lo, _) in spans {
+            bucket[lo + 1] += 1;
+        }
+        for p in 0..points {
+            bucket[p + 1] += bucket[p];
+        }
+        let mut slot_of = vec![0usize; items.len()];
+        let slots = by_start
+            .iter()
+            .enumerate()
+            .map(|(slot, &i)| {
+                slot_of[i] = slot;
+                let (lo, hi) = spans[i];
+                Slot {
+                    lo,
+                    hi,
+                    offset: 0,
+                    end: 0,
+                    placed: false,
+                }
+            })
+            .collect::<Vec<_>>();
+
         let size = points.max(1).next_power_of_two();
+        let mut per_node: Vec<(usize, usize)> = Vec::new();
+        for (slot, s) in slots.iter().enumerate() {
+            if s.hi - s.lo > SHORT_SPAN {
+                // Canonical cover of [lo, hi] by tree nodes, bottom-up.
+                let (mut l, mut r) = (s.lo + size, s.hi + size + 1);
+                while l < r {
+                    if l & 1 == 1 {
+                        per_node.push((l, slot));
+                        l += 1;
+                    }
+                    if r & 1 == 1 {
+                        r -= 1;
+                        per_node.push((r, slot));
+                    }
+                    l /= 2;
+                    r /= 2;
+                }
+            }
+        }
+        per_node.sort_unstable();
+        let mut nodes = vec![0usize; 2 * size + 1];
+        for &(node, _) in &per_node {
+            nodes[node + 1] += 1;
+        }
+        for v in 0..2 * size {
+            nodes[v + 1] += nodes[v];
+        }
+        let long = per_node.into_iter().map(|(_, slot)| slot).collect();
         TimeIndex {
+            slots,
+            bucket,
+            slot_of,
             size,
-            latest_end: vec![0; 2 * size],
-            starting: vec![Vec::new(); points],
+            nodes,
+            long,
         }
     }
 
-    fn insert(&mut self, lo: usize, hi: usize, id: usize) {
-        let list = &mut self.starting[lo];
-        let at = list.partition_point(|&(end, _)| end >= hi);
-        list.insert(at, (hi, id));
-        let mut node = self.size + lo;
-        self.latest_end[node] = list[0].0 + 1;
-        while node > 1 {
+    fn place(&mut self, item: usize, offset: u64, end: u64) {
+        let slot = &mut self.slots[self.slot_of[item]];
+        slot.offset = offset;
+        slot.end = end;
+        slot.placed = true;
+    }
+
+    fn intersecting(&self, (lo, hi): (usize, usize), out: &mut Vec<(u64, u64)>) {
+        // Everything starting in [lo - SHORT_SPAN, hi]: all short tensors that can intersect.
+        let window = lo.saturating_sub(SHORT_SPAN);
+        for s in &self.slots[self.bucket[window]..self.bucket[hi + 1]] {
+            if s.placed && s.hi >= lo {
+                out.push((s.offset, s.end));
+            }
+        }
+        // Long tensors starting before the window that are live at `lo`.
+        let mut node = lo + self.size;
+        while node >= 1 {
+            for &slot in &self.long[self.nodes[node]..self.nodes[node + 1]] {
+                let s = &self.slots[slot];
+                if s.placed && s.lo < window {
+                    out.push((s.offset, s.end));
+                }
+            }
             node /= 2;
-            self.latest_end[node] = self.latest_end[2 * node].max(self.latest_end[2 * node + 1]);
         }
-    }
-
-    fn intersecting(&self, lo: usize, hi: usize, out: &mut Vec<usize>) {
-        self.collect(1, 0, lo, hi, out);
-    }
-
-    fn collect(&self, node: usize, first: usize, lo: usize, hi: usize, out: &mut Vec<usize>) {
-        if first > hi || self.latest_end[node] <= lo {
-            return;
-        }
-        if node >= self.size {
-            let list = &self.starting[node - self.size];
-            out.extend(
-                list.iter()
-                    .take_while(|&&(end, _)| end >= lo)
-                    .map(|&(_, id)| id),
-            );
-            return;
-        }
-        let half = (self.size >> (usize::BITS - 1 - node.leading_zeros())) / 2;
-        self.collect(2 * node, first, lo, hi, out);
-        self.collect(2 * node + 1, first + half, lo, hi, out);
     }
 }
