@@ -88,6 +88,8 @@ pub struct OpLoc {
     pub name: Span,
     /// Each operand reference.
     pub operands: Vec<Span>,
+    /// Each `outs` reference.
+    pub outs: Vec<Span>,
     /// Each declared result type.
     pub types: Vec<Span>,
     /// The whole statement.
@@ -99,6 +101,9 @@ pub struct OpData {
     pub op: Op,
     pub operands: Vec<Value>,
     pub results: Vec<Value>,
+    /// After bufferization: the `alloc_tensor` each result is written into (destination-passing
+    /// style, MLIR's `outs`). Empty before bufferization and for results the caller owns.
+    pub outs: Vec<Value>,
     pub loc: OpLoc,
 }
 
@@ -192,6 +197,7 @@ impl Function {
             op,
             operands,
             results: Vec::new(),
+            outs: Vec::new(),
             loc: OpLoc::default(),
         });
         let mut vals = Vec::with_capacity(results.len());

@@ -290,6 +290,17 @@ pub enum Op {
         keepdims: bool,
     },
     Resize(Resize),
+    /// The arena every intermediate lives in after bufferization: `size` bytes aligned to
+    /// `align`. Its value is `tensor<size x u8>`.
+    AllocSlab {
+        size: u64,
+        align: u64,
+    },
+    /// A buffer at `offset` bytes inside its operand (the slab, or a larger buffer it is a part
+    /// of: a view, or a slice of a concat's output). Its type is declared.
+    AllocTensor {
+        offset: u64,
+    },
 }
 
 /// How many operands an op takes.
@@ -358,6 +369,8 @@ pub const OP_NAMES: &[&str] = &[
     "layer_norm",
     "reduce_mean",
     "resize",
+    "alloc_slab",
+    "alloc_tensor",
 ];
 
 impl Op {
@@ -403,12 +416,15 @@ impl Op {
             Op::LayerNorm { .. } => "layer_norm",
             Op::ReduceMean { .. } => "reduce_mean",
             Op::Resize(_) => "resize",
+            Op::AllocSlab { .. } => "alloc_slab",
+            Op::AllocTensor { .. } => "alloc_tensor",
         }
     }
 
     pub fn arity(&self) -> Arity {
         match self {
-            Op::Const { .. } => Arity::Exactly(0),
+            Op::Const { .. } | Op::AllocSlab { .. } => Arity::Exactly(0),
+            Op::AllocTensor { .. } => Arity::Exactly(1),
             Op::Conv2d(_) | Op::Gemm(_) => Arity::Range(2, 3),
             Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
             Op::LayerNorm { .. } => Arity::Range(2, 3),
@@ -769,6 +785,28 @@ impl Op {
                     ],
                 )
             }
+            "alloc_slab" => {
+                let size = r.uint("size", 0);
+                let align = r.uint("align", 1);
+                if !r.has("size") {
+                    r.int_req("size");
+                }
+                if align == 0 || !align.is_power_of_two() {
+                    r.bad("align", format!("must be a power of two, got {align}"));
+                }
+                (Op::AllocSlab { size, align }, &["size", "align"])
+            }
+            "alloc_tensor" => {
+                if !r.has("offset") {
+                    r.int_req("offset");
+                }
+                (
+                    Op::AllocTensor {
+                        offset: r.uint("offset", 0),
+                    },
+                    &["offset"],
+                )
+            }
             _ => unreachable!("every name in OP_NAMES is handled"),
         };
         let errors = r.finish(known);
@@ -856,6 +894,11 @@ impl Op {
                 w.ints("axes", axes, None);
                 w.bool("keepdims", *keepdims, true);
             }
+            Op::AllocSlab { size, align } => {
+                w.int("size", *size as i64, None);
+                w.int("align", *align as i64, Some(1));
+            }
+            Op::AllocTensor { offset } => w.int("offset", *offset as i64, None),
             Op::Resize(r) => {
                 w.ints("size", &r.size, None);
                 if r.mode != ResizeMode::Nearest {

@@ -67,6 +67,10 @@ fn print_function(out: &mut String, f: &Function, annotate: Option<Annotator<'_>
             let ops: Vec<String> = data.operands.iter().map(|&v| f.value_name(v)).collect();
             let _ = write!(out, "({})", ops.join(", "));
         }
+        if !data.outs.is_empty() {
+            let outs: Vec<String> = data.outs.iter().map(|&v| f.value_name(v)).collect();
+            let _ = write!(out, " outs({})", outs.join(", "));
+        }
         let attrs = data.op.attrs();
         if !attrs.is_empty() {
             let items: Vec<String> = attrs.iter().map(|(k, v)| format!("{k} = {v}")).collect();

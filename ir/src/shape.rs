@@ -55,6 +55,8 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
     let one = |t: TensorType| Ok(vec![t]);
     match op {
         Op::Const { .. } => err("`const` needs a declared result type"),
+        Op::AllocTensor { .. } => err("`alloc_tensor` needs a declared result type"),
+        Op::AllocSlab { size, .. } => one(TensorType::new(vec![*size], DType::U8)),
         Op::Conv2d(c) => one(conv2d(c, ins)?),
         Op::MatMul { .. } => one(matmul(ins[0], ins[1])?),
         Op::Gemm(g) => {

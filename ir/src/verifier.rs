@@ -39,8 +39,14 @@ pub enum VerifyError {
         inferred: TensorType,
         span: Span,
     },
-    #[error("`const` `{value}` needs a result type")]
-    ConstWithoutType { value: String, span: Span },
+    #[error("`{op}` `{value}` needs a result type")]
+    ConstWithoutType {
+        op: &'static str,
+        value: String,
+        span: Span,
+    },
+    #[error("{message}")]
+    Buffer { message: String, span: Span },
     #[error("`@{func}` returns {found} value(s) but declares {expected} result(s)")]
     ReturnCount {
         func: String,
@@ -97,6 +103,7 @@ impl VerifyError {
             | Shape { span, .. }
             | TypeMismatch { span, .. }
             | ConstWithoutType { span, .. }
+            | Buffer { span, .. }
             | ReturnCount { span, .. }
             | ReturnType { span, .. }
             | SizeOverflow { span, .. }
@@ -292,12 +299,33 @@ fn verify_op(
         });
         return;
     }
-    let inferred = if matches!(data.op, crate::op::Op::Const { .. }) {
+    for (i, &v) in data.outs.iter().enumerate() {
+        if !matches!(defined_at[v.index()], Some(d) if d < pos) {
+            let span = data.loc.outs.get(i).copied().unwrap_or(data.loc.stmt);
+            errors.push(VerifyError::UseBeforeDef {
+                value: f.value_name(v),
+                span,
+                def: f.values[v].span,
+            });
+            ok = false;
+        }
+    }
+    if !ok {
+        return;
+    }
+    verify_buffers(f, id, errors);
+    let data = &f.ops[id];
+    let declared_only = matches!(
+        data.op,
+        crate::op::Op::Const { .. } | crate::op::Op::AllocTensor { .. }
+    );
+    let inferred = if declared_only {
         let r = data.results[0];
         match f.values[r].declared.clone() {
             Some(t) => vec![t],
             None => {
                 errors.push(VerifyError::ConstWithoutType {
+                    op: name,
                     value: f.value_name(r),
                     span: data.loc.stmt,
                 });
@@ -348,6 +376,101 @@ fn verify_op(
         }
         f.values[r].ty = Some(t);
         check_size(f, r, errors);
+    }
+    // A destination buffer has exactly its result's type.
+    let data = &f.ops[id];
+    for (i, (&out, &r)) in data.outs.iter().zip(&data.results).enumerate() {
+        let (Some(bt), Some(rt)) = (f.values[out].ty.as_ref(), f.values[r].ty.as_ref()) else {
+            continue;
+        };
+        if bt != rt {
+            errors.push(VerifyError::Buffer {
+                message: format!(
+                    "`{}` is {bt} but `{}` is {rt}",
+                    f.value_name(out),
+                    f.value_name(r)
+                ),
+                span: data.loc.outs.get(i).copied().unwrap_or(data.loc.stmt),
+            });
+        }
+    }
+}
+
+/// Bufferized form: an `alloc_tensor` lies inside its parent and a root buffer is aligned to its
+/// slab; `outs` name one `alloc_tensor` of the right type per result. (Whether live buffers
+/// overlap is the planner's checker's job, run on the IR by the passes crate.)
+fn verify_buffers(f: &Function, id: OpId, errors: &mut Vec<VerifyError>) {
+    use crate::op::Op;
+    let data = &f.ops[id];
+    let producer_op = |v: Value| f.producer(v).map(|p| &f.ops[p].op);
+    if let Op::AllocTensor { offset } = data.op {
+        let parent = data.operands[0];
+        let Some(ty) = f.values[data.results[0]].declared.as_ref() else {
+            return;
+        };
+        let span = data.loc.stmt;
+        let size = ty.byte_size().unwrap_or(u64::MAX);
+        let parent_size = f.ty(parent).and_then(TensorType::byte_size).unwrap_or(0);
+        match producer_op(parent) {
+            Some(Op::AllocSlab { align, .. }) if offset % align != 0 => {
+                errors.push(VerifyError::Buffer {
+                    message: format!(
+                        "offset {offset} of `{}` is not a multiple of the slab's alignment {align}",
+                        f.value_name(data.results[0])
+                    ),
+                    span,
+                })
+            }
+            Some(Op::AllocSlab { .. }) | Some(Op::AllocTensor { .. }) => {}
+            _ => {
+                errors.push(VerifyError::Buffer {
+                    message: format!("`alloc_tensor` must allocate inside an `alloc_slab` or another `alloc_tensor`, not `{}`", f.value_name(parent)),
+                    span: data.loc.operands.first().copied().unwrap_or(span),
+                });
+                return;
+            }
+        }
+        if offset.checked_add(size).is_none_or(|end| end > parent_size) {
+            errors.push(VerifyError::Buffer {
+                message: format!(
+                    "`{}` ({size} bytes at offset {offset}) does not fit in `{}` ({parent_size} bytes)",
+                    f.value_name(data.results[0]),
+                    f.value_name(parent)
+                ),
+                span,
+            });
+        }
+        return;
+    }
+    if data.outs.is_empty() {
+        return;
+    }
+    if matches!(data.op, Op::Const { .. } | Op::AllocSlab { .. })
+        || data.outs.len() != data.results.len()
+    {
+        errors.push(VerifyError::Buffer {
+            message: format!(
+                "`{}` has {} result(s) but {} `outs`",
+                data.op.name(),
+                data.results.len(),
+                data.outs.len()
+            ),
+            span: data.loc.stmt,
+        });
+        return;
+    }
+    for (i, &out) in data.outs.iter().enumerate() {
+        let span = data.loc.outs.get(i).copied().unwrap_or(data.loc.stmt);
+        if !matches!(producer_op(out), Some(Op::AllocTensor { .. })) {
+            errors.push(VerifyError::Buffer {
+                message: format!(
+                    "`outs` must name `alloc_tensor` results; `{}` is not one",
+                    f.value_name(out)
+                ),
+                span,
+            });
+            continue;
+        }
     }
 }
 

@@ -34,6 +34,15 @@ impl Liveness {
     }
 }
 
+/// Whether an op counts in the execution order: weights and buffer allocations are data, not
+/// operators.
+pub fn is_operator(op: &Op) -> bool {
+    !matches!(
+        op,
+        Op::Const { .. } | Op::AllocSlab { .. } | Op::AllocTensor { .. }
+    )
+}
+
 /// Why a function cannot be analysed: it has not been verified.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LivenessError {
@@ -48,7 +57,7 @@ pub fn analyze(func: &Function) -> Result<Liveness, LivenessError> {
     let mut op_index = vec![None; func.ops.len()];
     let mut n = 0;
     for &id in &func.layout {
-        if !matches!(func.ops[id].op, Op::Const { .. }) {
+        if is_operator(&func.ops[id].op) {
             op_index[id.index()] = Some(n);
             n += 1;
         }

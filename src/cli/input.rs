@@ -26,6 +26,17 @@ pub fn load_module(path: &Path) -> Result<(String, Module), Failure> {
         report(&name, &source, &diags);
         return Err(Failure::Reported);
     }
+    // Bufferized functions must also keep every value intact until its last read.
+    for f in &module.funcs {
+        if let Err(errors) = tir_passes::buffer_check::check_bufferized(f) {
+            let diags: Vec<Diagnostic> = errors
+                .into_iter()
+                .map(|e| Diagnostic::error(format!("@{}: {e}", f.name), f.span))
+                .collect();
+            report(&name, &source, &diags);
+            return Err(Failure::Reported);
+        }
+    }
     Ok((source, module))
 }
 

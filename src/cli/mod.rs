@@ -4,6 +4,7 @@ mod check;
 mod fmt;
 mod heapmap;
 pub mod input;
+mod opt;
 mod plan;
 mod records;
 mod zoo;
@@ -90,6 +91,25 @@ pub enum Command {
         #[arg(long, default_value_t = tir_passes::planner::DEFAULT_ALIGNMENT)]
         align: u64,
     },
+    /// Run a pass pipeline and print the resulting IR, e.g. `--passes 'plan{strategy=greedy_by_size},bufferize'`.
+    Opt {
+        file: PathBuf,
+        /// Comma-separated passes with `{key=value}` options: plan{strategy=NAME,align=N,sharing=BOOL}, bufferize, verify.
+        #[arg(long, short = 'p')]
+        passes: String,
+        /// Verify (and check buffers) after every pass (always on in debug builds).
+        #[arg(long)]
+        verify_each: bool,
+        /// Print the IR after every pass (to stderr).
+        #[arg(long)]
+        print_after_all: bool,
+        /// Print each pass's statistics and time (to stderr).
+        #[arg(long)]
+        stats: bool,
+        /// Write the result to FILE instead of stdout (atomically).
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
     /// Write the model zoo's .tir files (every model, or the named ones).
     Zoo {
         /// Directory to write into.
@@ -120,6 +140,21 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             in_place,
             check,
         } => fmt::run(&file, in_place, check),
+        Command::Opt {
+            file,
+            passes,
+            verify_each,
+            print_after_all,
+            stats,
+            output,
+        } => opt::run(opt::Options {
+            file,
+            passes,
+            verify_each,
+            print_after_all,
+            stats,
+            output,
+        }),
         Command::Zoo { out, list, names } => zoo::run(&out, &names, list),
         Command::Plan {
             model,

@@ -62,6 +62,7 @@ fn leading_comments(prefix: &str) -> Vec<String> {
 struct PendingOp {
     op: Op,
     operands: Vec<(String, Span)>,
+    outs: Vec<(String, Span)>,
     results: Vec<(String, Span, Option<TensorType>)>,
     loc: OpLoc,
 }
@@ -148,6 +149,7 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
             op: p.op,
             operands: Vec::new(),
             results: Vec::new(),
+            outs: Vec::new(),
             loc: p.loc,
         });
         let mut results = Vec::with_capacity(p.results.len());
@@ -164,17 +166,21 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
         }
         func.ops[id].results = results;
         func.layout.push(id);
-        staged.push((id, p.operands));
+        staged.push((id, p.operands, p.outs));
     }
     let known: Vec<String> = names.keys().cloned().collect();
-    for (id, operands) in staged {
-        let mut vals = Vec::with_capacity(operands.len());
-        for (oname, ospan) in operands {
-            if let Some(v) = resolve(&names, &broken, &known, errors, &oname, ospan) {
-                vals.push(v);
+    for (id, operands, outs) in staged {
+        let mut resolve_all = |list: Vec<(String, Span)>| {
+            let mut vals = Vec::with_capacity(list.len());
+            for (oname, ospan) in list {
+                if let Some(v) = resolve(&names, &broken, &known, errors, &oname, ospan) {
+                    vals.push(v);
+                }
             }
-        }
-        func.ops[id].operands = vals;
+            vals
+        };
+        func.ops[id].operands = resolve_all(operands);
+        func.ops[id].outs = resolve_all(outs);
     }
     for (rname, rspan) in returns {
         if let Some(v) = resolve(&names, &broken, &known, errors, &rname, rspan) {
@@ -237,6 +243,7 @@ fn lower_op(
     let mut results: Vec<(String, Span)> = Vec::new();
     let mut op_name = ("", Span::NONE);
     let mut operands: Vec<(String, Span)> = Vec::new();
+    let mut outs: Vec<(String, Span)> = Vec::new();
     let mut attrs: Vec<Attr> = Vec::new();
     let mut types: Vec<(Option<TensorType>, Span)> = Vec::new();
     let mut types_span = Span::NONE;
@@ -251,6 +258,12 @@ fn lower_op(
             Rule::op_name => op_name = (p.as_str(), Span::from_pest(p.as_span())),
             Rule::operands => {
                 operands = p
+                    .into_inner()
+                    .map(|v| (v.as_str()[1..].to_string(), Span::from_pest(v.as_span())))
+                    .collect();
+            }
+            Rule::outs => {
+                outs = p
                     .into_inner()
                     .map(|v| (v.as_str()[1..].to_string(), Span::from_pest(v.as_span())))
                     .collect();
@@ -318,6 +331,7 @@ fn lower_op(
     let loc = OpLoc {
         name: op_name.1,
         operands: operands.iter().map(|(_, s)| *s).collect(),
+        outs: outs.iter().map(|(_, s)| *s).collect(),
         types: types.iter().map(|(_, s)| *s).collect(),
         stmt,
     };
@@ -326,6 +340,7 @@ fn lower_op(
     pending.push(PendingOp {
         op,
         operands,
+        outs,
         results: results
             .into_iter()
             .zip(declared)

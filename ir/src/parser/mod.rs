@@ -196,6 +196,7 @@ fn rule_name(rule: &Rule) -> Option<&'static str> {
         Rule::return_op => "`return`",
         Rule::op_stmt | Rule::results => "a statement `%name = op(...)`",
         Rule::operands => "an operand",
+        Rule::outs => "`outs(...)`",
         Rule::result_types => "`:` and a result type",
         Rule::attr_dict => "an attribute dictionary `{...}`",
         Rule::attr => "an attribute `name = value`",
