@@ -3,7 +3,6 @@
 //! snapshot holds each case's input, output and pass statistics. Every output re-parses and
 //! passes the verifier and the independent buffer checker.
 
-use std::path::Path;
 use tir_passes::pipeline::{parse_pipeline, run_pipeline, verify_module};
 
 fn run_case(pipeline: &str, text: &str) -> String {

@@ -88,8 +88,47 @@ impl Forest {
     }
 }
 
+/// Which kinds of buffer sharing to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sharing {
+    pub views: bool,
+    pub in_place: bool,
+    pub concat: bool,
+}
+
+impl Sharing {
+    pub const NONE: Sharing = Sharing {
+        views: false,
+        in_place: false,
+        concat: false,
+    };
+    pub const ALL: Sharing = Sharing {
+        views: true,
+        in_place: true,
+        concat: true,
+    };
+    /// Everything but concat slices (which can lengthen a concat buffer's life).
+    pub const NO_CONCAT: Sharing = Sharing {
+        views: true,
+        in_place: true,
+        concat: false,
+    };
+
+    pub fn name(self) -> &'static str {
+        match (self.views, self.in_place, self.concat) {
+            (false, false, false) => "none",
+            (true, true, true) => "views+in_place+concat",
+            (true, true, false) => "views+in_place",
+            _ => "custom",
+        }
+    }
+}
+
 /// Decides which values share buffers. The function must be verified and not bufferized.
-pub fn assign_buffers(func: &Function, sharing: bool) -> Result<BufferAssignment, LivenessError> {
+pub fn assign_buffers(
+    func: &Function,
+    sharing: Sharing,
+) -> Result<BufferAssignment, LivenessError> {
     let live = liveness::analyze(func)?;
     let nvals = func.values.len();
     let mut is_output = vec![false; nvals];
@@ -143,11 +182,12 @@ pub fn assign_buffers(func: &Function, sharing: bool) -> Result<BufferAssignment
         };
         let data = &func.ops[id];
         let intermediate = |v: Value| !is_output[v.index()];
-        if sharing && data.results.len() == 1 && intermediate(data.results[0]) {
+        let any = sharing.views || sharing.in_place || sharing.concat;
+        if any && data.results.len() == 1 && intermediate(data.results[0]) {
             let r = data.results[0];
             let src = data.operands.first().copied();
             // View: the result is the same bytes as its source.
-            if data.op.is_view() {
+            if sharing.views && data.op.is_view() {
                 if let Some(s) = src.and_then(|s| slot[s.index()]) {
                     slot[r.index()] = Some(s);
                     let (top, _) = forest.resolve(s.node);
@@ -157,7 +197,7 @@ pub fn assign_buffers(func: &Function, sharing: bool) -> Result<BufferAssignment
             }
             // In place: an element-wise op over an operand of its own type whose buffer holds
             // nothing read after this op.
-            if is_elementwise(&data.op) {
+            if sharing.in_place && is_elementwise(&data.op) {
                 let rty = func.ty(r);
                 let candidate = data.operands.iter().copied().find(|&u| {
                     let Some(s) = slot[u.index()] else {
@@ -175,7 +215,8 @@ pub fn assign_buffers(func: &Function, sharing: bool) -> Result<BufferAssignment
                 }
             }
             // Concat: one buffer; whole-buffer operands move into their slices.
-            if let Op::Concat { axis } = data.op {
+            if let (true, Op::Concat { axis }) = (sharing.concat, &data.op) {
+                let axis = *axis;
                 let ty = func
                     .ty(r)
                     .ok_or_else(|| LivenessError::Untyped(func.value_name(r)))?;

@@ -5,7 +5,7 @@
 
 use crate::buffer_check::check_bufferized;
 use crate::bufferize::{bufferize, is_bufferized};
-use crate::buffers::{assign_buffers, BufferAssignment};
+use crate::buffers::{assign_buffers, BufferAssignment, Sharing};
 use crate::planner::{self, lower_bounds, OffsetStrategy, OffsetsPlan, DEFAULT_ALIGNMENT};
 use std::time::{Duration, Instant};
 use tir_ir::{Module, OpId};
@@ -256,25 +256,43 @@ fn run_one(
             if is_bufferized(func) {
                 return Err(fail(format!("`@{}` is already bufferized", func.name)));
             }
-            let assignment = assign_buffers(func, *sharing).map_err(|e| fail(e.to_string()))?;
-            let records = assignment.records();
-            let (plan, used) = if *strategy == OffsetStrategy::Best {
-                let best =
-                    planner::best_offsets(&records, *align).map_err(|e| fail(e.to_string()))?;
-                (best.plan, best.strategy.name())
+            // Sharing shortens lives and removes copies, but pinning producers into a concat's
+            // buffer can raise the peak; the variants are planned and the smallest slab kept
+            // (ties go to more sharing), so sharing never costs memory.
+            let variants: &[Sharing] = if *sharing {
+                &[Sharing::ALL, Sharing::NO_CONCAT, Sharing::NONE]
             } else {
-                (
-                    planner::plan_offsets(&records, *strategy, *align)
-                        .map_err(|e| fail(e.to_string()))?,
-                    strategy.name(),
-                )
+                &[Sharing::NONE]
             };
+            let mut chosen: Option<(Sharing, BufferAssignment, OffsetsPlan, &'static str)> = None;
+            for &variant in variants {
+                let assignment = assign_buffers(func, variant).map_err(|e| fail(e.to_string()))?;
+                let records = assignment.records();
+                let (plan, used) = if *strategy == OffsetStrategy::Best {
+                    let best =
+                        planner::best_offsets(&records, *align).map_err(|e| fail(e.to_string()))?;
+                    (best.plan, best.strategy.name())
+                } else {
+                    let plan = planner::plan_offsets(&records, *strategy, *align)
+                        .map_err(|e| fail(e.to_string()))?;
+                    (plan, strategy.name())
+                };
+                if chosen
+                    .as_ref()
+                    .is_none_or(|c| plan.total_size < c.2.total_size)
+                {
+                    chosen = Some((variant, assignment, plan, used));
+                }
+            }
+            let (variant, assignment, plan, used) =
+                chosen.ok_or_else(|| fail("no sharing variant".into()))?;
+            let records = assignment.records();
             let bound = lower_bounds(&records, *align)
                 .map_err(|e| fail(e.to_string()))?
                 .offsets;
             let stats = vec![
                 ("strategy", used.to_string()),
-                ("sharing", sharing.to_string()),
+                ("sharing", variant.name().to_string()),
                 ("buffers", records.len().to_string()),
                 ("shared buffers", assignment.shared_buffers().to_string()),
                 ("slab bytes", plan.total_size.to_string()),
