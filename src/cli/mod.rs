@@ -3,6 +3,7 @@
 mod check;
 mod fmt;
 mod heapmap;
+mod import;
 pub mod input;
 mod opt;
 mod plan;
@@ -110,6 +111,24 @@ pub enum Command {
         #[arg(long, short = 'o')]
         output: Option<PathBuf>,
     },
+    /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
+    Import {
+        /// The .onnx file (external data is read relative to it).
+        model: PathBuf,
+        /// The .tir file to write.
+        #[arg(long, short = 'o')]
+        output: PathBuf,
+        /// Where to write the weights (default: the output with extension .safetensors).
+        #[arg(long, value_name = "OUT.safetensors")]
+        weights: Option<PathBuf>,
+        /// A value for a symbolic input dimension, `name=value` (repeatable; a symbolic batch
+        /// dimension defaults to 1).
+        #[arg(long = "dim", value_name = "NAME=VALUE")]
+        dims: Vec<String>,
+        /// Keep the graph as imported: no activation fusion or BatchNormalization folding.
+        #[arg(long)]
+        no_cleanup: bool,
+    },
     /// Write the model zoo's .tir files (every model, or the named ones).
     Zoo {
         /// Directory to write into.
@@ -156,6 +175,19 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             output,
         }),
         Command::Zoo { out, list, names } => zoo::run(&out, &names, list),
+        Command::Import {
+            model,
+            output,
+            weights,
+            dims,
+            no_cleanup,
+        } => import::run(import::Options {
+            model,
+            output,
+            weights,
+            dims,
+            no_cleanup,
+        }),
         Command::Plan {
             model,
             records,

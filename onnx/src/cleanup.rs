@@ -1,0 +1,363 @@
+//! Import-time cleanup, as inference runtimes do it on load:
+//!
+//! 1. fold a BatchNormalization into the convolution that feeds it (the per-channel scale
+//!    `gamma / sqrt(var + eps)` goes into the weights, the shift into the bias);
+//! 2. fuse an activation (`relu`, `relu6`, `clip` with 0..6, 0..inf or -1..1, `tanh`,
+//!    `sigmoid`, `hard_swish`) into the conv2d, gemm, matmul or binary op that produces its
+//!    operand, when that result has no other use and is not returned;
+//! 3. drop ops whose results are unused, and weights no `const` names.
+//!
+//! (Identity and Dropout never reach the IR: the importer binds their output to their input.)
+//! A fused graph has fewer intermediates, which is what the seed paper's memory figures count.
+
+use crate::{Tensor, Weights};
+use std::collections::{HashMap, HashSet};
+use tir_ir::op::Activation;
+use tir_ir::{DType, Function, Module, Op, OpId, TensorType, UnaryOp, Value};
+
+/// What [`cleanup`] changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CleanupStats {
+    pub folded_batch_norms: usize,
+    pub fused_activations: usize,
+    pub removed_ops: usize,
+    pub removed_weights: usize,
+}
+
+/// Runs the cleanup on every function, rewriting folded weights in `weights`.
+pub fn cleanup(module: &mut Module, weights: &mut Weights) -> CleanupStats {
+    let mut stats = CleanupStats::default();
+    for f in &mut module.funcs {
+        fold_batch_norms(f, weights, &mut stats);
+        fuse_activations(f, &mut stats);
+        remove_dead_ops(f, &mut stats);
+        compact(f);
+    }
+    let named: HashSet<&str> = module
+        .funcs
+        .iter()
+        .flat_map(|f| f.layout.iter().map(move |&id| &f.ops[id].op))
+        .filter_map(|op| match op {
+            Op::Const { name } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let before = weights.len();
+    weights.tensors.retain(|k, _| named.contains(k.as_str()));
+    stats.removed_weights = before - weights.len();
+    stats
+}
+
+fn use_counts(f: &Function) -> HashMap<Value, usize> {
+    let mut uses = HashMap::new();
+    for &id in &f.layout {
+        for &v in &f.ops[id].operands {
+            *uses.entry(v).or_insert(0) += 1;
+        }
+    }
+    for &v in &f.returns {
+        *uses.entry(v).or_insert(0) += 1;
+    }
+    uses
+}
+
+fn replace_uses(f: &mut Function, from: Value, to: Value) {
+    for &id in &f.layout {
+        for v in &mut f.ops[id].operands {
+            if *v == from {
+                *v = to;
+            }
+        }
+    }
+    for v in &mut f.returns {
+        if *v == from {
+            *v = to;
+        }
+    }
+}
+
+/// `consumer`'s result is replaced by `producer_result`, which takes over its name (so a
+/// returned value keeps its name); `consumer` leaves the layout.
+fn absorb(f: &mut Function, consumer: OpId, producer_result: Value) {
+    let q = f.ops[consumer].results[0];
+    replace_uses(f, q, producer_result);
+    let qname = std::mem::take(&mut f.values[q].name);
+    let pname = std::mem::replace(&mut f.values[producer_result].name, qname);
+    f.values[q].name = pname;
+    f.layout.retain(|&id| id != consumer);
+}
+
+fn producer_op(f: &Function, v: Value) -> Option<OpId> {
+    f.producer(v).filter(|id| f.layout.contains(id))
+}
+
+/// The weight a value is, if it is the result of a `const` whose data is an f32 tensor.
+fn const_f32<'w>(f: &Function, weights: &'w Weights, v: Value) -> Option<(&'w str, &'w Tensor)> {
+    let id = producer_op(f, v)?;
+    let Op::Const { name } = &f.ops[id].op else {
+        return None;
+    };
+    let (k, t) = weights.tensors.get_key_value(name)?;
+    (t.dtype == DType::F32).then_some((k.as_str(), t))
+}
+
+fn fold_batch_norms(f: &mut Function, weights: &mut Weights, stats: &mut CleanupStats) {
+    let order = f.layout.clone();
+    for bn in order {
+        let uses = use_counts(f);
+        let Op::BatchNorm { epsilon } = f.ops[bn].op else {
+            continue;
+        };
+        let ops = f.ops[bn].operands.clone();
+        let y = ops[0];
+        let Some(conv) = producer_op(f, y) else {
+            continue;
+        };
+        let Op::Conv2d(c) = &f.ops[conv].op else {
+            continue;
+        };
+        if c.activation.is_some() || uses.get(&y) != Some(&1) {
+            continue;
+        }
+        let conv_ops = f.ops[conv].operands.clone();
+        let params: Option<Vec<(String, Tensor)>> = ops[1..]
+            .iter()
+            .chain(&conv_ops[1..])
+            .map(|&v| const_f32(f, weights, v).map(|(k, t)| (k.to_string(), t.clone())))
+            .collect();
+        let Some(params) = params else {
+            continue;
+        };
+        let [(_, gamma), (beta_key, beta), (_, mean), (_, var), (w_key, w), rest @ ..] =
+            params.as_slice()
+        else {
+            continue;
+        };
+        let m = w.shape.first().copied().unwrap_or(0) as usize;
+        let f32s = |t: &Tensor| -> Vec<f64> { t.floats() };
+        let (g, b, mu, s2, wv) = (f32s(gamma), f32s(beta), f32s(mean), f32s(var), f32s(w));
+        if [g.len(), b.len(), mu.len(), s2.len()]
+            .iter()
+            .any(|&n| n != m)
+            || m == 0
+        {
+            continue;
+        }
+        let bias: Vec<f64> = match rest.first() {
+            Some((_, t)) if t.numel() == m => f32s(t),
+            Some(_) => continue,
+            None => vec![0.0; m],
+        };
+        let per = wv.len() / m;
+        let k: Vec<f64> = (0..m).map(|i| g[i] / (s2[i] + epsilon).sqrt()).collect();
+        let new_w: Vec<f64> = wv
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| x * k[i / per.max(1)])
+            .collect();
+        let new_b: Vec<f64> = (0..m).map(|i| (bias[i] - mu[i]) * k[i] + b[i]).collect();
+        let new_w = Tensor::from_f64s(DType::F32, w.shape.clone(), &new_w);
+        let new_b = Tensor::from_f64s(DType::F32, vec![m as u64], &new_b);
+
+        let w_value = conv_ops[1];
+        let w_value = if exclusive(f, &uses, w_value) {
+            weights.tensors.insert(w_key.clone(), new_w);
+            w_value
+        } else {
+            fresh_const(f, weights, &format!("{w_key}.bn_folded"), new_w, conv)
+        };
+        let b_value = match conv_ops.get(2) {
+            Some(&bv) if exclusive(f, &uses, bv) => {
+                let key = rest[0].0.clone();
+                weights.tensors.insert(key, new_b);
+                bv
+            }
+            _ if exclusive(f, &uses, ops[2]) => {
+                // Reuse the BatchNormalization's bias weight, moved in front of the conv.
+                weights.tensors.insert(beta_key.clone(), new_b);
+                if let Some(id) = producer_op(f, ops[2]) {
+                    move_before(f, id, conv);
+                }
+                ops[2]
+            }
+            _ => fresh_const(f, weights, &format!("{beta_key}.bn_folded"), new_b, conv),
+        };
+        f.ops[conv].operands = vec![conv_ops[0], w_value, b_value];
+        absorb(f, bn, y);
+        stats.folded_batch_norms += 1;
+    }
+}
+
+/// A value used once, not returned, from a `const` that is the only one naming its weight.
+fn exclusive(f: &Function, uses: &HashMap<Value, usize>, v: Value) -> bool {
+    let Some(id) = producer_op(f, v) else {
+        return false;
+    };
+    let Op::Const { name } = &f.ops[id].op else {
+        return false;
+    };
+    let namesakes = f
+        .layout
+        .iter()
+        .filter(|&&o| matches!(&f.ops[o].op, Op::Const { name: n } if n == name))
+        .count();
+    uses.get(&v) == Some(&1) && !f.returns.contains(&v) && namesakes == 1
+}
+
+fn move_before(f: &mut Function, op: OpId, before: OpId) {
+    f.layout.retain(|&id| id != op);
+    let pos = f.layout.iter().position(|&id| id == before).unwrap_or(0);
+    f.layout.insert(pos, op);
+}
+
+/// A new `const` (and weight) placed just before `before`.
+fn fresh_const(
+    f: &mut Function,
+    weights: &mut Weights,
+    key: &str,
+    t: Tensor,
+    before: OpId,
+) -> Value {
+    let mut k = key.to_string();
+    let mut i = 1;
+    while weights.tensors.contains_key(&k) {
+        k = format!("{key}${i}");
+        i += 1;
+    }
+    let names: HashSet<&str> = f.values.values().map(|v| v.name.as_str()).collect();
+    let base: String = k
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut vname = base.clone();
+    let mut j = 1;
+    while names.contains(vname.as_str()) {
+        vname = format!("{base}${j}");
+        j += 1;
+    }
+    let ty = TensorType::new(t.shape.clone(), t.dtype);
+    weights.tensors.insert(k.clone(), t);
+    let id = f.push_op(
+        Op::Const { name: k },
+        Vec::new(),
+        vec![(vname, Some(ty.clone()))],
+    );
+    let v = f.ops[id].results[0];
+    f.values[v].ty = Some(ty);
+    move_before(f, id, before);
+    v
+}
+
+/// The fused form of an activation op, if it has one.
+fn as_activation(op: &Op) -> Option<Activation> {
+    match op {
+        Op::Unary(UnaryOp::Relu) => Some(Activation::Relu),
+        Op::Unary(UnaryOp::Relu6) => Some(Activation::Relu6),
+        Op::Unary(UnaryOp::Tanh) => Some(Activation::Tanh),
+        Op::Unary(UnaryOp::Sigmoid) => Some(Activation::Sigmoid),
+        Op::Unary(UnaryOp::HardSwish) => Some(Activation::HardSwish),
+        Op::Clip { min, max } if *min == 0.0 && *max == 6.0 => Some(Activation::Relu6),
+        Op::Clip { min, max } if *min == 0.0 && *max == f64::INFINITY => Some(Activation::Relu),
+        Op::Clip { min, max } if *min == -1.0 && *max == 1.0 => Some(Activation::ReluN1To1),
+        _ => None,
+    }
+}
+
+fn fuse_activations(f: &mut Function, stats: &mut CleanupStats) {
+    let order = f.layout.clone();
+    for q in order {
+        let Some(act) = as_activation(&f.ops[q].op) else {
+            continue;
+        };
+        let p_val = f.ops[q].operands[0];
+        let Some(p) = producer_op(f, p_val) else {
+            continue;
+        };
+        let uses = use_counts(f);
+        if uses.get(&p_val) != Some(&1) || f.returns.contains(&p_val) {
+            continue;
+        }
+        let slot = match &mut f.ops[p].op {
+            Op::Conv2d(c) => &mut c.activation,
+            Op::Gemm(g) => &mut g.activation,
+            Op::MatMul { activation } | Op::Binary { activation, .. } => activation,
+            _ => continue,
+        };
+        if slot.is_some() {
+            continue;
+        }
+        *slot = Some(act);
+        absorb(f, q, p_val);
+        stats.fused_activations += 1;
+    }
+}
+
+fn remove_dead_ops(f: &mut Function, stats: &mut CleanupStats) {
+    let mut uses = use_counts(f);
+    let mut live = Vec::with_capacity(f.layout.len());
+    for &id in f.layout.iter().rev() {
+        let used = f.ops[id]
+            .results
+            .iter()
+            .any(|r| uses.get(r).copied().unwrap_or(0) > 0);
+        if used {
+            live.push(id);
+        } else {
+            stats.removed_ops += 1;
+            for v in &f.ops[id].operands {
+                if let Some(n) = uses.get_mut(v) {
+                    *n -= 1;
+                }
+            }
+        }
+    }
+    live.reverse();
+    f.layout = live;
+}
+
+/// Rebuilds the function with only the ops in its layout (ops that left the layout are gone
+/// from the arena too, as the verifier requires).
+fn compact(f: &mut Function) {
+    let mut g = Function::new(f.name.clone());
+    let mut map: HashMap<Value, Value> = HashMap::new();
+    for &p in &f.params {
+        let d = &f.values[p];
+        let ty = d
+            .known_type()
+            .cloned()
+            .unwrap_or_else(|| TensorType::f32([]));
+        map.insert(p, g.add_param(d.name.clone(), ty));
+    }
+    for &id in &f.layout {
+        let o = &f.ops[id];
+        let operands = o
+            .operands
+            .iter()
+            .map(|v| map.get(v).copied().unwrap_or(*v))
+            .collect();
+        let results = o
+            .results
+            .iter()
+            .map(|&r| (f.values[r].name.clone(), f.values[r].declared.clone()))
+            .collect();
+        let nid = g.push_op(o.op.clone(), operands, results);
+        let new_results = g.ops[nid].results.clone();
+        for (&r, &n) in o.results.iter().zip(&new_results) {
+            g.values[n].ty = f.values[r].ty.clone();
+            map.insert(r, n);
+        }
+    }
+    g.returns = f
+        .returns
+        .iter()
+        .map(|v| map.get(v).copied().unwrap_or(*v))
+        .collect();
+    g.result_types = f.result_types.clone();
+    *f = g;
+}

@@ -1,0 +1,77 @@
+//! `tirc import MODEL.onnx -o MODEL.tir [--weights OUT.safetensors] [--dim name=value ...]`:
+//! ONNX → a verified `.tir` plus the safetensors file its `const` ops name.
+
+use super::{input, Failure};
+use std::path::{Path, PathBuf};
+
+pub struct Options {
+    pub model: PathBuf,
+    pub output: PathBuf,
+    pub weights: Option<PathBuf>,
+    pub dims: Vec<String>,
+    pub no_cleanup: bool,
+}
+
+pub fn run(o: Options) -> Result<(), Failure> {
+    let mut dims = Vec::with_capacity(o.dims.len());
+    for d in &o.dims {
+        let parsed = d
+            .split_once('=')
+            .and_then(|(n, v)| Some((n.trim().to_string(), v.trim().parse::<u64>().ok()?)))
+            .filter(|(n, _)| !n.is_empty());
+        match parsed {
+            Some(p) => dims.push(p),
+            None => {
+                return Err(Failure::Usage(format!(
+                    "--dim `{d}`: expected NAME=VALUE with a non-negative integer VALUE"
+                )))
+            }
+        }
+    }
+    let opts = tir_onnx::ImportOptions {
+        dims,
+        no_cleanup: o.no_cleanup,
+        ..Default::default()
+    };
+    let model_name = o.model.display().to_string();
+    let imported = tir_onnx::import_file(&o.model, &opts).map_err(|e| {
+        eprintln!("{model_name}: error: {e}");
+        Failure::Reported
+    })?;
+    let weights_path = o
+        .weights
+        .clone()
+        .unwrap_or_else(|| o.output.with_extension("safetensors"));
+    if !imported.weights.is_empty() {
+        let bytes = imported.weights.to_safetensors().map_err(|e| {
+            eprintln!(
+                "{}: error: cannot encode the weights: {e}",
+                weights_path.display()
+            );
+            Failure::Reported
+        })?;
+        input::write_atomic(&weights_path, &bytes)?;
+    }
+    let text = tir_ir::print(&imported.module);
+    input::write_atomic(&o.output, text.as_bytes())?;
+    let ops: usize = imported.module.funcs.iter().map(|f| f.layout.len()).sum();
+    eprintln!(
+        "{}: {ops} ops{}",
+        o.output.display(),
+        weights_summary(&imported.weights, &weights_path)
+    );
+    Ok(())
+}
+
+fn weights_summary(w: &tir_onnx::Weights, path: &Path) -> String {
+    if w.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {}: {} tensors, {} bytes",
+            path.display(),
+            w.len(),
+            w.byte_size()
+        )
+    }
+}
