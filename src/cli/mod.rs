@@ -8,6 +8,7 @@ pub mod input;
 mod opt;
 mod plan;
 mod records;
+mod run;
 mod zoo;
 
 use clap::{Parser, Subcommand};
@@ -111,6 +112,27 @@ pub enum Command {
         #[arg(long, short = 'o')]
         output: Option<PathBuf>,
     },
+    /// Run a model (reference interpreter) and summarise or write its outputs as .npy files.
+    Run {
+        model: PathBuf,
+        /// An input as NAME=FILE.npy (NAME with or without `%`); repeatable. Inputs not given
+        /// are generated from the seed.
+        #[arg(long = "input", value_name = "NAME=FILE.npy")]
+        inputs: Vec<String>,
+        /// A directory to write one NAME.npy per output into, or a .npy file for a model with
+        /// one output (written atomically).
+        #[arg(long, short = 'o', value_name = "DIR|FILE.npy")]
+        output: Option<PathBuf>,
+        /// Weights from a safetensors file (default: generated from the seed).
+        #[arg(long, value_name = "FILE.safetensors")]
+        weights: Option<PathBuf>,
+        /// Seed of the generated weights and inputs.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// What executes the model.
+        #[arg(long, value_enum, default_value = "interp")]
+        engine: run::Engine,
+    },
     /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
     Import {
         /// The .onnx file (external data is read relative to it).
@@ -187,6 +209,21 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             weights,
             dims,
             no_cleanup,
+        }),
+        Command::Run {
+            model,
+            inputs,
+            output,
+            weights,
+            seed,
+            engine,
+        } => run::run(run::Options {
+            model,
+            inputs,
+            output,
+            weights,
+            seed,
+            engine,
         }),
         Command::Plan {
             model,
