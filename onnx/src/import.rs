@@ -612,7 +612,7 @@ impl Importer {
                 let scalar = |t: Option<Rc<Tensor>>, what: &str| -> R<Option<f64>> {
                     match t {
                         None => Ok(None),
-                        Some(t) if t.numel() == 1 => Ok(Some(t.floats()[0])),
+                        Some(t) if t.numel() == 1 => Ok(Some(scalar_of(&t))),
                         Some(t) => Err(format!("{what} must be a scalar, got shape {:?}", t.shape)),
                     }
                 };
@@ -1105,7 +1105,7 @@ impl Importer {
             other => return Err(format!("pad mode \"{other}\" is not supported")),
         };
         let value = match self.const_in(node, 2, "constant_value")? {
-            Some(t) if t.numel() == 1 => t.floats()[0],
+            Some(t) if t.numel() == 1 => scalar_of(&t),
             Some(t) if t.numel() == 0 => 0.0,
             Some(t) => {
                 return Err(format!(
@@ -1198,7 +1198,11 @@ impl Importer {
                 }
             }
             (Some(sc), None) => {
-                let sc = sc.floats();
+                let sc: Vec<f64> = if sc.dtype == DType::F32 {
+                    sc.floats().iter().map(|&v| widen(v as f32)).collect()
+                } else {
+                    sc.floats()
+                };
                 if sc.len() != axes.len() {
                     return Err(format!("{} scales for {} axes", sc.len(), axes.len()));
                 }
@@ -1729,13 +1733,13 @@ impl Attrs<'_> {
     fn float(&self, name: &str) -> R<Option<f64>> {
         Ok(self
             .get(name, AttributeType::Float)?
-            .map(|a| a.f.unwrap_or(0.0) as f64))
+            .map(|a| widen(a.f.unwrap_or(0.0))))
     }
 
     fn floats(&self, name: &str) -> R<Option<Vec<f64>>> {
         Ok(self
             .get(name, AttributeType::Floats)?
-            .map(|a| a.floats.iter().map(|&f| f as f64).collect()))
+            .map(|a| a.floats.iter().map(|&f| widen(f)).collect()))
     }
 
     fn string(&self, name: &str) -> R<Option<String>> {
@@ -1778,4 +1782,24 @@ fn sanitize_symbol(name: &str) -> String {
         s.insert(0, '_');
     }
     s
+}
+
+/// An f32 attribute as the f64 with the same shortest decimal form (`1e-3f32` becomes `0.001`,
+/// not `0.0010000000474974513`), so printed attributes read as the exporter wrote them.
+fn widen(f: f32) -> f64 {
+    if f.is_finite() {
+        f.to_string().parse().unwrap_or(f as f64)
+    } else {
+        f as f64
+    }
+}
+
+/// The one element of a constant, widened like an attribute.
+fn scalar_of(t: &Tensor) -> f64 {
+    let v = t.floats()[0];
+    if t.dtype == DType::F32 {
+        widen(v as f32)
+    } else {
+        v
+    }
 }

@@ -1,0 +1,131 @@
+//! Import-time cleanup: activation fusion and BatchNormalization folding.
+
+mod common;
+use common::*;
+use tir_onnx::ImportOptions;
+
+#[test]
+fn activations_fuse_into_producers() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 2, 4, 4]), input("v", &[2, 3])],
+        &["a", "g", "mm", "s", "t", "h"],
+        vec![
+            tseq("w", &[2, 2, 1, 1]),
+            tseq("gw", &[3, 4]),
+            tseq("mw", &[3, 3]),
+            tf32("zero", &[], &[0.0]),
+            tf32("six", &[], &[6.0]),
+        ],
+        vec![
+            node("Conv", &["x", "w"], &["c"], vec![]),
+            node("Relu", &["c"], &["a"], vec![]),
+            node("Gemm", &["v", "gw"], &["g0"], vec![]),
+            node("Clip", &["g0", "zero", "six"], &["g"], vec![]),
+            node("MatMul", &["v", "mw"], &["m0"], vec![]),
+            node("Sigmoid", &["m0"], &["mm"], vec![]),
+            node("Add", &["v", "v"], &["s0"], vec![]),
+            node("Tanh", &["s0"], &["s"], vec![]),
+            node("Sub", &["v", "v"], &["t0"], vec![]),
+            node("HardSwish", &["t0"], &["t"], vec![]),
+            // Not fused: the producer's result has a second use.
+            node("Mul", &["v", "v"], &["h0"], vec![]),
+            node("Relu", &["h0"], &["h1"], vec![]),
+            node("Add", &["h0", "h1"], &["h"], vec![]),
+        ],
+    );
+    insta::assert_snapshot!("fused", text(&m));
+    let raw = ImportOptions {
+        no_cleanup: true,
+        ..Default::default()
+    };
+    insta::assert_snapshot!("not_fused_without_cleanup", text_with(&m, &raw));
+}
+
+#[test]
+fn returned_producer_is_not_fused() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 3])],
+        &["a", "r"],
+        vec![],
+        vec![
+            node("Add", &["x", "x"], &["a"], vec![]),
+            node("Relu", &["a"], &["r"], vec![]),
+        ],
+    );
+    insta::assert_snapshot!("returned_producer", text(&m));
+}
+
+/// Conv (2 output channels, 1 input channel, 1x1, bias) → BatchNormalization → Relu becomes
+/// one conv with the folded weights and `activation = relu`.
+#[test]
+fn batch_norm_folds_into_conv() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 1, 2, 2])],
+        &["y"],
+        vec![
+            tf32("w", &[2, 1, 1, 1], &[2.0, -1.0]),
+            tf32("b", &[2], &[0.5, 1.0]),
+            tf32("gamma", &[2], &[3.0, 0.5]),
+            tf32("beta", &[2], &[0.25, -2.0]),
+            tf32("mean", &[2], &[1.0, -1.0]),
+            tf32("var", &[2], &[4.0, 0.25]),
+        ],
+        vec![
+            node("Conv", &["x", "w", "b"], &["c"], vec![]),
+            node(
+                "BatchNormalization",
+                &["c", "gamma", "beta", "mean", "var"],
+                &["n"],
+                vec![af("epsilon", 0.0)],
+            ),
+            node("Relu", &["n"], &["y"], vec![]),
+        ],
+    );
+    insta::assert_snapshot!("bn_folded", text(&m));
+    let imp = import(&m).unwrap();
+    let w = imp.weights.tensors.get("w").unwrap().floats();
+    let b = imp.weights.tensors.get("b").unwrap().floats();
+    // k = gamma / sqrt(var + eps) = [1.5, 1.0]; w' = w * k; b' = (b - mean) * k + beta.
+    assert_eq!(w, vec![3.0, -1.0]);
+    assert_eq!(b, vec![(0.5 - 1.0) * 1.5 + 0.25, (1.0 + 1.0) * 1.0 - 2.0]);
+    // The BatchNormalization parameters are gone from the weights.
+    let mut keys: Vec<&String> = imp.weights.tensors.keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["b", "w"]);
+}
+
+/// Without a conv bias, the BatchNormalization's bias becomes the conv's; a weight shared
+/// with another op is not overwritten but copied.
+#[test]
+fn batch_norm_folds_without_bias_and_with_shared_weight() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 1, 2, 2])],
+        &["n", "other"],
+        vec![
+            tf32("w", &[2, 1, 1, 1], &[2.0, -1.0]),
+            tf32("gamma", &[2], &[1.0, 2.0]),
+            tf32("beta", &[2], &[0.0, 1.0]),
+            tf32("mean", &[2], &[0.0, 0.0]),
+            tf32("var", &[2], &[1.0, 1.0]),
+        ],
+        vec![
+            node("Conv", &["x", "w"], &["c"], vec![]),
+            node(
+                "BatchNormalization",
+                &["c", "gamma", "beta", "mean", "var"],
+                &["n"],
+                vec![af("epsilon", 0.0)],
+            ),
+            node("Conv", &["x", "w"], &["other"], vec![]),
+        ],
+    );
+    insta::assert_snapshot!("bn_folded_shared_weight", text(&m));
+    let imp = import(&m).unwrap();
+    assert_eq!(imp.weights.tensors["w"].floats(), vec![2.0, -1.0]);
+    assert_eq!(imp.weights.tensors["w.bn_folded"].floats(), vec![2.0, -2.0]);
+    assert_eq!(imp.weights.tensors["beta"].floats(), vec![0.0, 1.0]);
+}

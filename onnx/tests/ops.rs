@@ -1,0 +1,522 @@
+//! One small model per supported op (or op family), imported and snapshotted as `.tir` text
+//! that parses and verifies again.
+
+mod common;
+use common::*;
+use tir_onnx::proto::tensor_proto::DataType;
+
+fn snap(name: &str, m: &tir_onnx::proto::ModelProto) {
+    insta::assert_snapshot!(name, text(m));
+}
+
+#[test]
+fn conv() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 4, 9, 7])],
+        &["a", "b", "c"],
+        vec![
+            tseq("w", &[6, 2, 3, 3]),
+            tseq("bias", &[6]),
+            tseq("w1", &[4, 4, 1, 1]),
+        ],
+        vec![
+            // Grouped, strided, dilated, asymmetric padding.
+            node(
+                "Conv",
+                &["x", "w", "bias"],
+                &["a"],
+                vec![
+                    ai("group", 2),
+                    ais("strides", &[2, 1]),
+                    ais("dilations", &[1, 2]),
+                    ais("pads", &[1, 0, 2, 2]),
+                ],
+            ),
+            node(
+                "Conv",
+                &["x", "w"],
+                &["b"],
+                vec![
+                    ai("group", 2),
+                    as_("auto_pad", "SAME_UPPER"),
+                    ais("strides", &[2, 2]),
+                ],
+            ),
+            node(
+                "Conv",
+                &["x", "w1"],
+                &["c"],
+                vec![ais("kernel_shape", &[1, 1]), as_("auto_pad", "VALID")],
+            ),
+        ],
+    );
+    snap("conv", &m);
+}
+
+#[test]
+fn matmul_gemm() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 3, 4]), input("v", &[1, 4])],
+        &["a", "b"],
+        vec![tseq("w", &[4, 5]), tseq("wt", &[5, 4]), tseq("c", &[5])],
+        vec![
+            node("MatMul", &["x", "w"], &["a"], vec![]),
+            node(
+                "Gemm",
+                &["v", "wt", "c"],
+                &["b"],
+                vec![ai("transB", 1), af("alpha", 0.5), af("beta", 2.0)],
+            ),
+        ],
+    );
+    snap("matmul_gemm", &m);
+}
+
+#[test]
+fn binary_broadcast() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 3, 4, 4]), input("y", &[4])],
+        &["d"],
+        vec![tseq("k", &[3, 1, 1]), tf32("half", &[], &[0.5])],
+        vec![
+            node("Add", &["x", "k"], &["a"], vec![]),
+            node("Sub", &["a", "y"], &["b"], vec![]),
+            node("Mul", &["b", "half"], &["c"], vec![]),
+            node("Div", &["c", "k"], &["d"], vec![]),
+        ],
+    );
+    snap("binary_broadcast", &m);
+}
+
+#[test]
+fn unary() {
+    let m = model(
+        20,
+        vec![input("x", &[1, 3, 5])],
+        &["r", "s", "t", "e", "h", "hs", "g", "p"],
+        vec![tseq("slope", &[3, 1])],
+        vec![
+            node("Relu", &["x"], &["r"], vec![]),
+            node("Sigmoid", &["x"], &["s"], vec![]),
+            node("Tanh", &["x"], &["t"], vec![]),
+            node("Exp", &["x"], &["e"], vec![]),
+            node("HardSigmoid", &["x"], &["h"], vec![af("alpha", 0.25)]),
+            node("HardSwish", &["x"], &["hs"], vec![]),
+            node("Gelu", &["x"], &["g"], vec![]),
+            node("PRelu", &["x", "slope"], &["p"], vec![]),
+        ],
+    );
+    snap("unary", &m);
+}
+
+#[test]
+fn clip() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 3])],
+        &["a", "b", "c"],
+        vec![tf32("lo", &[], &[-1.5]), tf32("hi", &[], &[2.0])],
+        vec![
+            node("Clip", &["x", "lo", "hi"], &["a"], vec![]),
+            node("Clip", &["x", "", "hi"], &["b"], vec![]),
+            node("Clip", &["x"], &["c"], vec![]),
+        ],
+    );
+    snap("clip", &m);
+}
+
+#[test]
+fn pools() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 2, 7, 8])],
+        &["a", "b", "c", "d"],
+        vec![],
+        vec![
+            node(
+                "MaxPool",
+                &["x"],
+                &["a"],
+                vec![
+                    ais("kernel_shape", &[3, 3]),
+                    ais("strides", &[2, 2]),
+                    ais("pads", &[1, 1, 1, 1]),
+                ],
+            ),
+            node(
+                "MaxPool",
+                &["x"],
+                &["b"],
+                vec![
+                    ais("kernel_shape", &[2, 3]),
+                    ais("strides", &[2, 2]),
+                    ai("ceil_mode", 1),
+                ],
+            ),
+            node(
+                "AveragePool",
+                &["x"],
+                &["c"],
+                vec![
+                    ais("kernel_shape", &[3, 3]),
+                    ais("pads", &[1, 1, 1, 1]),
+                    ai("count_include_pad", 1),
+                ],
+            ),
+            node("GlobalAveragePool", &["x"], &["d"], vec![]),
+        ],
+    );
+    snap("pools", &m);
+}
+
+#[test]
+fn concat_split() {
+    let m13 = model(
+        13,
+        vec![input("x", &[1, 6, 2]), input("y", &[1, 2, 2])],
+        &["c", "p", "q", "r"],
+        vec![ti64("sizes", &[3], &[1, 2, 5])],
+        vec![
+            node("Concat", &["x", "y"], &["c"], vec![ai("axis", 1)]),
+            node(
+                "Split",
+                &["c", "sizes"],
+                &["p", "q", "r"],
+                vec![ai("axis", -2)],
+            ),
+        ],
+    );
+    snap("split_input", &m13);
+    let m11 = model(
+        11,
+        vec![input("x", &[4, 6])],
+        &["p", "q", "r", "s"],
+        vec![],
+        vec![
+            node(
+                "Split",
+                &["x"],
+                &["p", "q"],
+                vec![ai("axis", 1), ais("split", &[2, 4])],
+            ),
+            node("Split", &["x"], &["r", "s"], vec![]),
+        ],
+    );
+    snap("split_attr", &m11);
+    let m18 = model(
+        18,
+        vec![input("x", &[1, 7])],
+        &["p", "q", "r"],
+        vec![],
+        vec![node(
+            "Split",
+            &["x"],
+            &["p", "q", "r"],
+            vec![ai("axis", 1), ai("num_outputs", 3)],
+        )],
+    );
+    snap("split_num_outputs", &m18);
+}
+
+#[test]
+fn slice() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 10, 6])],
+        &["a", "b"],
+        vec![
+            ti64("st", &[2], &[1, -1]),
+            ti64("en", &[2], &[9, i64::MIN]),
+            ti64("ax", &[2], &[1, 2]),
+            ti64("sp", &[2], &[3, -2]),
+            ti64("st1", &[1], &[1]),
+            ti64("en1", &[1], &[i64::MAX]),
+        ],
+        vec![
+            node("Slice", &["x", "st", "en", "ax", "sp"], &["a"], vec![]),
+            node("Slice", &["x", "st1", "en1"], &["b"], vec![]),
+        ],
+    );
+    snap("slice", &m);
+}
+
+#[test]
+fn views() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 3, 1, 4])],
+        &["r", "f", "s", "s0", "u", "t", "tp"],
+        vec![
+            ti64("shape", &[3], &[0, -1, 2]),
+            ti64("sq", &[1], &[2]),
+            ti64("uq", &[2], &[0, -1]),
+        ],
+        vec![
+            node("Reshape", &["x", "shape"], &["r"], vec![]),
+            node("Flatten", &["x"], &["f"], vec![ai("axis", 2)]),
+            node("Squeeze", &["x", "sq"], &["s"], vec![]),
+            node("Squeeze", &["x"], &["s0"], vec![]),
+            node("Unsqueeze", &["x", "uq"], &["u"], vec![]),
+            node("Transpose", &["x"], &["t"], vec![]),
+            node(
+                "Transpose",
+                &["x"],
+                &["tp"],
+                vec![ais("perm", &[0, 2, 3, 1])],
+            ),
+        ],
+    );
+    snap("views", &m);
+    let m11 = model(
+        11,
+        vec![input("x", &[3, 1, 4])],
+        &["s", "u"],
+        vec![],
+        vec![
+            node("Squeeze", &["x"], &["s"], vec![ais("axes", &[1])]),
+            node("Unsqueeze", &["x"], &["u"], vec![ais("axes", &[0, 4])]),
+        ],
+    );
+    snap("views_opset11", &m11);
+}
+
+#[test]
+fn softmax() {
+    let m13 = model(
+        13,
+        vec![input("x", &[2, 3, 4])],
+        &["a", "b"],
+        vec![],
+        vec![
+            node("Softmax", &["x"], &["a"], vec![]),
+            node("Softmax", &["x"], &["b"], vec![ai("axis", 1)]),
+        ],
+    );
+    snap("softmax", &m13);
+    // Before opset 13 the input is coerced to 2-D at `axis` (default 1).
+    let m11 = model(
+        11,
+        vec![input("x", &[2, 3, 4])],
+        &["a", "b"],
+        vec![],
+        vec![
+            node("Softmax", &["x"], &["a"], vec![]),
+            node("Softmax", &["x"], &["b"], vec![ai("axis", -1)]),
+        ],
+    );
+    snap("softmax_opset11", &m11);
+}
+
+#[test]
+fn pad() {
+    let m = model(
+        18,
+        vec![input("x", &[1, 2, 3, 4])],
+        &["a", "b", "c"],
+        vec![
+            ti64("pads", &[8], &[0, 0, 1, 2, 0, 0, 3, 0]),
+            tf32("v", &[], &[1.5]),
+            ti64("p2", &[4], &[1, 1, 2, 2]),
+            ti64("axes", &[2], &[2, -1]),
+        ],
+        vec![
+            node("Pad", &["x", "pads", "v"], &["a"], vec![]),
+            node(
+                "Pad",
+                &["x", "p2", "", "axes"],
+                &["b"],
+                vec![as_("mode", "reflect")],
+            ),
+            node("Pad", &["x", "pads"], &["c"], vec![as_("mode", "edge")]),
+        ],
+    );
+    snap("pad", &m);
+}
+
+#[test]
+fn norms_and_reduce() {
+    let m = model(
+        17,
+        vec![input("x", &[2, 3, 4, 5])],
+        &["bn", "ln", "rm", "rm2"],
+        vec![
+            tseq("g", &[3]),
+            tseq("b", &[3]),
+            tseq("mu", &[3]),
+            tf32("var", &[3], &[1.0, 2.0, 0.5]),
+            tseq("lg", &[4, 5]),
+        ],
+        vec![
+            node(
+                "BatchNormalization",
+                &["x", "g", "b", "mu", "var"],
+                &["bn"],
+                vec![af("epsilon", 1e-3)],
+            ),
+            node(
+                "LayerNormalization",
+                &["x", "lg"],
+                &["ln"],
+                vec![ai("axis", -2)],
+            ),
+            node("ReduceMean", &["x"], &["rm"], vec![ais("axes", &[2, 3])]),
+            node("ReduceMean", &["x"], &["rm2"], vec![ai("keepdims", 0)]),
+        ],
+    );
+    snap("norms_and_reduce", &m);
+    let m18 = model(
+        18,
+        vec![input("x", &[2, 3, 4])],
+        &["a", "b"],
+        vec![ti64("axes", &[1], &[-1]), ti64("none", &[0], &[])],
+        vec![
+            node(
+                "ReduceMean",
+                &["x", "axes"],
+                &["a"],
+                vec![ai("keepdims", 0)],
+            ),
+            node(
+                "ReduceMean",
+                &["x", "none"],
+                &["b"],
+                vec![ai("noop_with_empty_axes", 1)],
+            ),
+        ],
+    );
+    snap("reduce_mean_opset18", &m18);
+}
+
+#[test]
+fn resize() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 2, 5, 6])],
+        &["a", "b", "c"],
+        vec![
+            tf32("scales", &[4], &[1.0, 1.0, 2.0, 1.5]),
+            ti64("sizes", &[4], &[1, 2, 7, 3]),
+            tf32("empty", &[0], &[]),
+        ],
+        vec![
+            node(
+                "Resize",
+                &["x", "", "scales"],
+                &["a"],
+                vec![
+                    as_("coordinate_transformation_mode", "asymmetric"),
+                    as_("nearest_mode", "floor"),
+                ],
+            ),
+            node(
+                "Resize",
+                &["x", "", "empty", "sizes"],
+                &["b"],
+                vec![
+                    as_("mode", "linear"),
+                    as_("coordinate_transformation_mode", "align_corners"),
+                ],
+            ),
+            node(
+                "Resize",
+                &["x", "", "", "sizes"],
+                &["c"],
+                vec![as_("mode", "linear")],
+            ),
+        ],
+    );
+    snap("resize", &m);
+}
+
+#[test]
+fn aliases_and_constants() {
+    let k = tf32("kv", &[2], &[1.0, 2.0]);
+    let m = model(
+        13,
+        vec![input("x", &[3, 2])],
+        &["y", "z"],
+        vec![],
+        vec![
+            node("Identity", &["x"], &["i"], vec![]),
+            node("Dropout", &["i"], &["d"], vec![]),
+            node("Constant", &[], &["k"], vec![at("value", k)]),
+            node("Add", &["d", "k"], &["y"], vec![]),
+            node(
+                "Constant",
+                &[],
+                &["z"],
+                vec![afs("value_floats", &[3.0, 4.0])],
+            ),
+        ],
+    );
+    snap("aliases_and_constants", &m);
+}
+
+/// `x.view(x.size(0), -1)` as PyTorch exports it, on a symbolic batch, plus
+/// ConstantOfShape and Cast on constants.
+#[test]
+fn shape_subgraph_folding() {
+    let m = model(
+        13,
+        vec![input_sym(
+            "x",
+            &[D::S("batch"), D::N(3), D::N(4), D::N(4)],
+            DataType::Float,
+        )],
+        &["y", "z"],
+        vec![
+            ti64("zero", &[], &[0]),
+            ti64("minus1", &[1], &[-1]),
+            ti64("two", &[1], &[1]),
+        ],
+        vec![
+            node("Shape", &["x"], &["s"], vec![]),
+            node("Gather", &["s", "zero"], &["n"], vec![ai("axis", 0)]),
+            node("Unsqueeze", &["n", "zero_axes"], &["n1"], vec![]),
+            node(
+                "Concat",
+                &["n1", "minus1"],
+                &["target"],
+                vec![ai("axis", 0)],
+            ),
+            node("Reshape", &["x", "target"], &["y"], vec![]),
+            node(
+                "ConstantOfShape",
+                &["two"],
+                &["ones_i"],
+                vec![at("value", ti64("v", &[1], &[1]))],
+            ),
+            node(
+                "Cast",
+                &["ones_i"],
+                &["ones"],
+                vec![ai("to", DataType::Float as i64)],
+            ),
+            node("Shape", &["y"], &["ys"], vec![]),
+            node("Slice", &["ys", "minus1_start", "big"], &["last"], vec![]),
+            node(
+                "Cast",
+                &["last"],
+                &["lastf"],
+                vec![ai("to", DataType::Float as i64)],
+            ),
+            node("Mul", &["ones", "lastf"], &["scale"], vec![]),
+            node("Mul", &["y", "scale"], &["z"], vec![]),
+        ],
+    );
+    let mut m = m;
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.push(ti64("zero_axes", &[1], &[0]));
+    g.initializer.push(ti64("minus1_start", &[1], &[-1]));
+    g.initializer.push(ti64("big", &[1], &[i64::MAX]));
+    snap("shape_subgraph_folding", &m);
+    // A given batch size flows through the folded shapes.
+    let opts = tir_onnx::ImportOptions {
+        dims: vec![("batch".into(), 5)],
+        ..Default::default()
+    };
+    insta::assert_snapshot!("shape_subgraph_folding_batch5", text_with(&m, &opts));
+}
