@@ -138,6 +138,14 @@ def models():
     )
     yield model("gelu", [N("Gelu", ["x"], ["y"])], [inp("x", 3, 17)], ["y"], opset=20)
     yield model(
+        "gelu_erf_pattern",
+        [
+            N("Div", ["x", "sqrt2"], ["d"]), N("Erf", ["d"], ["e"]), N("Add", ["e", "one"], ["a"]),
+            N("Mul", ["x", "a"], ["m"]), N("Mul", ["m", "half"], ["y"]),
+        ],
+        [inp("x", 3, 17)], ["y"], [f32("sqrt2", 2 ** 0.5), f32("one", 1.0), f32("half", 0.5)],
+    )
+    yield model(
         "clip",
         [N("Clip", ["x", "lo", "hi"], ["a"]), N("Clip", ["x", "", "hi"], ["b"])],
         [inp("x", 4, 6)], ["a", "b"], [f32("lo", -0.3), f32("hi", 0.4)],

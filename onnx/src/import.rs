@@ -135,7 +135,28 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         }
     }
 
+    let mut skip = HashSet::new();
     for (index, node) in graph.node.iter().enumerate() {
+        if skip.contains(&index) {
+            continue;
+        }
+        if node.op_type.as_deref() == Some("Erf") {
+            if let Some((x, out, covered)) = imp.erf_gelu(&graph.node, index) {
+                // PyTorch's exact GELU before opset 20: 0.5 * x * (1 + erf(x / sqrt 2)).
+                let x = imp.value(&x).map_err(ImportError::Model)?;
+                let vname = if imp.graph_outputs.contains(&out) {
+                    imp.em.unique(&out)
+                } else {
+                    imp.em.fresh()
+                };
+                let y = imp.em.push(Op::Unary(UnaryOp::Gelu), &[x], vec![vname]);
+                if let Ok(y) = y {
+                    imp.env.insert(out, Val::Ir(y[0]));
+                    skip.extend(covered);
+                    continue;
+                }
+            }
+        }
         imp.node(node).map_err(|message| ImportError::Node {
             index,
             name: node.name.clone().unwrap_or_default(),
@@ -745,6 +766,89 @@ impl Importer {
             }
         }
         Ok(())
+    }
+
+    /// Recognises `Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)` (either operand order, the
+    /// `0.5` applied to `x` first, or `Mul(x, 1/sqrt 2)` for the division) around the `Erf` at
+    /// `erf`, where every intermediate has exactly one consumer and is not a graph output.
+    /// Returns `x`, the pattern's output and the later nodes it covers.
+    fn erf_gelu(&self, nodes: &[NodeProto], erf: usize) -> Option<(String, String, Vec<usize>)> {
+        let op = |i: usize| nodes[i].op_type.as_deref().unwrap_or("");
+        let scalar = |name: &str| match self.env.get(name) {
+            Some(Val::Const(t)) if t.numel() == 1 => Some(t.floats()[0]),
+            _ => None,
+        };
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-4);
+        let producer = |name: &str| {
+            nodes
+                .iter()
+                .position(|n| n.output.iter().any(|o| o == name))
+        };
+        let consumers = |name: &str| -> Vec<usize> {
+            nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.input.iter().any(|i| i == name))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let private = |name: &str| -> Option<usize> {
+            let c = consumers(name);
+            (c.len() == 1 && !self.graph_outputs.contains(name)).then(|| c[0])
+        };
+        let other = |n: &NodeProto, this: &str| -> Option<String> {
+            match n.input.as_slice() {
+                [a, b] if a == this => Some(b.clone()),
+                [a, b] if b == this => Some(a.clone()),
+                _ => None,
+            }
+        };
+        let erf_in = nodes[erf].input.first()?;
+        let d = producer(erf_in)?;
+        let [x, c] = nodes[d].input.as_slice() else {
+            return None;
+        };
+        let scaled = match op(d) {
+            "Div" => near(scalar(c), std::f64::consts::SQRT_2),
+            "Mul" => near(scalar(c), std::f64::consts::FRAC_1_SQRT_2),
+            _ => false,
+        };
+        if !scaled || private(erf_in)? != erf {
+            return None;
+        }
+        let e_out = nodes[erf].output.first()?;
+        let add = private(e_out)?;
+        if op(add) != "Add" || !near(scalar(&other(&nodes[add], e_out)?), 1.0) {
+            return None;
+        }
+        let a_out = nodes[add].output.first()?;
+        let m1 = private(a_out)?;
+        if op(m1) != "Mul" {
+            return None;
+        }
+        let partner = other(&nodes[m1], a_out)?;
+        let m1_out = nodes[m1].output.first()?.clone();
+        if &partner == x {
+            // 0.5 * (x * (1 + erf)).
+            let m2 = private(&m1_out)?;
+            if op(m2) != "Mul" || !near(scalar(&other(&nodes[m2], &m1_out)?), 0.5) {
+                return None;
+            }
+            return Some((
+                x.clone(),
+                nodes[m2].output.first()?.clone(),
+                vec![add, m1, m2],
+            ));
+        }
+        // (x * 0.5) * (1 + erf), the half computed before the Erf.
+        let h = producer(&partner)?;
+        if op(h) != "Mul"
+            || private(&partner)? != m1
+            || other(&nodes[h], x).as_deref().map(|c| near(scalar(c), 0.5)) != Some(true)
+        {
+            return None;
+        }
+        Some((x.clone(), m1_out, vec![add, m1]))
     }
 
     fn alias(&mut self, node: &NodeProto, x: Val) {

@@ -520,3 +520,48 @@ fn shape_subgraph_folding() {
     };
     insta::assert_snapshot!("shape_subgraph_folding_batch5", text_with(&m, &opts));
 }
+
+/// PyTorch's exact GELU before opset 20, in both orders it is exported in, becomes `gelu`.
+#[test]
+fn erf_gelu_pattern() {
+    let consts = || {
+        vec![
+            tf32("sqrt2", &[], &[std::f32::consts::SQRT_2]),
+            tf32("one", &[], &[1.0]),
+            tf32("half", &[], &[0.5]),
+        ]
+    };
+    let a = model(
+        13,
+        vec![input("x", &[2, 5])],
+        &["y"],
+        consts(),
+        vec![
+            node("Div", &["x", "sqrt2"], &["d"], vec![]),
+            node("Erf", &["d"], &["e"], vec![]),
+            node("Add", &["e", "one"], &["a"], vec![]),
+            node("Mul", &["x", "a"], &["m"], vec![]),
+            node("Mul", &["m", "half"], &["y"], vec![]),
+        ],
+    );
+    snap("erf_gelu", &a);
+    let b = model(
+        13,
+        vec![input("x", &[2, 5])],
+        &["y"],
+        consts(),
+        vec![
+            node("Mul", &["x", "half"], &["h"], vec![]),
+            node("Div", &["x", "sqrt2"], &["d"], vec![]),
+            node("Erf", &["d"], &["e"], vec![]),
+            node("Add", &["one", "e"], &["a"], vec![]),
+            node("Mul", &["h", "a"], &["y"], vec![]),
+        ],
+    );
+    snap("erf_gelu_half_first", &b);
+    // The Erf's output used elsewhere: no rewrite, and Erf itself is refused.
+    let mut c = a.clone();
+    c.graph.as_mut().unwrap().output.push(output("e"));
+    let e = error(&c);
+    assert!(e.contains("(Erf): the IR has no `Erf` op"), "{e}");
+}
