@@ -24,7 +24,11 @@ pub struct UsageRecord {
 impl UsageRecord {
     pub fn new(size: u64, first_op: usize, last_op: usize) -> Self {
         debug_assert!(first_op <= last_op, "usage record with first_op > last_op");
-        UsageRecord { first_op, last_op, size }
+        UsageRecord {
+            first_op,
+            last_op,
+            size,
+        }
     }
 
     /// Whether two closed lifetimes intersect (paper §3: the tensors cannot share memory).
@@ -35,6 +39,10 @@ impl UsageRecord {
 
 impl fmt::Display for UsageRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{{size = {}, ops = [{}, {}]}}", self.size, self.first_op, self.last_op)
+        write!(
+            f,
+            "{{size = {}, ops = [{}, {}]}}",
+            self.size, self.first_op, self.last_op
+        )
     }
 }
