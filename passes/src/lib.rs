@@ -9,3 +9,4 @@ pub mod buffers;
 pub mod liveness;
 pub mod pipeline;
 pub mod planner;
+pub mod reorder;

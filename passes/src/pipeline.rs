@@ -7,12 +7,15 @@ use crate::buffer_check::check_bufferized;
 use crate::bufferize::{bufferize, is_bufferized};
 use crate::buffers::{assign_buffers, BufferAssignment, Sharing};
 use crate::planner::{self, lower_bounds, OffsetStrategy, OffsetsPlan, DEFAULT_ALIGNMENT};
+use crate::reorder::{self, ReorderOptions, Scheduler};
 use std::time::{Duration, Instant};
 use tir_ir::{Module, OpId};
 
 /// One pass with its options.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Pass {
+    /// Choose a memory-aware operator order (changes only the layout).
+    Reorder(ReorderOptions),
     /// Assign buffers and plan their offsets; the plan is kept for `bufferize`.
     Plan {
         strategy: OffsetStrategy,
@@ -28,6 +31,7 @@ pub enum Pass {
 impl Pass {
     pub fn name(&self) -> &'static str {
         match self {
+            Pass::Reorder(_) => "reorder",
             Pass::Plan { .. } => "plan",
             Pass::Bufferize => "bufferize",
             Pass::Verify => "verify",
@@ -40,7 +44,7 @@ impl Pass {
 pub enum PipelineError {
     #[error("empty pass name in pipeline `{0}`")]
     Empty(String),
-    #[error("unknown pass `{0}`; the passes are: plan, bufferize, verify")]
+    #[error("unknown pass `{0}`; the passes are: reorder, plan, bufferize, verify")]
     UnknownPass(String),
     #[error("pass `{pass}` has no option `{option}`; it takes: {takes}")]
     UnknownOption {
@@ -102,6 +106,39 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
         message,
     };
     match name {
+        "reorder" => {
+            let mut opts = ReorderOptions::default();
+            for (k, v) in options {
+                match k.as_str() {
+                    "scheduler" => {
+                        opts.scheduler =
+                            v.parse::<Scheduler>().map_err(|e| bad(&k, e.to_string()))?
+                    }
+                    "budget" => {
+                        opts.budget.time = parse_duration(&v).ok_or_else(|| {
+                            bad(
+                                &k,
+                                format!("expected a time such as 10s or 500ms, got `{v}`"),
+                            )
+                        })?
+                    }
+                    "states" => {
+                        opts.budget.states =
+                            v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+                                bad(&k, format!("expected a positive integer, got `{v}`"))
+                            })?
+                    }
+                    _ => {
+                        return Err(PipelineError::UnknownOption {
+                            pass: name.into(),
+                            option: k,
+                            takes: "scheduler, budget, states",
+                        })
+                    }
+                }
+            }
+            Ok(Pass::Reorder(opts))
+        }
         "plan" => {
             let (mut strategy, mut align, mut sharing) =
                 (OffsetStrategy::Best, DEFAULT_ALIGNMENT, false);
@@ -155,6 +192,19 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
         }
         _ => Err(PipelineError::UnknownPass(name.to_string())),
     }
+}
+
+/// `10s`, `500ms` or plain seconds (`2.5`).
+fn parse_duration(v: &str) -> Option<Duration> {
+    let (num, scale) = if let Some(ms) = v.strip_suffix("ms") {
+        (ms, 1e-3)
+    } else if let Some(s) = v.strip_suffix('s') {
+        (s, 1.0)
+    } else {
+        (v, 1.0)
+    };
+    let secs = num.trim().parse::<f64>().ok()? * scale;
+    Duration::try_from_secs_f64(secs).ok()
 }
 
 /// A pass that could not run.
@@ -244,6 +294,38 @@ fn run_one(
                 errors,
             })?;
             Ok(vec![])
+        }
+        Pass::Reorder(opts) => {
+            let func = module
+                .entry_mut()
+                .ok_or_else(|| fail("the module has no `@main` function".into()))?;
+            let s = reorder::reorder(func, opts).map_err(|e| fail(e.to_string()))?;
+            // Any earlier plan was made for the old order.
+            *planned = None;
+            let mut stats = vec![
+                ("scheduler", s.scheduler.name().to_string()),
+                ("peak bytes before", s.peak_before.to_string()),
+                ("peak bytes after", s.peak_after.to_string()),
+                ("slab bytes before", s.slab_before.to_string()),
+                ("slab bytes after", s.slab_after.to_string()),
+            ];
+            if s.kept_input {
+                stats.push(("kept input order", "true".to_string()));
+            }
+            if let Some(e) = &s.exact {
+                stats.push((
+                    "exact",
+                    match e.stopped {
+                        None => "optimal peak proved".to_string(),
+                        Some(b) => format!(
+                            "stopped by the {} (lower bound {})",
+                            b.name(),
+                            e.lower_bound
+                        ),
+                    },
+                ));
+            }
+            Ok(stats)
         }
         Pass::Plan {
             strategy,

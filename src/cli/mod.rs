@@ -8,6 +8,7 @@ pub mod input;
 mod opt;
 mod plan;
 mod records;
+mod reorder;
 mod run;
 mod zoo;
 
@@ -75,6 +76,19 @@ pub enum Command {
         /// Print the model with each operator's profile and breadth as trailing comments.
         #[arg(long, conflicts_with_all = ["records", "json", "emit_csv"])]
         annotate: bool,
+        /// Compare operator orders (issue 8) instead of strategies: peak breadth and slab per
+        /// scheduler.
+        #[arg(long, conflicts_with_all = ["records", "json", "emit_csv", "annotate"])]
+        reorder: bool,
+        /// With --reorder: input, kahn, list, dfs, post_order, exact, or `all`.
+        #[arg(long, default_value = "all", requires = "reorder")]
+        scheduler: String,
+        /// With --reorder: the exact search's time budget, in seconds.
+        #[arg(long, default_value_t = 10.0, requires = "reorder")]
+        time_limit: f64,
+        /// With --reorder: DP states kept per layer before the exact search turns into a beam.
+        #[arg(long, default_value_t = 20_000, requires = "reorder")]
+        states: usize,
     },
     /// Draw an offsets plan as an SVG heap map.
     Heapmap {
@@ -236,7 +250,28 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             json,
             emit_csv,
             annotate,
+            reorder,
+            scheduler,
+            time_limit,
+            states,
         } => {
+            if reorder {
+                let Some(model) = model else {
+                    return Err(Failure::Usage("--reorder needs a model".into()));
+                };
+                let time = std::time::Duration::try_from_secs_f64(time_limit).map_err(|_| {
+                    Failure::Usage("--time-limit must be a non-negative number".into())
+                })?;
+                return reorder::run(reorder::Options {
+                    model,
+                    scheduler,
+                    align,
+                    budget: tir_passes::reorder::Budget {
+                        time,
+                        states: states.max(1),
+                    },
+                });
+            }
             let approach = match (objects, offsets) {
                 (true, _) => plan::Approach::Objects,
                 (_, true) => plan::Approach::Offsets,
