@@ -7,12 +7,12 @@ use super::records::{self, PlanInput};
 use super::{input, Failure};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tir_passes::planner::checker::{check_offsets, check_shared_objects};
 use tir_passes::planner::csv::write_records_csv;
 use tir_passes::planner::{
-    self, align_size, lower_bounds, OffsetStrategy, OffsetsPlan, SharedObjectStrategy,
-    SharedObjectsPlan, BEST_QUADRATIC_LIMIT,
+    self, align_size, exact_offsets, lower_bounds, ExactOptions, ExactPlan, OffsetStrategy,
+    OffsetsPlan, SharedObjectStrategy, SharedObjectsPlan, BEST_QUADRATIC_LIMIT,
 };
 
 /// Which approaches the table shows.
@@ -36,6 +36,35 @@ pub struct Options {
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
+
+/// With `--strategy all`, the exact search (issue 9) runs for this long unless a time limit
+/// is given, to judge the heuristics against a proven optimum where it finds one quickly.
+const EXACT_TIME_IN_ALL: Duration = Duration::from_secs(1);
+
+/// The exact search's answer, as JSON shows it.
+#[derive(Serialize)]
+struct ExactJson {
+    best: u64,
+    bound: u64,
+    optimal: bool,
+    /// `(best − bound) / bound`.
+    gap: f64,
+    nodes: u64,
+    time_ms: f64,
+}
+
+impl ExactJson {
+    fn new(e: &ExactPlan) -> Self {
+        ExactJson {
+            best: e.plan.total_size,
+            bound: e.lower_bound,
+            optimal: e.optimal,
+            gap: e.gap(),
+            nodes: e.nodes,
+            time_ms: e.elapsed.as_secs_f64() * 1e3,
+        }
+    }
+}
 
 #[derive(Serialize)]
 struct OffsetsRow {
@@ -91,6 +120,8 @@ struct Report<'a> {
     offsets: Vec<OffsetsRow>,
     shared_objects: Vec<ObjectsRow>,
     skipped: Vec<Skipped>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exact: Option<ExactJson>,
 }
 
 #[derive(Serialize)]
@@ -138,7 +169,15 @@ fn object_strategies(name: &str) -> Result<Vec<SharedObjectStrategy>, Failure> {
         .map_err(|e| Failure::Usage(e.to_string()))
 }
 
+// Kept for callers that do not pass a time limit.
+#[allow(dead_code)]
 pub fn run(opts: Options) -> Result<(), Failure> {
+    run_with_time_limit(opts, None)
+}
+
+/// [`run`] with the exact strategy's time limit (`--time-limit`); `None` is its default
+/// ([`planner::DEFAULT_EXACT_TIME_LIMIT`], or [`EXACT_TIME_IN_ALL`] with `--strategy all`).
+pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Result<(), Failure> {
     if opts.align == 0 {
         return Err(Failure::Usage("--align must be at least 1".into()));
     }
@@ -193,6 +232,11 @@ pub fn run(opts: Options) -> Result<(), Failure> {
     let mut skipped = Vec::new();
 
     let mut offsets_rows = Vec::new();
+    let mut exact = None;
+    let exact_options = |default: Duration| ExactOptions {
+        time_limit: time_limit.unwrap_or(default),
+        ..ExactOptions::default()
+    };
     for s in offs {
         if run_all && s.is_quadratic() && n > BEST_QUADRATIC_LIMIT {
             skipped.push(Skipped { strategy: s.name(), reason: format!("quadratic in the number of records; {n} > {BEST_QUADRATIC_LIMIT} (name it with --strategy to run it anyway)") });
@@ -203,6 +247,17 @@ pub fn run(opts: Options) -> Result<(), Failure> {
             let best = planner::best_offsets(&input.records, opts.align)
                 .map_err(|e| plan_error(src, e))?;
             (best.plan, Some(best.strategy.name()))
+        } else if s == OffsetStrategy::Exact {
+            let e = exact_offsets(
+                &input.records,
+                opts.align,
+                &exact_options(planner::DEFAULT_EXACT_TIME_LIMIT),
+            )
+            .map_err(|e| plan_error(src, e))?;
+            let plan = e.plan.clone();
+            let from = e.heuristic.name();
+            exact = Some(e);
+            (plan, Some(from))
         } else {
             match planner::plan_offsets(&input.records, s, opts.align) {
                 Ok(p) => (p, None),
@@ -226,6 +281,36 @@ pub fn run(opts: Options) -> Result<(), Failure> {
             winner,
             offsets: plan.offsets,
         });
+    }
+
+    // `all` also asks the exact search, briefly, to judge the heuristics (issue 9).
+    if run_all && !offsets_rows.is_empty() {
+        if n > BEST_QUADRATIC_LIMIT {
+            skipped.push(Skipped {
+                strategy: OffsetStrategy::Exact.name(),
+                reason: format!("{n} > {BEST_QUADRATIC_LIMIT} records (name it with --strategy to run it anyway)"),
+            });
+        } else {
+            let start = Instant::now();
+            let e = exact_offsets(
+                &input.records,
+                opts.align,
+                &exact_options(EXACT_TIME_IN_ALL),
+            )
+            .map_err(|e| plan_error(src, e))?;
+            let time_ms = start.elapsed().as_secs_f64() * 1e3;
+            verify_offsets(src, "exact", &input, &e.plan, opts.align)?;
+            offsets_rows.push(OffsetsRow {
+                strategy: "exact",
+                total_size: e.plan.total_size,
+                mib: e.plan.total_size as f64 / MIB,
+                ratio_to_lower_bound: ratio(e.plan.total_size, bounds.offsets),
+                time_ms,
+                winner: Some(e.heuristic.name()),
+                offsets: e.plan.offsets.clone(),
+            });
+            exact = Some(e);
+        }
     }
 
     let mut objects_rows = Vec::new();
@@ -295,6 +380,7 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         offsets: offsets_rows,
         shared_objects: objects_rows,
         skipped,
+        exact: exact.as_ref().map(ExactJson::new),
     };
     if opts.json {
         match serde_json::to_string_pretty(&report) {
@@ -394,9 +480,15 @@ fn print_table(r: &Report<'_>) {
             "bytes", "MiB", "/ bound", "time"
         );
     };
-    let row = |label: &str, bytes: u64, bound: u64, time: Option<f64>| {
+    // Each heuristic's distance from the optimum, when the exact search proved one.
+    let optimum = r.exact.as_ref().filter(|e| e.optimal).map(|e| e.best);
+    let vs_optimum = |bytes: u64| match optimum {
+        Some(opt) if opt > 0 => format!("  {:+.1}% vs optimum", (ratio(bytes, opt) - 1.0) * 100.0),
+        _ => String::new(),
+    };
+    let row = |label: &str, bytes: u64, bound: u64, time: Option<f64>, note: &str| {
         println!(
-            "  {label:<34} {bytes:>14} {:>10.3} {:>9.3} {:>10}",
+            "  {label:<34} {bytes:>14} {:>10.3} {:>9.3} {:>10}{note}",
             bytes as f64 / MIB,
             ratio(bytes, bound),
             time.map_or(String::new(), fmt_time)
@@ -409,17 +501,41 @@ fn print_table(r: &Report<'_>) {
             r.lower_bounds.offsets,
             r.lower_bounds.offsets,
             None,
+            "",
         );
         for o in &r.offsets {
             let label = match o.winner {
                 Some(w) => format!("{} ({w})", o.strategy),
                 None => o.strategy.to_string(),
             };
+            let note = if o.strategy == "exact" {
+                String::new()
+            } else {
+                vs_optimum(o.total_size)
+            };
             row(
                 &label,
                 o.total_size,
                 r.lower_bounds.offsets,
                 Some(o.time_ms),
+                &note,
+            );
+        }
+        if let Some(e) = &r.exact {
+            let verdict = if e.optimal {
+                "optimal (proven)".to_string()
+            } else {
+                format!(
+                    "not proven: bound {}, gap (best − bound) / bound = {:.2}%",
+                    e.bound,
+                    e.gap * 100.0
+                )
+            };
+            println!(
+                "  exact: {} bytes, {verdict}; {} nodes, {}",
+                e.best,
+                e.nodes,
+                fmt_time(e.time_ms)
             );
         }
     }
@@ -430,6 +546,7 @@ fn print_table(r: &Report<'_>) {
             r.lower_bounds.shared_objects,
             r.lower_bounds.shared_objects,
             None,
+            "",
         );
         for o in &r.shared_objects {
             let label = match o.winner {
@@ -441,6 +558,7 @@ fn print_table(r: &Report<'_>) {
                 o.cost,
                 r.lower_bounds.shared_objects,
                 Some(o.time_ms),
+                "",
             );
         }
     }

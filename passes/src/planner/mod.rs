@@ -16,6 +16,7 @@ mod record;
 mod align;
 pub mod checker;
 mod error;
+mod exact;
 mod items;
 mod offsets;
 mod profile;
@@ -24,6 +25,9 @@ mod strategy;
 
 pub use align::{align_size, DEFAULT_ALIGNMENT};
 pub use error::PlanError;
+pub use exact::{
+    exact_offsets, ExactOptions, ExactPlan, DEFAULT_EXACT_TIME_LIMIT, EXACT_MAX_COMPONENT,
+};
 pub use offsets::objects_to_offsets;
 pub use profile::{
     lower_bounds, operator_breadths, operator_profiles, positional_maxima, LowerBounds,
@@ -94,6 +98,7 @@ pub fn plan_offsets(
 ) -> Result<OffsetsPlan, PlanError> {
     match strategy {
         OffsetStrategy::Best => best_offsets(records, align).map(|best| best.plan),
+        OffsetStrategy::Exact => exact::exact_plan(records, align),
         OffsetStrategy::ObjectsToOffsets(s) => {
             offsets::objects_to_offsets(&plan_shared_objects(records, s, align)?)
         }

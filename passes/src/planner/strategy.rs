@@ -102,6 +102,9 @@ pub enum OffsetStrategy {
     ObjectsToOffsets(SharedObjectStrategy),
     /// Every strategy in [`OffsetStrategy::ALL`], keeping the smallest slab.
     Best,
+    /// `Best`'s plan improved by an anytime exact search that proves optimality when it can
+    /// (MiniMalloc, Moffitt ASPLOS 2023; see `exact.rs`). Not in `ALL`: it is expensive.
+    Exact,
 }
 
 impl OffsetStrategy {
@@ -133,13 +136,16 @@ impl OffsetStrategy {
             OffsetStrategy::GreedyByLifetime => "greedy_by_lifetime",
             OffsetStrategy::ObjectsToOffsets(s) => s.objects_name(),
             OffsetStrategy::Best => "best",
+            OffsetStrategy::Exact => "exact",
         }
     }
 
     /// See [`SharedObjectStrategy::is_quadratic`].
     pub fn is_quadratic(self) -> bool {
         match self {
-            OffsetStrategy::StripPackingBestFit | OffsetStrategy::Best => true,
+            OffsetStrategy::StripPackingBestFit | OffsetStrategy::Best | OffsetStrategy::Exact => {
+                true
+            }
             OffsetStrategy::ObjectsToOffsets(s) => s.is_quadratic(),
             _ => false,
         }
@@ -158,7 +164,8 @@ impl SharedObjectStrategy {
 }
 
 impl OffsetStrategy {
-    /// Every name `from_str` accepts: the concrete strategies, `objects:best`, then `best`.
+    /// Every name `from_str` accepts: the concrete strategies, `objects:best`, `best`, then
+    /// `exact`.
     pub fn names() -> Vec<&'static str> {
         Self::every().iter().map(|k| k.name()).collect()
     }
@@ -167,6 +174,7 @@ impl OffsetStrategy {
         let mut all = Self::ALL.to_vec();
         all.push(OffsetStrategy::ObjectsToOffsets(SharedObjectStrategy::Best));
         all.push(OffsetStrategy::Best);
+        all.push(OffsetStrategy::Exact);
         all
     }
 }

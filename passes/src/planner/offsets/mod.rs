@@ -26,8 +26,8 @@ pub(crate) fn plan(
         OffsetStrategy::StripPackingBestFit => strip_packing::strip_packing_best_fit(items),
         OffsetStrategy::FirstFit => first_fit::first_fit(items, align),
         OffsetStrategy::GreedyByLifetime => greedy_by_lifetime::greedy_by_lifetime(items, align),
-        OffsetStrategy::ObjectsToOffsets(_) | OffsetStrategy::Best => Err(PlanError::Internal(
-            "composite offset strategies are resolved by the caller",
-        )),
+        OffsetStrategy::ObjectsToOffsets(_) | OffsetStrategy::Best | OffsetStrategy::Exact => Err(
+            PlanError::Internal("composite offset strategies are resolved by the caller"),
+        ),
     }
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The `exact` offset strategy (issue 9) against the best heuristic: for each instance, the
+# max-breadth bound, the best heuristic's slab, the exact search's slab and proven bound,
+# whether it is proven optimal, the gap (best − bound) / bound, search nodes and time.
+# Instances: MiniMalloc's challenging suite A–K and the small idealloc traces (align 1, as
+# published), then every zoo model in examples/ (align 64, fixed operator order; records
+# emitted by `tirc plan --emit-csv`). Every plan goes through the independent checker.
+#
+#   bench/exact.sh                # 10 s per benchmark instance, 1 s per zoo model
+#   TIME_LIMIT=60 bench/exact.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+time_limit=${TIME_LIMIT:-10}
+zoo_limit=${ZOO_TIME_LIMIT:-1}
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -p tir-passes --example exact_table
+cargo build --release --bin tirc
+table="$target/release/examples/exact_table"
+tirc="$target/release/tirc"
+bench=../shared/benchmarks
+
+echo "== public instances (align 1, time limit ${time_limit} s)"
+"$table" --time-limit "$time_limit" \
+  "$bench"/minimalloc-challenging/[A-K].1048576.csv \
+  "$bench"/idealloc-traces/resnet50.csv "$bench"/idealloc-traces/G_1.csv
+
+echo
+echo "== zoo models (align 64, time limit ${zoo_limit} s)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for f in examples/*.tir; do
+  "$tirc" plan "$f" --offsets --strategy best --emit-csv "$tmp/$(basename "$f" .tir).csv" >/dev/null
+done
+"$table" --time-limit "$zoo_limit" --align 64 "$tmp"/*.csv

@@ -1,0 +1,107 @@
+//! The exact strategy's benchmark table: for each CSV instance given on the command line
+//! (`id,lower,upper,size`, half-open, planned unaligned as published), the max-breadth bound,
+//! the best heuristic, the exact search's result and proven bound, and its time. Every plan
+//! goes through the independent checker before it is printed.
+//!
+//! Usage: `cargo run --release -p tir-passes --example exact_table -- [--time-limit SECS]
+//! [--align N] FILE.csv...` (run by `bench/exact.sh`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tir_passes::planner::checker::check_offsets;
+use tir_passes::planner::csv::read_records_csv;
+use tir_passes::planner::{exact_offsets, ExactOptions, UsageRecord};
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut options = ExactOptions::default();
+    let mut align = 1u64;
+    let mut files = Vec::new();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--time-limit" => {
+                let Some(secs) = args.next().and_then(|s| s.parse::<f64>().ok()) else {
+                    eprintln!("--time-limit needs seconds");
+                    return ExitCode::from(2);
+                };
+                match Duration::try_from_secs_f64(secs) {
+                    Ok(d) => options.time_limit = d,
+                    Err(e) => {
+                        eprintln!("--time-limit: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            "--align" => {
+                let Some(n) = args.next().and_then(|s| s.parse::<u64>().ok()) else {
+                    eprintln!("--align needs a number");
+                    return ExitCode::from(2);
+                };
+                align = n;
+            }
+            _ => files.push(a),
+        }
+    }
+    println!(
+        "{:<28} {:>7} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8} {:>11} {:>9}",
+        "instance",
+        "buffers",
+        "max breadth",
+        "heuristic",
+        "exact",
+        "bound",
+        "optimal?",
+        "gap",
+        "nodes",
+        "time"
+    );
+    let mut failed = false;
+    for f in &files {
+        let name = std::path::Path::new(f)
+            .file_name()
+            .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
+        let records: Vec<UsageRecord> = match std::fs::read_to_string(f)
+            .map_err(|e| e.to_string())
+            .and_then(|t| read_records_csv(&t, false).map_err(|e| e.to_string()))
+        {
+            Ok(rows) => rows.into_iter().map(|r| r.record).collect(),
+            Err(e) => {
+                eprintln!("{f}: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        let result = match exact_offsets(&records, align, &options) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{f}: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        if let Err(errs) = check_offsets(&records, &result.plan, align) {
+            eprintln!("{f}: the exact plan is invalid: {errs:?}");
+            failed = true;
+            continue;
+        }
+        println!(
+            "{:<28} {:>7} {:>12} {:>12} {:>12} {:>12} {:>9} {:>7.2}% {:>11} {:>8.2}s",
+            name,
+            records.len(),
+            result.max_breadth,
+            result.heuristic_size,
+            result.plan.total_size,
+            result.lower_bound,
+            if result.optimal { "yes" } else { "no" },
+            result.gap() * 100.0,
+            result.nodes,
+            result.elapsed.as_secs_f64()
+        );
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
