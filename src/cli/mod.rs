@@ -83,9 +83,10 @@ pub enum Command {
         /// With --reorder: input, kahn, list, dfs, post_order, exact, or `all`.
         #[arg(long, default_value = "all", requires = "reorder")]
         scheduler: String,
-        /// With --reorder: the exact search's time budget, in seconds.
-        #[arg(long, default_value_t = 10.0, requires = "reorder")]
-        time_limit: f64,
+        /// The exact search's time budget, in seconds: with --reorder (default 10), or for the
+        /// `exact` offsets strategy (default 5; 1 within `--strategy all`).
+        #[arg(long)]
+        time_limit: Option<f64>,
         /// With --reorder: DP states kept per layer before the exact search turns into a beam.
         #[arg(long, default_value_t = 20_000, requires = "reorder")]
         states: usize,
@@ -259,9 +260,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 let Some(model) = model else {
                     return Err(Failure::Usage("--reorder needs a model".into()));
                 };
-                let time = std::time::Duration::try_from_secs_f64(time_limit).map_err(|_| {
-                    Failure::Usage("--time-limit must be a non-negative number".into())
-                })?;
+                let time = std::time::Duration::try_from_secs_f64(time_limit.unwrap_or(10.0))
+                    .map_err(|_| {
+                        Failure::Usage("--time-limit must be a non-negative number".into())
+                    })?;
                 return reorder::run(reorder::Options {
                     model,
                     scheduler,
@@ -277,17 +279,24 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 (_, true) => plan::Approach::Offsets,
                 _ => plan::Approach::Both,
             };
-            plan::run(plan::Options {
-                model,
-                records,
-                inclusive,
-                strategy,
-                approach,
-                align,
-                json,
-                emit_csv,
-                annotate,
-            })
+            let time_limit = time_limit
+                .map(std::time::Duration::try_from_secs_f64)
+                .transpose()
+                .map_err(|_| Failure::Usage("--time-limit must be a non-negative number".into()))?;
+            plan::run_with_time_limit(
+                plan::Options {
+                    model,
+                    records,
+                    inclusive,
+                    strategy,
+                    approach,
+                    align,
+                    json,
+                    emit_csv,
+                    annotate,
+                },
+                time_limit,
+            )
         }
         Command::Heapmap {
             model,
