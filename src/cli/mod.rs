@@ -1,6 +1,7 @@
 //! Subcommands. Each reports its own diagnostics on stderr and returns how it ended.
 
 mod check;
+mod compile;
 mod fmt;
 mod heapmap;
 mod import;
@@ -148,6 +149,29 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "interp")]
         engine: run::Engine,
     },
+    /// Compile a model to a native executable (or object, LLVM IR, assembly): plans with
+    /// buffer sharing, bufferizes, generates shape-specialised kernels with LLVM.
+    Compile {
+        model: PathBuf,
+        #[arg(long, short = 'o')]
+        output: PathBuf,
+        #[arg(long, value_enum, default_value = "exe")]
+        emit: compile::Emit,
+        /// The offset strategy of the plan (default: the pipeline's).
+        #[arg(long)]
+        strategy: Option<String>,
+        /// Plan without buffer sharing.
+        #[arg(long)]
+        no_sharing: bool,
+        /// Weights from a safetensors file (default: generated from the seed).
+        #[arg(long, value_name = "FILE.safetensors")]
+        weights: Option<PathBuf>,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// `native` (host CPU features), `generic`, or an LLVM CPU name.
+        #[arg(long, default_value = "native")]
+        target_cpu: String,
+    },
     /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
     Import {
         /// The .onnx file (external data is read relative to it).
@@ -212,6 +236,25 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             output,
         }),
         Command::Zoo { out, list, names } => zoo::run(&out, &names, list),
+        Command::Compile {
+            model,
+            output,
+            emit,
+            strategy,
+            no_sharing,
+            weights,
+            seed,
+            target_cpu,
+        } => compile::run(compile::Options {
+            model,
+            output,
+            emit,
+            strategy,
+            no_sharing,
+            weights,
+            seed,
+            target_cpu,
+        }),
         Command::Import {
             model,
             output,

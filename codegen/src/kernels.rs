@@ -1,0 +1,1307 @@
+//! One kernel per op instance, every extent a constant.
+//!
+//! - Element-wise ops (unary, binary with NumPy broadcasting, clip, hard_sigmoid, prelu,
+//!   batch_norm) and every copy (concat, split, slice, transpose, pad, views that were not
+//!   aliased) are one strided loop nest ([`elementwise`]) with adjacent dimensions merged and
+//!   the contiguous one innermost, so LLVM vectorises it.
+//! - Convolution: 1×1 with unit strides and no padding is a GEMM per image and group;
+//!   everything else (depthwise included) is direct, accumulating output rows along the
+//!   contiguous width with the valid column range of each kernel column computed at compile
+//!   time, so the inner loop has no bounds checks and vectorises along the width.
+//! - [`gemm`]: an `MR × (NV·W)` register-blocked micro-kernel with vector accumulators
+//!   (`W` f32 lanes of the target), the contiguous output dimension innermost, bias and
+//!   activation in the epilogue.
+
+use crate::nest::{llvm, K, R};
+use crate::storage::{is_view, Loc, Storage};
+use crate::{Arg, CodegenError, Gen};
+use inkwell::values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue};
+use tir_ir::op::PadMode;
+use tir_ir::shape::norm_axis;
+use tir_ir::{Activation, BinaryOp, Function, Op, OpId, UnaryOp, Value};
+
+pub(crate) type Call<'ctx> = (FunctionValue<'ctx>, Vec<Loc>);
+
+/// An operand of a strided loop nest: where it is, how many bytes it spans, and its element
+/// strides over the iteration shape plus a base element offset.
+#[derive(Clone, Debug)]
+struct Strided {
+    loc: Loc,
+    bytes: u64,
+    strides: Vec<i64>,
+    base: i64,
+}
+
+type ScalarFn<'f> = &'f dyn for<'a, 'c> Fn(&K<'a, 'c>, &[FloatValue<'c>]) -> R<FloatValue<'c>>;
+
+fn dims(func: &Function, v: Value) -> R<Vec<i64>> {
+    func.ty(v)
+        .map(|t| t.shape.iter().map(|&d| d as i64).collect())
+        .ok_or_else(|| CodegenError::NoStorage(func.value_name(v)))
+}
+
+fn contiguous(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![0; shape.len()];
+    let mut acc = 1;
+    for d in (0..shape.len()).rev() {
+        s[d] = acc;
+        acc *= shape[d];
+    }
+    s
+}
+
+/// NumPy broadcasting: strides of `shape` read over `target` (0 on broadcast axes).
+fn broadcast(shape: &[i64], target: &[i64]) -> Vec<i64> {
+    let own = contiguous(shape);
+    let off = target.len() - shape.len().min(target.len());
+    (0..target.len())
+        .map(|d| {
+            if d < off {
+                0
+            } else {
+                let k = d - off;
+                if shape[k] == 1 && target[d] != 1 {
+                    0
+                } else {
+                    own[k]
+                }
+            }
+        })
+        .collect()
+}
+
+fn bytes_of(shape: &[i64]) -> u64 {
+    shape.iter().product::<i64>().max(0) as u64 * 4
+}
+
+/// Merges adjacent dimensions that every operand walks contiguously; drops unit dimensions.
+fn collapse(shape: &[i64], ops: &mut [&mut Vec<i64>]) -> Vec<i64> {
+    let mut out_shape: Vec<i64> = Vec::new();
+    let mut out: Vec<Vec<i64>> = vec![Vec::new(); ops.len()];
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let merge = !out_shape.is_empty()
+            && ops.iter().enumerate().all(|(i, s)| {
+                let last = *out[i].last().unwrap_or(&0);
+                last == s[d] * shape[d]
+            });
+        if merge {
+            let n = out_shape.len() - 1;
+            out_shape[n] *= shape[d];
+            for (i, s) in ops.iter().enumerate() {
+                let k = out[i].len() - 1;
+                out[i][k] = s[d];
+            }
+        } else {
+            out_shape.push(shape[d]);
+            for (i, s) in ops.iter().enumerate() {
+                out[i].push(s[d]);
+            }
+        }
+    }
+    for (i, s) in ops.iter_mut().enumerate() {
+        **s = std::mem::take(&mut out[i]);
+    }
+    out_shape
+}
+
+/// Nested counted loops over `shape`; the body gets each stride set's element index.
+fn nest<'a, 'c>(
+    k: &K<'a, 'c>,
+    shape: &[i64],
+    sets: &[(&[i64], i64)],
+    body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+) -> R<()> {
+    fn rec<'a, 'c>(
+        k: &K<'a, 'c>,
+        shape: &[i64],
+        sets: &[(&[i64], i64)],
+        ivs: &mut Vec<IntValue<'c>>,
+        body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+    ) -> R<()> {
+        if ivs.len() == shape.len() {
+            let mut idx = Vec::with_capacity(sets.len());
+            for (s, base) in sets {
+                idx.push(k.index(*base, ivs, s)?);
+            }
+            return body(&idx);
+        }
+        let n = shape[ivs.len()];
+        k.loop_(0, n, &mut |iv| {
+            ivs.push(iv);
+            let r = rec(k, shape, sets, ivs, body);
+            ivs.pop();
+            r
+        })
+    }
+    rec(k, shape, sets, &mut Vec::new(), body)
+}
+
+/// A kernel `out[...] = f(ins[...])` over `shape`.
+fn elementwise<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    name: &str,
+    shape: &[i64],
+    out: Strided,
+    ins: Vec<Strided>,
+    f: ScalarFn,
+) -> R<Call<'c>> {
+    let mut all: Vec<Strided> = ins;
+    all.push(out);
+    let mut strides: Vec<Vec<i64>> = all.iter().map(|s| s.strides.clone()).collect();
+    let shape = {
+        let mut refs: Vec<&mut Vec<i64>> = strides.iter_mut().collect();
+        collapse(shape, &mut refs)
+    };
+    let args: Vec<Arg> = all
+        .iter()
+        .map(|s| Arg {
+            loc: s.loc,
+            bytes: s.bytes,
+        })
+        .collect();
+    let mut writes = vec![false; all.len()];
+    writes[all.len() - 1] = true;
+    let func = g.kernel(name, &args, &writes);
+    let k = g.k(func);
+    let ptrs: Vec<PointerValue> = (0..all.len() as u32)
+        .map(|i| g.param(func, i))
+        .collect::<R<_>>()?;
+    let sets: Vec<(&[i64], i64)> = strides
+        .iter()
+        .zip(&all)
+        .map(|(s, a)| (s.as_slice(), a.base))
+        .collect();
+    let n = all.len();
+    nest(&k, &shape, &sets, &mut |idx| {
+        let mut vals = Vec::with_capacity(n - 1);
+        for i in 0..n - 1 {
+            vals.push(k.ld(ptrs[i], idx[i])?);
+        }
+        let v = f(&k, &vals)?;
+        k.st(ptrs[n - 1], idx[n - 1], v)
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok((func, all.iter().map(|s| s.loc).collect()))
+}
+
+/// A kernel that fills `[loc, loc + n floats)` with `value`.
+fn fill<'a, 'c>(g: &Gen<'a, 'c>, name: &str, loc: Loc, n: i64, value: f64) -> R<Call<'c>> {
+    let out = Strided {
+        loc,
+        bytes: n as u64 * 4,
+        strides: vec![1],
+        base: 0,
+    };
+    elementwise(g, name, &[n], out, vec![], &move |k, _| Ok(k.f(value)))
+}
+
+pub fn activation<'a, 'c>(
+    k: &K<'a, 'c>,
+    a: Option<Activation>,
+    x: FloatValue<'c>,
+) -> R<FloatValue<'c>> {
+    match a {
+        None => Ok(x),
+        Some(Activation::Relu) => k.select_lt(x, k.f(0.0), k.f(0.0), x),
+        Some(Activation::Relu6) => k.clip(x, 0.0, 6.0),
+        Some(Activation::ReluN1To1) => k.clip(x, -1.0, 1.0),
+        Some(Activation::Tanh) => k.tanh(x),
+        Some(Activation::Sigmoid) => sigmoid(k, x),
+        Some(Activation::HardSwish) => {
+            let t = k.clip(k.fadd(x, k.f(3.0))?, 0.0, 6.0)?;
+            k.fdiv(k.fmul(x, t)?, k.f(6.0))
+        }
+    }
+}
+
+fn sigmoid<'a, 'c>(k: &K<'a, 'c>, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+    let e = k.exp(llvm(k.b.build_float_neg(x, "n"))?)?;
+    k.fdiv(k.f(1.0), k.fadd(k.f(1.0), e)?)
+}
+
+/// `0.5 x erfc(-x / √2)` in f64, with the reference's erfc (Numerical Recipes `erfcc`).
+fn gelu<'a, 'c>(k: &K<'a, 'c>, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+    let d = k.ctx.f64_type();
+    let c = |v: f64| d.const_float(v);
+    let xd = llvm(k.b.build_float_ext(x, d, "xd"))?;
+    let arg = k.fmul(xd, c(-std::f64::consts::FRAC_1_SQRT_2))?;
+    let fabs = k.intrinsic("llvm.fabs", &[d.into()])?;
+    let z = llvm(k.b.build_call(fabs, &[arg.into()], "z"))?
+        .try_as_basic_value()
+        .basic()
+        .ok_or_else(|| CodegenError::Llvm("fabs".into()))?
+        .into_float_value();
+    let t = k.fdiv(c(1.0), k.fadd(c(1.0), k.fmul(c(0.5), z)?)?)?;
+    let coeffs = [
+        -1.265_512_23,
+        1.000_023_68,
+        0.374_091_96,
+        0.096_784_18,
+        -0.186_288_06,
+        0.278_868_07,
+        -1.135_203_98,
+        1.488_515_87,
+        -0.822_152_23,
+        0.170_872_77,
+    ];
+    // Horner from the innermost term, as the reference nests it.
+    let mut acc = c(coeffs[9]);
+    for &co in coeffs[1..9].iter().rev() {
+        acc = k.fadd(c(co), k.fmul(t, acc)?)?;
+    }
+    let acc = k.fmul(t, acc)?;
+    let zz = k.fmul(llvm(k.b.build_float_neg(z, "nz"))?, z)?;
+    let poly = k.fadd(k.fadd(zz, c(coeffs[0]))?, acc)?;
+    let ans = k.fmul(t, k.exp(poly)?)?;
+    let neg = k.fsub(c(2.0), ans)?;
+    let ge = llvm(k.b.build_float_compare(inkwell::FloatPredicate::OGE, arg, c(0.0), "ge"))?;
+    let erfc = k.fsel(ge, ans, neg)?;
+    let r = k.fmul(k.fmul(c(0.5), xd)?, erfc)?;
+    llvm(k.b.build_float_trunc(r, k.f32t, "g"))
+}
+
+fn unsupported(func: &Function, op: &tir_ir::OpData, why: &str) -> CodegenError {
+    CodegenError::Unsupported {
+        op: op.op.name(),
+        value: op
+            .results
+            .first()
+            .map(|&r| func.value_name(r))
+            .unwrap_or_default(),
+        why: why.into(),
+    }
+}
+
+/// The kernels of one op (none for allocations, weights and aliased views).
+pub(crate) fn emit_op<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    id: OpId,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let op = &func.ops[id];
+    let loc = |v: Value| st.of(func, v);
+    let full = |v: Value| -> R<Strided> {
+        let d = dims(func, v)?;
+        Ok(Strided {
+            loc: loc(v)?,
+            bytes: bytes_of(&d),
+            strides: contiguous(&d),
+            base: 0,
+        })
+    };
+    let over = |v: Value, target: &[i64]| -> R<Strided> {
+        let d = dims(func, v)?;
+        Ok(Strided {
+            loc: loc(v)?,
+            bytes: bytes_of(&d),
+            strides: broadcast(&d, target),
+            base: 0,
+        })
+    };
+    let result = op.results.first().copied();
+    let out_dims = match result {
+        Some(r) => dims(func, r)?,
+        None => vec![],
+    };
+    let one = |c: Call<'c>| Ok(vec![c]);
+    match &op.op {
+        Op::AllocSlab { .. } | Op::AllocTensor { .. } | Op::Const { .. } => Ok(vec![]),
+        Op::Unary(u) => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let u = *u;
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![full(op.operands[0])?],
+                &move |k, v| match u {
+                    UnaryOp::Relu => activation(k, Some(Activation::Relu), v[0]),
+                    UnaryOp::Relu6 => activation(k, Some(Activation::Relu6), v[0]),
+                    UnaryOp::Sigmoid => sigmoid(k, v[0]),
+                    UnaryOp::Tanh => k.tanh(v[0]),
+                    UnaryOp::HardSwish => activation(k, Some(Activation::HardSwish), v[0]),
+                    UnaryOp::Gelu => gelu(k, v[0]),
+                    UnaryOp::Exp => k.exp(v[0]),
+                },
+            )?)
+        }
+        Op::Clip { min, max } => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let (lo, hi) = (*min as f32 as f64, *max as f32 as f64);
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![full(op.operands[0])?],
+                &move |k, v| k.clip(v[0], lo, hi),
+            )?)
+        }
+        Op::HardSigmoid { alpha, beta } => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let (a, b) = (*alpha as f32 as f64, *beta as f32 as f64);
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![full(op.operands[0])?],
+                &move |k, v| {
+                    let y = k.fadd(k.fmul(k.f(a), v[0])?, k.f(b))?;
+                    k.clip(y, 0.0, 1.0)
+                },
+            )?)
+        }
+        Op::Binary {
+            op: bop,
+            activation: act,
+        } => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let (bop, act) = (*bop, *act);
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![
+                    over(op.operands[0], &out_dims)?,
+                    over(op.operands[1], &out_dims)?,
+                ],
+                &move |k, v| {
+                    let y = match bop {
+                        BinaryOp::Add => k.fadd(v[0], v[1])?,
+                        BinaryOp::Sub => k.fsub(v[0], v[1])?,
+                        BinaryOp::Mul => k.fmul(v[0], v[1])?,
+                        BinaryOp::Div => k.fdiv(v[0], v[1])?,
+                    };
+                    activation(k, act, y)
+                },
+            )?)
+        }
+        Op::Prelu => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![full(op.operands[0])?, over(op.operands[1], &out_dims)?],
+                &|k, v| {
+                    let m = k.fmul(v[1], v[0])?;
+                    k.select_lt(v[0], k.f(0.0), m, v[0])
+                },
+            )?)
+        }
+        Op::BatchNorm { epsilon } => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            if out_dims.len() < 2 {
+                return Err(unsupported(func, op, "rank below 2"));
+            }
+            let mut chan = vec![0i64; out_dims.len()];
+            chan[1] = 1;
+            let mut ins = vec![full(op.operands[0])?];
+            for &p in &op.operands[1..] {
+                let d = dims(func, p)?;
+                ins.push(Strided {
+                    loc: loc(p)?,
+                    bytes: bytes_of(&d),
+                    strides: chan.clone(),
+                    base: 0,
+                });
+            }
+            let eps = *epsilon;
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                ins,
+                &move |k, v| {
+                    // In f64, as the reference.
+                    let d = k.ctx.f64_type();
+                    let mut e = Vec::with_capacity(5);
+                    for &x in &v[..5] {
+                        e.push(llvm(k.b.build_float_ext(x, d, "e"))?);
+                    }
+                    let (x, s, b, mu, var) = (e[0], e[1], e[2], e[3], e[4]);
+                    let inv = k.fdiv(
+                        d.const_float(1.0),
+                        k.sqrt(k.fadd(var, d.const_float(eps))?)?,
+                    )?;
+                    let y = k.fadd(k.fmul(k.fmul(s, k.fsub(x, mu)?)?, inv)?, b)?;
+                    llvm(k.b.build_float_trunc(y, k.f32t, "t"))
+                },
+            )?)
+        }
+        Op::Conv2d(c) => conv2d(g, func, st, op, c, name),
+        Op::MatMul { activation: act } => matmul(g, func, st, op, *act, name),
+        Op::Gemm(gm) => gemm_op(g, func, st, op, gm, name),
+        Op::MaxPool(p) | Op::AvgPool(p) => {
+            pool(g, func, st, op, p, matches!(op.op, Op::MaxPool(_)), name)
+        }
+        Op::GlobalAvgPool => global_avg_pool(g, func, st, op, name),
+        Op::Softmax { axis } => softmax(g, func, st, op, *axis, name),
+        Op::Concat { axis } => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let ax = norm_axis(*axis, out_dims.len()).map_err(|_| unsupported(func, op, "axis"))?;
+            let out_loc = loc(r)?;
+            let outer: i64 = out_dims[..ax].iter().product();
+            let inner: i64 = out_dims[ax + 1..].iter().product();
+            let out_chunk = out_dims[ax] * inner;
+            let mut pos = 0i64;
+            let mut calls = Vec::new();
+            for (i, &x) in op.operands.iter().enumerate() {
+                let xd = dims(func, x)?;
+                let chunk = xd[ax] * inner;
+                let in_place = outer == 1 && loc(x)? == out_loc.at(pos as u64 * 4);
+                if !in_place && chunk > 0 && outer > 0 {
+                    calls.push(elementwise(
+                        g,
+                        &format!("{name}_{i}"),
+                        &[outer, chunk],
+                        Strided {
+                            loc: out_loc,
+                            bytes: bytes_of(&out_dims),
+                            strides: vec![out_chunk, 1],
+                            base: pos,
+                        },
+                        vec![Strided {
+                            loc: loc(x)?,
+                            bytes: bytes_of(&xd),
+                            strides: vec![chunk, 1],
+                            base: 0,
+                        }],
+                        &|_, v| Ok(v[0]),
+                    )?);
+                }
+                pos += chunk;
+            }
+            Ok(calls)
+        }
+        Op::Split { axis, .. } => {
+            let x = op.operands[0];
+            let xd = dims(func, x)?;
+            let ax = norm_axis(*axis, xd.len()).map_err(|_| unsupported(func, op, "axis"))?;
+            let outer: i64 = xd[..ax].iter().product();
+            let inner: i64 = xd[ax + 1..].iter().product();
+            let in_chunk = xd[ax] * inner;
+            let mut pos = 0;
+            let mut calls = Vec::new();
+            for (i, &y) in op.results.iter().enumerate() {
+                let yd = dims(func, y)?;
+                let chunk = yd[ax] * inner;
+                let same = outer == 1 && loc(y)? == loc(x)?.at(pos as u64 * 4);
+                if !same && chunk > 0 && outer > 0 {
+                    calls.push(elementwise(
+                        g,
+                        &format!("{name}_{i}"),
+                        &[outer, chunk],
+                        Strided {
+                            loc: loc(y)?,
+                            bytes: bytes_of(&yd),
+                            strides: vec![chunk, 1],
+                            base: 0,
+                        },
+                        vec![Strided {
+                            loc: loc(x)?,
+                            bytes: bytes_of(&xd),
+                            strides: vec![in_chunk, 1],
+                            base: pos,
+                        }],
+                        &|_, v| Ok(v[0]),
+                    )?);
+                }
+                pos += chunk;
+            }
+            Ok(calls)
+        }
+        Op::Slice(s) => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let x = op.operands[0];
+            let xd = dims(func, x)?;
+            let xs = contiguous(&xd);
+            let mut strides = xs.clone();
+            let mut base = 0i64;
+            let axes: Vec<i64> = if s.axes.is_empty() {
+                (0..s.starts.len() as i64).collect()
+            } else {
+                s.axes.clone()
+            };
+            for i in 0..s.starts.len() {
+                let ax = norm_axis(axes[i], xd.len()).map_err(|_| unsupported(func, op, "axis"))?;
+                let d = xd[ax];
+                let step = s.steps.get(i).copied().unwrap_or(1);
+                let mut start = s.starts[i];
+                if start < 0 {
+                    start += d;
+                }
+                let start = if step > 0 {
+                    start.clamp(0, d)
+                } else {
+                    start.clamp(-1, d - 1)
+                };
+                if out_dims[ax] > 0 {
+                    base += start * xs[ax];
+                }
+                strides[ax] = xs[ax] * step;
+            }
+            if out_dims.iter().any(|&d| d == 0) {
+                return Ok(vec![]);
+            }
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![Strided {
+                    loc: loc(x)?,
+                    bytes: bytes_of(&xd),
+                    strides,
+                    base,
+                }],
+                &|_, v| Ok(v[0]),
+            )?)
+        }
+        Op::Transpose { perm } => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let x = op.operands[0];
+            let xd = dims(func, x)?;
+            let xs = contiguous(&xd);
+            let strides: Vec<i64> = perm.iter().map(|&p| xs[p as usize]).collect();
+            one(elementwise(
+                g,
+                name,
+                &out_dims,
+                full(r)?,
+                vec![Strided {
+                    loc: loc(x)?,
+                    bytes: bytes_of(&xd),
+                    strides,
+                    base: 0,
+                }],
+                &|_, v| Ok(v[0]),
+            )?)
+        }
+        o if is_view(o) => {
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let x = op.operands[0];
+            if loc(x)? == loc(r)? {
+                return Ok(vec![]);
+            }
+            let n: i64 = out_dims.iter().product();
+            one(copy(g, name, loc(x)?, loc(r)?, n)?)
+        }
+        Op::Pad { pads, mode, value } => {
+            if *mode != PadMode::Constant {
+                return Err(unsupported(func, op, "only constant padding has a kernel"));
+            }
+            let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
+            let x = op.operands[0];
+            let xd = dims(func, x)?;
+            let os = contiguous(&out_dims);
+            let base: i64 = (0..xd.len()).map(|d| pads[d] as i64 * os[d]).sum();
+            let n: i64 = out_dims.iter().product();
+            let mut calls = vec![fill(g, &format!("{name}_fill"), loc(r)?, n, *value)?];
+            if xd.iter().all(|&d| d > 0) {
+                calls.push(elementwise(
+                    g,
+                    name,
+                    &xd,
+                    Strided {
+                        loc: loc(r)?,
+                        bytes: bytes_of(&out_dims),
+                        strides: os,
+                        base,
+                    },
+                    vec![full(x)?],
+                    &|_, v| Ok(v[0]),
+                )?);
+            }
+            Ok(calls)
+        }
+        Op::LayerNorm { .. } | Op::ReduceMean { .. } | Op::Resize(_) => {
+            Err(unsupported(func, op, "this op has no kernel yet"))
+        }
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
+            Err(unsupported(func, op, "unreachable view"))
+        }
+    }
+}
+
+fn copy<'a, 'c>(g: &Gen<'a, 'c>, name: &str, from: Loc, to: Loc, n: i64) -> R<Call<'c>> {
+    let s = |loc| Strided {
+        loc,
+        bytes: n as u64 * 4,
+        strides: vec![1],
+        base: 0,
+    };
+    elementwise(g, name, &[n], s(to), vec![s(from)], &|_, v| Ok(v[0]))
+}
+
+/// Copies for returned values that are not computed into their output (parameters, weights,
+/// values returned twice).
+pub(crate) fn emit_returns<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+) -> R<Vec<Call<'c>>> {
+    let mut calls = Vec::new();
+    for (j, &v) in func.returns.iter().enumerate() {
+        let to = Loc {
+            base: crate::storage::Base::Output(j),
+            offset: 0,
+        };
+        let from = st.of(func, v)?;
+        if from != to {
+            let n: i64 = dims(func, v)?.iter().product();
+            calls.push(copy(g, &format!("ret{j}"), from, to, n)?);
+        }
+    }
+    Ok(calls)
+}
+
+/// The epilogue of a GEMM: `alpha * acc + bias[row]`, then the activation.
+#[derive(Clone, Copy)]
+pub struct Epilogue<'c> {
+    pub alpha: f64,
+    pub row_bias: Option<PointerValue<'c>>,
+    pub act: Option<Activation>,
+}
+
+/// `C[i, j] = epi(Σ_k A[i*a_rs + k*a_cs] * B[k*b_rs + j])`, `C[i*c_rs + j]`.
+pub struct Gemm<'c> {
+    pub a: PointerValue<'c>,
+    pub a_rs: i64,
+    pub a_cs: i64,
+    pub b: PointerValue<'c>,
+    pub b_rs: i64,
+    pub c: PointerValue<'c>,
+    pub c_rs: i64,
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+}
+
+const MR: i64 = 6;
+
+/// Emits a GEMM at the builder's position: `MR × 2W` tiles with `2·MR` vector accumulators
+/// over the whole K (the B panel, `K × 2W` floats, stays in cache across the row tiles), a
+/// one-vector column tail, and a scalar tail for the last `< W` columns.
+pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    let wl = w as i64;
+    let nr = 2 * wl;
+    let n2 = gm.n / nr * nr;
+    let n1 = n2 + (gm.n - n2) / wl * wl;
+    let mfull = gm.m / MR * MR;
+    let rows_tail = gm.m - mfull;
+    // Full-width column blocks, then the single-vector block.
+    for (c0, c1, nv) in [(0, n2, 2u32), (n2, n1, 1u32)] {
+        if c1 <= c0 {
+            continue;
+        }
+        let step = nv as i64 * wl;
+        k.loop_step(c0, c1, step, &mut |j0| {
+            k.loop_step(0, mfull, MR, &mut |i0| tile(k, w, gm, epi, i0, j0, MR, nv))?;
+            if rows_tail > 0 {
+                tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv)?;
+            }
+            Ok(())
+        })?;
+    }
+    // Scalar columns.
+    if n1 < gm.n {
+        k.loop_(0, gm.m, &mut |i| {
+            k.loop_(n1, gm.n, &mut |j| {
+                let zero: BasicValueEnum = k.f(0.0).into();
+                let acc = k.loop_carry(0, gm.k, 1, vec![zero], &mut |kk, cur| {
+                    let ai = k.add(k.mul(i, gm.a_rs)?, k.mul(kk, gm.a_cs)?)?;
+                    let bi = k.add(k.mul(kk, gm.b_rs)?, j)?;
+                    let av = k.ld(gm.a, ai)?;
+                    let bv = k.ld(gm.b, bi)?;
+                    Ok(vec![k.fma(av, bv, cur[0].into_float_value())?.into()])
+                })?;
+                let v = finish(k, epi, acc[0].into_float_value(), i)?;
+                k.st(gm.c, k.add(k.mul(i, gm.c_rs)?, j)?, v)
+            })
+        })?;
+    }
+    Ok(())
+}
+
+fn finish<'a, 'c>(
+    k: &K<'a, 'c>,
+    epi: Epilogue<'c>,
+    acc: FloatValue<'c>,
+    row: IntValue<'c>,
+) -> R<FloatValue<'c>> {
+    let mut v = acc;
+    if epi.alpha != 1.0 {
+        v = k.fmul(v, k.f(epi.alpha))?;
+    }
+    if let Some(b) = epi.row_bias {
+        v = k.fadd(v, k.ld(b, row)?)?;
+    }
+    activation(k, epi.act, v)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tile<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    i0: IntValue<'c>,
+    j0: IntValue<'c>,
+    mr: i64,
+    nv: u32,
+) -> R<()> {
+    let wl = w as i64;
+    let zero: BasicValueEnum = k.vty(w).const_zero().into();
+    let init = vec![zero; (mr as usize) * nv as usize];
+    let rows: Vec<IntValue> = (0..mr).map(|r| k.add(i0, k.c(r))).collect::<R<_>>()?;
+    let a_rows: Vec<IntValue> = rows.iter().map(|&r| k.mul(r, gm.a_rs)).collect::<R<_>>()?;
+    let acc = k.loop_carry(0, gm.k, 1, init, &mut |kk, cur| {
+        let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
+        let bv: Vec<_> = (0..nv)
+            .map(|v| k.ldv(gm.b, k.add(bi, k.c(v as i64 * wl))?, w))
+            .collect::<R<_>>()?;
+        let ak = k.mul(kk, gm.a_cs)?;
+        let mut next = Vec::with_capacity(cur.len());
+        for (r, &ar) in a_rows.iter().enumerate() {
+            let a = k.splat(k.ld(gm.a, k.add(ar, ak)?)?, w)?;
+            for (v, &b) in bv.iter().enumerate() {
+                let c = cur[r * nv as usize + v].into_vector_value();
+                next.push(k.fma(a, b, c)?.into());
+            }
+        }
+        Ok(next)
+    })?;
+    for (r, &row) in rows.iter().enumerate() {
+        let ci = k.add(k.mul(row, gm.c_rs)?, j0)?;
+        for v in 0..nv {
+            let vec = acc[r * nv as usize + v as usize].into_vector_value();
+            let mut out = k.vty(w).get_undef();
+            for l in 0..w {
+                let x = finish(k, epi, k.lane(vec, l)?, row)?;
+                out = llvm(k.b.build_insert_element(
+                    out,
+                    x,
+                    k.ctx.i32_type().const_int(l.into(), false),
+                    "o",
+                ))?;
+            }
+            k.stv(gm.c, k.add(ci, k.c(v as i64 * wl))?, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn conv2d<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &tir_ir::OpData,
+    c: &tir_ir::op::Conv2d,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (x, wv, r) = (op.operands[0], op.operands[1], op.results[0]);
+    let bias = op.operands.get(2).copied();
+    let xd = dims(func, x)?;
+    let wd = dims(func, wv)?;
+    let od = dims(func, r)?;
+    if xd.len() != 4 || wd.len() != 4 || od.len() != 4 {
+        return Err(unsupported(func, op, "conv2d needs rank-4 operands"));
+    }
+    let (n, ci, h, wi) = (xd[0], xd[1], xd[2], xd[3]);
+    let (m, cg, kh, kw) = (wd[0], wd[1], wd[2], wd[3]);
+    let (oh, ow) = (od[2], od[3]);
+    let groups = c.groups as i64;
+    let mg = m / groups.max(1);
+    let [sh, sw] = c.strides.map(|v| v as i64);
+    let [dh, dw] = c.dilations.map(|v| v as i64);
+    let (pt, pl) = (c.pads[0] as i64, c.pads[1] as i64);
+    let mut vals = vec![x, wv];
+    vals.extend(bias);
+    vals.push(r);
+    let args: Vec<Arg> = vals
+        .iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect::<R<_>>()?;
+    let mut writes = vec![false; args.len()];
+    writes[args.len() - 1] = true;
+    let f = g.kernel(name, &args, &writes);
+    let k = g.k(f);
+    let px = g.param(f, 0)?;
+    let pw = g.param(f, 1)?;
+    let pb = if bias.is_some() {
+        Some(g.param(f, 2)?)
+    } else {
+        None
+    };
+    let po = g.param(f, args.len() as u32 - 1)?;
+    let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    if pointwise {
+        // Per image and group: out[M_g, HW] = W[M_g, C_g] · x[C_g, HW] + bias.
+        let hw = h * wi;
+        k.loop_(0, n, &mut |b| {
+            k.loop_(0, groups, &mut |gi| {
+                let xo = k.add(k.mul(b, ci * hw)?, k.mul(gi, cg * hw)?)?;
+                let oo = k.add(k.mul(b, m * hw)?, k.mul(gi, mg * hw)?)?;
+                let wo = k.mul(gi, mg * cg)?;
+                let bo = k.mul(gi, mg)?;
+                let gm = Gemm {
+                    a: k.gep(pw, wo)?,
+                    a_rs: cg,
+                    a_cs: 1,
+                    b: k.gep(px, xo)?,
+                    b_rs: hw,
+                    c: k.gep(po, oo)?,
+                    c_rs: hw,
+                    m: mg,
+                    n: hw,
+                    k: cg,
+                };
+                let row_bias = match pb {
+                    Some(p) => Some(k.gep(p, bo)?),
+                    None => None,
+                };
+                gemm(
+                    &k,
+                    g.width,
+                    &gm,
+                    Epilogue {
+                        alpha: 1.0,
+                        row_bias,
+                        act: c.activation,
+                    },
+                )
+            })
+        })?;
+    } else {
+        // Direct: output rows accumulate x rows along the contiguous width.
+        k.loop_(0, n, &mut |b| {
+            k.loop_(0, groups, &mut |gi| {
+                k.loop_(0, mg, &mut |mo| {
+                    let oc = k.add(k.mul(gi, mg)?, mo)?;
+                    let plane = k.mul(k.add(k.mul(b, m)?, oc)?, oh * ow)?;
+                    let bv = match pb {
+                        Some(p) => k.ld(p, oc)?,
+                        None => k.f(0.0),
+                    };
+                    k.loop_(0, oh, &mut |oy| {
+                        let orow = k.gep(po, k.add(plane, k.mul(oy, ow)?)?)?;
+                        k.loop_(0, ow, &mut |ox| k.st(orow, ox, bv))?;
+                        k.loop_(0, cg, &mut |ic| {
+                            let xc = k.add(k.add(k.mul(b, ci)?, k.mul(gi, cg)?)?, ic)?;
+                            let xplane = k.mul(xc, h * wi)?;
+                            let wbase = k.mul(k.add(k.mul(oc, cg)?, ic)?, kh * kw)?;
+                            k.loop_(0, kh, &mut |i| {
+                                let iy = k.add(k.mul(oy, sh)?, k.add(k.mul(i, dh)?, k.c(-pt))?)?;
+                                let ok = k.in_range(iy, 0, h)?;
+                                k.when(ok, &mut || {
+                                    let xrow = k.gep(px, k.add(xplane, k.mul(iy, wi)?)?)?;
+                                    let wrow = k.add(wbase, k.mul(i, kw)?)?;
+                                    for j in 0..kw {
+                                        let off = j * dw;
+                                        let lo = if pl > off {
+                                            (pl - off + sw - 1) / sw
+                                        } else {
+                                            0
+                                        };
+                                        let hi = if wi + pl > off {
+                                            ((wi + pl - off + sw - 1) / sw).min(ow)
+                                        } else {
+                                            0
+                                        };
+                                        if lo >= hi {
+                                            continue;
+                                        }
+                                        let wj = k.ld(pw, k.add(wrow, k.c(j))?)?;
+                                        k.loop_(lo, hi, &mut |ox| {
+                                            let xi = k.add(k.mul(ox, sw)?, k.c(off - pl))?;
+                                            let xv = k.ld(xrow, xi)?;
+                                            let o = k.ld(orow, ox)?;
+                                            k.st(orow, ox, k.fma(xv, wj, o)?)
+                                        })?;
+                                    }
+                                    Ok(())
+                                })
+                            })
+                        })?;
+                        if c.activation.is_some() {
+                            k.loop_(0, ow, &mut |ox| {
+                                let v = k.ld(orow, ox)?;
+                                k.st(orow, ox, activation(&k, c.activation, v)?)
+                            })?;
+                        }
+                        Ok(())
+                    })
+                })
+            })
+        })?;
+    }
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+fn matmul<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &tir_ir::OpData,
+    act: Option<Activation>,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (a, b, r) = (op.operands[0], op.operands[1], op.results[0]);
+    let ad = dims(func, a)?;
+    let bd = dims(func, b)?;
+    let ash = if ad.len() == 1 {
+        vec![1, ad[0]]
+    } else {
+        ad.clone()
+    };
+    let bsh = if bd.len() == 1 {
+        vec![bd[0], 1]
+    } else {
+        bd.clone()
+    };
+    let (m, kk) = (ash[ash.len() - 2], ash[ash.len() - 1]);
+    let nn = bsh[bsh.len() - 1];
+    let (ab, bb) = (&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]);
+    let rank = ab.len().max(bb.len());
+    let pick = |s: &[i64], i: usize| {
+        if i < rank - s.len() {
+            1
+        } else {
+            s[i - (rank - s.len())]
+        }
+    };
+    let batch: Vec<i64> = (0..rank).map(|i| pick(ab, i).max(pick(bb, i))).collect();
+    let sa: Vec<i64> = broadcast(ab, &batch).iter().map(|s| s * m * kk).collect();
+    let sb: Vec<i64> = broadcast(bb, &batch).iter().map(|s| s * kk * nn).collect();
+    let so: Vec<i64> = contiguous(&batch).iter().map(|s| s * m * nn).collect();
+    let args: Vec<Arg> = [a, b, r]
+        .iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect::<R<_>>()?;
+    let f = g.kernel(name, &args, &[false, false, true]);
+    let k = g.k(f);
+    let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
+    nest(&k, &batch, &[(&sa, 0), (&sb, 0), (&so, 0)], &mut |idx| {
+        let gm = Gemm {
+            a: k.gep(pa, idx[0])?,
+            a_rs: kk,
+            a_cs: 1,
+            b: k.gep(pb, idx[1])?,
+            b_rs: nn,
+            c: k.gep(po, idx[2])?,
+            c_rs: nn,
+            m,
+            n: nn,
+            k: kk,
+        };
+        gemm(
+            &k,
+            g.width,
+            &gm,
+            Epilogue {
+                alpha: 1.0,
+                row_bias: None,
+                act,
+            },
+        )
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+fn gemm_op<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &tir_ir::OpData,
+    gm: &tir_ir::op::Gemm,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (a, b, r) = (op.operands[0], op.operands[1], op.results[0]);
+    let cin = op.operands.get(2).copied();
+    let od = dims(func, r)?;
+    let ad = dims(func, a)?;
+    let bd = dims(func, b)?;
+    let (m, n) = (od[0], od[1]);
+    let kk = if gm.trans_a { ad[0] } else { ad[1] };
+    let b_pre_transposed = gm.trans_b && st.transposed.contains(&b);
+    // Without a contiguous B row the micro-kernel cannot run; B is then copied transposed
+    // into... nothing: say so rather than run slowly in silence.
+    if gm.trans_b && !b_pre_transposed {
+        return Err(unsupported(
+            func,
+            op,
+            "gemm with trans_b needs B to be a weight used only here",
+        ));
+    }
+    let _ = bd;
+    let args: Vec<Arg> = [a, b, r]
+        .iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect::<R<_>>()?;
+    let f = g.kernel(name, &args, &[false, false, true]);
+    let k = g.k(f);
+    let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
+    let spec = Gemm {
+        a: pa,
+        a_rs: if gm.trans_a { 1 } else { kk },
+        a_cs: if gm.trans_a { m } else { 1 },
+        b: pb,
+        b_rs: n,
+        c: po,
+        c_rs: n,
+        m,
+        n,
+        k: kk,
+    };
+    // With C, the activation waits for `+ beta * C` (a second, element-wise kernel).
+    let act = if cin.is_some() { None } else { gm.activation };
+    gemm(
+        &k,
+        g.width,
+        &spec,
+        Epilogue {
+            alpha: gm.alpha as f32 as f64,
+            row_bias: None,
+            act,
+        },
+    )?;
+    llvm(g.builder.build_return(None))?;
+    let mut calls = vec![(f, args.iter().map(|a| a.loc).collect::<Vec<_>>())];
+    if let Some(cv) = cin {
+        let cd = dims(func, cv)?;
+        let beta = gm.beta as f32 as f64;
+        let act = gm.activation;
+        let out = Strided {
+            loc: st.of(func, r)?,
+            bytes: bytes_of(&od),
+            strides: contiguous(&od),
+            base: 0,
+        };
+        calls.push(elementwise(
+            g,
+            &format!("{name}_c"),
+            &od,
+            out.clone(),
+            vec![
+                out,
+                Strided {
+                    loc: st.of(func, cv)?,
+                    bytes: bytes_of(&cd),
+                    strides: broadcast(&cd, &od),
+                    base: 0,
+                },
+            ],
+            &move |k, v| activation(k, act, k.fma(k.f(beta), v[1], v[0])?),
+        )?);
+    }
+    Ok(calls)
+}
+
+fn pool<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &tir_ir::OpData,
+    p: &tir_ir::op::Pool2d,
+    is_max: bool,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let xd = dims(func, x)?;
+    let od = dims(func, r)?;
+    if xd.len() != 4 {
+        return Err(unsupported(func, op, "pooling needs rank 4"));
+    }
+    let (planes, h, w) = (xd[0] * xd[1], xd[2], xd[3]);
+    let (oh, ow) = (od[2], od[3]);
+    let [kh, kw] = p.kernel.map(|v| v as i64);
+    let [sh, sw] = p.strides.map(|v| v as i64);
+    let [pt, pl, pb, pr] = p.pads.map(|v| v as i64);
+    let args: Vec<Arg> = [x, r]
+        .iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect::<R<_>>()?;
+    let f = g.kernel(name, &args, &[false, true]);
+    let k = g.k(f);
+    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
+    k.loop_(0, planes, &mut |pl_| {
+        let xp = k.gep(px, k.mul(pl_, h * w)?)?;
+        let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
+        k.loop_(0, oh, &mut |oy| {
+            k.loop_(0, ow, &mut |ox| {
+                let by = k.add(k.mul(oy, sh)?, k.c(-pt))?;
+                let bx = k.add(k.mul(ox, sw)?, k.c(-pl))?;
+                let mut acc = k.f(if is_max { f64::NEG_INFINITY } else { 0.0 });
+                let mut cnt = k.f(0.0);
+                for i in 0..kh {
+                    let iy = k.add(by, k.c(i))?;
+                    let iny = k.in_range(iy, 0, h)?;
+                    let cy = k.iclamp(iy, 0, h - 1)?;
+                    let incl_y = k.in_range(iy, -pt, h + pb)?;
+                    for j in 0..kw {
+                        let ix = k.add(bx, k.c(j))?;
+                        let inx = k.in_range(ix, 0, w)?;
+                        let cx = k.iclamp(ix, 0, w - 1)?;
+                        let inside = llvm(k.b.build_and(iny, inx, "in"))?;
+                        let v = k.ld(xp, k.add(k.mul(cy, w)?, cx)?)?;
+                        if is_max {
+                            let m = k.max_nan(acc, v)?;
+                            acc = k.fsel(inside, m, acc)?;
+                        } else {
+                            let s = k.fadd(acc, v)?;
+                            acc = k.fsel(inside, s, acc)?;
+                            let counted = if p.count_include_pad {
+                                let inclx = k.in_range(ix, -pl, w + pr)?;
+                                llvm(k.b.build_and(incl_y, inclx, "c"))?
+                            } else {
+                                inside
+                            };
+                            let c1 = k.fadd(cnt, k.f(1.0))?;
+                            cnt = k.fsel(counted, c1, cnt)?;
+                        }
+                    }
+                }
+                let out = if is_max { acc } else { k.fdiv(acc, cnt)? };
+                k.st(op_, k.add(k.mul(oy, ow)?, ox)?, out)
+            })
+        })
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+fn global_avg_pool<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &tir_ir::OpData,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let xd = dims(func, x)?;
+    if xd.len() < 2 {
+        return Err(unsupported(func, op, "rank below 2"));
+    }
+    let planes = xd[0] * xd[1];
+    let size: i64 = xd[2..].iter().product();
+    let args: Vec<Arg> = [x, r]
+        .iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect::<R<_>>()?;
+    let f = g.kernel(name, &args, &[false, true]);
+    let k = g.k(f);
+    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
+    let d = k.ctx.f64_type();
+    k.loop_(0, planes, &mut |pl| {
+        let base = k.mul(pl, size)?;
+        let zero: BasicValueEnum = d.const_float(0.0).into();
+        let s = k.loop_carry(0, size, 1, vec![zero], &mut |i, cur| {
+            let v = k.ld(px, k.add(base, i)?)?;
+            let v = llvm(k.b.build_float_ext(v, d, "e"))?;
+            Ok(vec![k.fadd(cur[0].into_float_value(), v)?.into()])
+        })?;
+        let mean = k.fdiv(s[0].into_float_value(), d.const_float(size as f64))?;
+        k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+fn softmax<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &tir_ir::OpData,
+    axis: i64,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let xd = dims(func, x)?;
+    let ax = norm_axis(axis, xd.len()).map_err(|_| unsupported(func, op, "axis"))?;
+    let len = xd[ax];
+    let outer: i64 = xd[..ax].iter().product();
+    let inner: i64 = xd[ax + 1..].iter().product();
+    let args: Vec<Arg> = [x, r]
+        .iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect::<R<_>>()?;
+    let f = g.kernel(name, &args, &[false, true]);
+    let k = g.k(f);
+    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
+    let d = k.ctx.f64_type();
+    k.loop_(0, outer, &mut |o| {
+        k.loop_(0, inner, &mut |i| {
+            let base = k.add(k.mul(o, len * inner)?, i)?;
+            let at = |l: IntValue<'c>| k.add(base, k.mul(l, inner)?);
+            let ninf: BasicValueEnum = k.f(f64::NEG_INFINITY).into();
+            let mx = k.loop_carry(0, len, 1, vec![ninf], &mut |l, cur| {
+                let v = k.ld(px, at(l)?)?;
+                // f32::max: the non-NaN operand wins.
+                let m = cur[0].into_float_value();
+                let gt = llvm(k.b.build_float_compare(inkwell::FloatPredicate::OGT, v, m, "g"))?;
+                let uno = llvm(k.b.build_float_compare(inkwell::FloatPredicate::UNO, m, m, "u"))?;
+                let pick = llvm(k.b.build_or(gt, uno, "p"))?;
+                Ok(vec![k.fsel(pick, v, m)?.into()])
+            })?;
+            let mx = mx[0].into_float_value();
+            let zero: BasicValueEnum = d.const_float(0.0).into();
+            let sum = k.loop_carry(0, len, 1, vec![zero], &mut |l, cur| {
+                let e = k.exp(k.fsub(k.ld(px, at(l)?)?, mx)?)?;
+                k.st(po, at(l)?, e)?;
+                let ed = llvm(k.b.build_float_ext(e, d, "e"))?;
+                Ok(vec![k.fadd(cur[0].into_float_value(), ed)?.into()])
+            })?;
+            let sum = sum[0].into_float_value();
+            k.loop_(0, len, &mut |l| {
+                let e = llvm(k.b.build_float_ext(k.ld(po, at(l)?)?, d, "e"))?;
+                let q = llvm(k.b.build_float_trunc(k.fdiv(e, sum)?, k.f32t, "q"))?;
+                k.st(po, at(l)?, q)
+            })
+        })
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}

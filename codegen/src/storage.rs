@@ -1,0 +1,152 @@
+//! Where every value's bytes are: the slab at a constant offset, a caller's input or output
+//! buffer, or a weight global. Read off the bufferized IR (`alloc_slab`, `alloc_tensor`,
+//! `outs`), never recomputed from the plan.
+
+use crate::CodegenError;
+use tir_ir::{EntityRef, Function, Op, Value, ValueDef};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    Slab,
+    Input(usize),
+    Output(usize),
+    /// Index into [`Storage::weights`].
+    Weight(usize),
+}
+
+/// A byte address: a base and a constant offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub base: Base,
+    pub offset: u64,
+}
+
+impl Loc {
+    /// Whether `[self, self + n)` and `[other, other + m)` share a byte.
+    pub fn overlaps(&self, n: u64, other: &Loc, m: u64) -> bool {
+        self.base == other.base
+            && self.offset < other.offset + m.max(1)
+            && other.offset < self.offset + n.max(1)
+    }
+
+    pub fn at(self, bytes: u64) -> Loc {
+        Loc {
+            base: self.base,
+            offset: self.offset + bytes,
+        }
+    }
+}
+
+pub struct Storage {
+    /// Per value (indexed by `Value`).
+    pub loc: Vec<Option<Loc>>,
+    /// The const values, in the order of their globals.
+    pub weights: Vec<Value>,
+    /// Consts stored transposed (rank 2), because their only use is gemm's B with `trans_b`.
+    pub transposed: Vec<Value>,
+}
+
+/// Ops whose result has the bytes of their first operand.
+pub fn is_view(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. }
+    )
+}
+
+impl Storage {
+    pub fn analyze(func: &Function) -> Result<Storage, CodegenError> {
+        let mut loc: Vec<Option<Loc>> = vec![None; func.values.len()];
+        for (i, &p) in func.params.iter().enumerate() {
+            loc[p.index()] = Some(Loc {
+                base: Base::Input(i),
+                offset: 0,
+            });
+        }
+        let mut weights = Vec::new();
+        let mut transposed = Vec::new();
+        for (_, op) in func.ops_in_order() {
+            match &op.op {
+                Op::AllocSlab { .. } => {
+                    loc[op.results[0].index()] = Some(Loc {
+                        base: Base::Slab,
+                        offset: 0,
+                    })
+                }
+                Op::AllocTensor { offset } => {
+                    let parent = op
+                        .operands
+                        .first()
+                        .and_then(|p| loc[p.index()])
+                        .ok_or_else(|| CodegenError::NoStorage(func.value_name(op.results[0])))?;
+                    loc[op.results[0].index()] = Some(parent.at(*offset));
+                }
+                Op::Const { .. } => {
+                    for &r in &op.results {
+                        loc[r.index()] = Some(Loc {
+                            base: Base::Weight(weights.len()),
+                            offset: 0,
+                        });
+                        weights.push(r);
+                        if only_use_is_trans_b(func, r) {
+                            transposed.push(r);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Returned values: the first return of a value owns it; later ones are copies.
+        for (j, &r) in func.returns.iter().enumerate() {
+            let is_result = matches!(func.values[r].def, ValueDef::Result(id, _)
+                if !matches!(func.ops[id].op, Op::Const { .. }));
+            if is_result && loc[r.index()].is_none() {
+                loc[r.index()] = Some(Loc {
+                    base: Base::Output(j),
+                    offset: 0,
+                });
+            }
+        }
+        for (_, op) in func.ops_in_order() {
+            if matches!(
+                op.op,
+                Op::AllocSlab { .. } | Op::AllocTensor { .. } | Op::Const { .. }
+            ) {
+                continue;
+            }
+            for (i, &r) in op.results.iter().enumerate() {
+                if let Some(&o) = op.outs.get(i) {
+                    loc[r.index()] = loc[o.index()];
+                }
+                if loc[r.index()].is_none() && is_view(&op.op) {
+                    loc[r.index()] = op.operands.first().and_then(|s| loc[s.index()]);
+                }
+                if loc[r.index()].is_none() {
+                    return Err(CodegenError::NoStorage(func.value_name(r)));
+                }
+            }
+        }
+        Ok(Storage {
+            loc,
+            weights,
+            transposed,
+        })
+    }
+
+    pub fn of(&self, func: &Function, v: Value) -> Result<Loc, CodegenError> {
+        self.loc[v.index()].ok_or_else(|| CodegenError::NoStorage(func.value_name(v)))
+    }
+}
+
+fn only_use_is_trans_b(func: &Function, v: Value) -> bool {
+    let mut uses = func
+        .ops_in_order()
+        .flat_map(|(_, d)| d.operands.iter().enumerate().map(move |(i, &o)| (d, i, o)))
+        .filter(|&(_, _, o)| o == v);
+    let first = uses.next();
+    let only = uses.next().is_none() && !func.returns.contains(&v);
+    match first {
+        Some((d, 1, _)) if only => matches!(&d.op, Op::Gemm(g) if g.trans_b),
+        _ => false,
+    }
+}

@@ -1,0 +1,353 @@
+//! Every kernel against the reference interpreter, on small randomised shapes (odd sizes,
+//! strides, dilations, groups, padding, broadcasting), through the JIT.
+
+use tir_codegen::{jit_run, Bufferized};
+use tir_interp::weights::{random_input, SplitMix64};
+use tir_interp::{Tensor, Weights};
+use tir_passes::pipeline::{parse_pipeline, run_pipeline};
+
+/// Runs `text` through the interpreter and through codegen (after `plan{plan},bufferize`) and
+/// returns both outputs.
+pub fn both(text: &str, plan: &str) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let module = tir_ir::parse_and_verify(text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let func = module.entry().expect("entry");
+    let weights = Weights::generate(&module, 7).expect("weights");
+    let inputs: Vec<Tensor> = func
+        .params
+        .iter()
+        .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
+        .collect();
+    let expected: Vec<Vec<f32>> = tir_interp::run(&module, &weights, &inputs)
+        .expect("interp")
+        .into_iter()
+        .map(|t| t.as_f32().unwrap().to_vec())
+        .collect();
+    let mut m = module.clone();
+    let passes = parse_pipeline(&format!("plan{{{plan}}},bufferize")).unwrap();
+    run_pipeline(&mut m, &passes, true, |_, _| {}).expect("pipeline");
+    let proof = Bufferized::new(&mut m).expect("bufferized");
+    let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
+    let got = jit_run(&proof, &weights, &ins).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    (expected, got)
+}
+
+pub fn check(text: &str) {
+    let (expected, got) = both(text, "sharing=true");
+    assert_eq!(expected.len(), got.len());
+    for (e, g) in expected.iter().zip(&got) {
+        assert_eq!(e.len(), g.len());
+        for (i, (a, b)) in e.iter().zip(g).enumerate() {
+            let ok =
+                (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-5 || (a.is_nan() && b.is_nan());
+            assert!(ok, "element {i}: reference {a}, generated {b}\n{text}");
+        }
+    }
+}
+
+fn t(shape: &[u64]) -> String {
+    let d: Vec<String> = shape.iter().map(|x| x.to_string()).collect();
+    format!("tensor<{}xf32>", d.join("x"))
+}
+
+/// One op between a parameter `%x` (and optional second parameter `%y`) and a flattening
+/// reshape, so the op's result lives in the slab and is copied out.
+fn model(params: &[(&str, Vec<u64>)], consts: &[(&str, Vec<u64>)], op: &str) -> String {
+    let ps: Vec<String> = params
+        .iter()
+        .map(|(n, s)| format!("%{n}: {}", t(s)))
+        .collect();
+    let mut body = String::new();
+    for (n, s) in consts {
+        body += &format!("    %{n} = const {{name = \"{n}\"}} : {}\n", t(s));
+    }
+    format!(
+        "module @k {{\n  func @main({}) {{\n{body}    %r = {op}\n    %flat = reshape(%r) {{shape = [-1]}}\n    return %flat\n  }}\n}}\n",
+        ps.join(", ")
+    )
+}
+
+struct Rng(SplitMix64);
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(SplitMix64(seed))
+    }
+    fn r(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.0.next_u64() % (hi - lo + 1)
+    }
+}
+
+#[test]
+fn unary_and_activation_kernels() {
+    for op in [
+        "relu",
+        "relu6",
+        "sigmoid",
+        "tanh",
+        "hard_swish",
+        "gelu",
+        "exp",
+    ] {
+        check(&model(
+            &[("x", vec![2, 3, 5, 7])],
+            &[],
+            &format!("{op}(%x)"),
+        ));
+    }
+    check(&model(
+        &[("x", vec![37])],
+        &[],
+        "clip(%x) {min = -0.5, max = 0.25}",
+    ));
+    check(&model(
+        &[("x", vec![3, 11])],
+        &[],
+        "hard_sigmoid(%x) {alpha = 0.2, beta = 0.5}",
+    ));
+}
+
+#[test]
+fn binary_broadcasting_and_fused_activations() {
+    let mut rng = Rng::new(1);
+    let shapes: [(Vec<u64>, Vec<u64>); 6] = [
+        (vec![2, 3, 5, 7], vec![2, 3, 5, 7]),
+        (vec![2, 3, 5, 7], vec![3, 1, 1]),
+        (vec![1, 3, 1, 7], vec![2, 1, 5, 1]),
+        (vec![5, 1], vec![1, 6]),
+        (vec![4, 9], vec![1]),
+        (vec![1], vec![3, 17]),
+    ];
+    for (i, (a, b)) in shapes.iter().enumerate() {
+        let op = ["add", "sub", "mul", "div"][i % 4];
+        let act = [
+            "",
+            " {activation = relu}",
+            " {activation = relu6}",
+            " {activation = hard_swish}",
+            " {activation = sigmoid}",
+            " {activation = tanh}",
+        ][rng.r(0, 5) as usize];
+        check(&model(
+            &[("x", a.clone()), ("y", b.clone())],
+            &[],
+            &format!("{op}(%x, %y){act}"),
+        ));
+    }
+    // A weight operand (broadcast per channel), and prelu.
+    check(&model(
+        &[("x", vec![1, 4, 3, 5])],
+        &[("s", vec![4, 1, 1])],
+        "mul(%x, %s)",
+    ));
+    check(&model(
+        &[("x", vec![1, 4, 3, 5])],
+        &[("slope", vec![4, 1, 1])],
+        "prelu(%x, %slope)",
+    ));
+}
+
+#[test]
+fn conv2d_randomised() {
+    let mut rng = Rng::new(2);
+    for case in 0..14 {
+        let groups = [1, 1, 2, 3][rng.r(0, 3) as usize];
+        let depthwise = case % 4 == 3;
+        let cg = if depthwise { 1 } else { rng.r(1, 3) };
+        let groups = if depthwise { rng.r(2, 5) } else { groups };
+        let c = cg * groups;
+        let m = if depthwise { c } else { groups * rng.r(1, 4) };
+        let (kh, kw) = (rng.r(1, 3), rng.r(1, 3));
+        let (sh, sw) = (rng.r(1, 2), rng.r(1, 3));
+        let (dh, dw) = (rng.r(1, 2), rng.r(1, 2));
+        let pads = [rng.r(0, 2), rng.r(0, 2), rng.r(0, 2), rng.r(0, 1)];
+        let n = rng.r(1, 2);
+        let (h, w) = (rng.r(kh * dh, 9), rng.r(kw * dw, 11));
+        let bias = rng.r(0, 1) == 1;
+        let act = [
+            "",
+            ", activation = relu",
+            ", activation = relu6",
+            ", activation = hard_swish",
+        ][rng.r(0, 3) as usize];
+        let operands = if bias { "%x, %w, %b" } else { "%x, %w" };
+        let mut consts = vec![("w", vec![m, cg, kh, kw])];
+        if bias {
+            consts.push(("b", vec![m]));
+        }
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &consts,
+            &format!(
+                "conv2d({operands}) {{strides = [{sh}, {sw}], dilations = [{dh}, {dw}], pads = [{}, {}, {}, {}], groups = {groups}{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+}
+
+#[test]
+fn pointwise_conv_is_a_gemm() {
+    // 1x1 convolutions of odd sizes hit every tile path: full tiles, row tails, the
+    // one-vector column block and the scalar column tail.
+    for (c, m, h, w, groups) in [
+        (3, 7, 5, 7, 1),
+        (16, 13, 6, 11, 1),
+        (8, 12, 9, 9, 2),
+        (5, 20, 8, 8, 1),
+    ] {
+        check(&model(
+            &[("x", vec![1, c, h, w])],
+            &[("w", vec![m, c / groups, 1, 1]), ("b", vec![m])],
+            &format!("conv2d(%x, %w, %b) {{groups = {groups}, activation = relu6}}"),
+        ));
+    }
+}
+
+#[test]
+fn matmul_and_gemm() {
+    for (m, k, n) in [(1, 7, 5), (7, 13, 37), (13, 5, 64), (6, 33, 16)] {
+        check(&model(
+            &[("a", vec![m, k])],
+            &[("bw", vec![k, n])],
+            "matmul(%a, %bw)",
+        ));
+    }
+    // Batched, broadcast over the batch, rank-1 operands.
+    check(&model(
+        &[("a", vec![2, 3, 5, 7]), ("b", vec![3, 7, 9])],
+        &[],
+        "matmul(%a, %b) {activation = relu}",
+    ));
+    check(&model(
+        &[("a", vec![7]), ("b", vec![2, 7, 5])],
+        &[],
+        "matmul(%a, %b)",
+    ));
+    check(&model(
+        &[("a", vec![4, 7]), ("b", vec![7])],
+        &[],
+        "matmul(%a, %b)",
+    ));
+    // Gemm: transposed A, transposed weight B, C broadcast, alpha/beta.
+    check(&model(
+        &[("a", vec![3, 10])],
+        &[("gb", vec![10, 21]), ("gc", vec![21])],
+        "gemm(%a, %gb, %gc)",
+    ));
+    check(&model(&[("a", vec![10, 3])], &[("gb", vec![21, 10]), ("gc", vec![3, 1])], "gemm(%a, %gb, %gc) {trans_a = true, trans_b = true, alpha = 0.5, beta = 2.0, activation = relu}"));
+    check(&model(
+        &[("a", vec![2, 40])],
+        &[("gb", vec![40, 33])],
+        "gemm(%a, %gb) {alpha = 1.5}",
+    ));
+}
+
+#[test]
+fn pools_and_global_avg_pool() {
+    let mut rng = Rng::new(3);
+    for case in 0..8 {
+        let (kh, kw) = (rng.r(1, 3), rng.r(1, 3));
+        let (sh, sw) = (rng.r(1, 2), rng.r(1, 3));
+        let pads = [
+            rng.r(0, kh - 1),
+            rng.r(0, kw - 1),
+            rng.r(0, kh - 1),
+            rng.r(0, kw - 1),
+        ];
+        let (h, w) = (rng.r(kh, 9), rng.r(kw, 10));
+        let op = if case % 2 == 0 {
+            "max_pool"
+        } else {
+            "avg_pool"
+        };
+        let extra = match case % 4 {
+            1 => ", count_include_pad = true",
+            2 => ", ceil_mode = true",
+            _ => "",
+        };
+        check(&model(
+            &[("x", vec![2, 3, h, w])],
+            &[],
+            &format!(
+                "{op}(%x) {{kernel = [{kh}, {kw}], strides = [{sh}, {sw}], pads = [{}, {}, {}, {}]{extra}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+    check(&model(
+        &[("x", vec![2, 5, 7, 3])],
+        &[],
+        "global_avg_pool(%x)",
+    ));
+}
+
+#[test]
+fn layout_ops_and_softmax() {
+    check(&model(
+        &[("x", vec![2, 3, 4]), ("y", vec![2, 5, 4])],
+        &[],
+        "concat(%x, %y) {axis = 1}",
+    ));
+    check(&model(
+        &[("x", vec![1, 3, 4]), ("y", vec![1, 2, 4])],
+        &[],
+        "concat(%x, %y) {axis = -2}",
+    ));
+    check(&model(
+        &[("x", vec![3, 5, 7])],
+        &[],
+        "slice(%x) {starts = [1, -1], ends = [3, 0], axes = [0, 2], steps = [1, -2]}",
+    ));
+    check(&model(
+        &[("x", vec![2, 3, 5])],
+        &[],
+        "transpose(%x) {perm = [2, 0, 1]}",
+    ));
+    check(&model(
+        &[("x", vec![2, 3, 5])],
+        &[],
+        "pad(%x) {pads = [0, 1, 2, 1, 0, 1], mode = constant, value = 0.5}",
+    ));
+    check(&model(&[("x", vec![3, 7])], &[], "softmax(%x) {axis = -1}"));
+    check(&model(
+        &[("x", vec![2, 5, 3])],
+        &[],
+        "softmax(%x) {axis = 1}",
+    ));
+    check(&model(
+        &[("x", vec![2, 3, 4, 5])],
+        &[
+            ("s", vec![3]),
+            ("bb", vec![3]),
+            ("mean", vec![3]),
+            ("var", vec![3]),
+        ],
+        "batch_norm(%x, %s, %bb, %mean, %var) {epsilon = 0.001}",
+    ));
+}
+
+#[test]
+fn split_writes_every_piece() {
+    let text = "module @s {\n  func @main(%x: tensor<2x7x3xf32>) {\n    %a, %b = split(%x) {axis = 1, sizes = [3, 4]}\n    %c = relu(%a)\n    %d = relu(%b)\n    return %c, %d\n  }\n}\n";
+    check(text);
+}
+
+#[test]
+fn an_op_without_a_kernel_is_an_error_naming_it() {
+    let text = "module @u {\n  func @main(%x: tensor<2x6xf32>, %s: tensor<6xf32>) {\n    %y = layer_norm(%x, %s) {axis = -1, epsilon = 0.00001}\n    return %y\n  }\n}\n";
+    let mut m = tir_ir::parse_and_verify(text).unwrap();
+    let passes = parse_pipeline("plan,bufferize").unwrap();
+    run_pipeline(&mut m, &passes, true, |_, _| {}).unwrap();
+    let w = Weights::generate(&m, 0).unwrap();
+    let proof = Bufferized::new(&mut m).unwrap();
+    let e = jit_run(&proof, &w, &[&[0.0; 12], &[1.0; 6]]).unwrap_err();
+    assert!(e.to_string().contains("layer_norm"), "{e}");
+}
+
+#[test]
+fn unbufferized_modules_are_refused() {
+    let mut m = tir_ir::parse_and_verify(
+        "module @u {\n  func @main(%x: tensor<4xf32>) {\n    %y = relu(%x)\n    return %y\n  }\n}\n",
+    )
+    .unwrap();
+    assert!(Bufferized::new(&mut m).is_err());
+}

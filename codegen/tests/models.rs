@@ -1,0 +1,122 @@
+//! Whole models: the linked executable against the reference interpreter, and "plans cannot
+//! change results" (bitwise identical outputs under several offset strategies, with buffer
+//! sharing on and off).
+
+use std::process::Command;
+use tir_codegen::{emit, exe, jit_run, Artifact, Bufferized, Options};
+use tir_interp::weights::random_input;
+use tir_interp::{Tensor, Weights};
+use tir_passes::pipeline::{parse_pipeline, run_pipeline};
+
+fn load(name: &str) -> tir_ir::Module {
+    let path = format!("{}/../examples/{name}.tir", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
+    tir_ir::parse_and_verify(&text).unwrap()
+}
+
+fn planned(module: &tir_ir::Module, plan: &str) -> tir_ir::Module {
+    let mut m = module.clone();
+    let passes = parse_pipeline(&format!("plan{{{plan}}},bufferize")).unwrap();
+    run_pipeline(&mut m, &passes, true, |_, _| {}).unwrap();
+    m
+}
+
+/// Inputs as the executable generates them (seed 0).
+fn inputs(module: &tir_ir::Module) -> Vec<Tensor> {
+    let func = module.entry().unwrap();
+    func.params
+        .iter()
+        .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 0).unwrap())
+        .collect()
+}
+
+#[test]
+fn squeezenet_executable_matches_the_interpreter() {
+    let module = load("squeezenet");
+    let weights = Weights::generate(&module, 0).unwrap();
+    let expected = tir_interp::run(&module, &weights, &inputs(&module)).unwrap();
+
+    let mut m = planned(&module, "sharing=true");
+    let proof = Bufferized::new(&mut m).unwrap();
+    let obj = emit(
+        &proof,
+        &weights,
+        &Options::native("squeezenet"),
+        Artifact::Object,
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("tir-codegen-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("squeezenet");
+    exe::link(&exe::main_c(proof.func(), "squeezenet"), &obj, &bin).unwrap();
+    let out = Command::new(&bin)
+        .arg("--output")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("slab: {} bytes", proof.slab_size())),
+        "{stdout}"
+    );
+    let func = proof.func();
+    for (j, &v) in func.returns.iter().enumerate() {
+        let path = dir.join(format!("{}.npy", func.values[v].name));
+        let got = tir_interp::npy::read(&std::fs::read(&path).unwrap()).unwrap();
+        let (e, g) = (expected[j].as_f32().unwrap(), got.as_f32().unwrap());
+        assert_eq!(expected[j].ty, got.ty);
+        for (i, (a, b)) in e.iter().zip(g).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-6,
+                "output {j}[{i}]: {a} vs {b}"
+            );
+        }
+    }
+    // A wrong input is refused, naming it.
+    let bad = dir.join("bad.npy");
+    std::fs::write(&bad, b"not numpy").unwrap();
+    let name = &func.values[func.params[0]].name;
+    let out = Command::new(&bin)
+        .arg("--input")
+        .arg(format!("{name}={}", bad.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(name.as_str()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn plans_cannot_change_results() {
+    for model in ["squeezenet"] {
+        let module = load(model);
+        let weights = Weights::generate(&module, 1).unwrap();
+        let ins = inputs(&module);
+        let ins: Vec<&[f32]> = ins.iter().map(|t| t.as_f32().unwrap()).collect();
+        let mut reference: Option<Vec<Vec<u32>>> = None;
+        for plan in [
+            "sharing=true",
+            "sharing=false",
+            "strategy=naive,sharing=false",
+            "strategy=greedy_by_breadth,sharing=true",
+            "strategy=first_fit,sharing=true",
+        ] {
+            let mut m = planned(&module, plan);
+            let proof = Bufferized::new(&mut m).unwrap();
+            let out = jit_run(&proof, &weights, &ins).unwrap();
+            let bits: Vec<Vec<u32>> = out
+                .iter()
+                .map(|o| o.iter().map(|x| x.to_bits()).collect())
+                .collect();
+            match &reference {
+                None => reference = Some(bits),
+                Some(r) => assert!(*r == bits, "{model}: outputs differ under `{plan}`"),
+            }
+        }
+    }
+}
