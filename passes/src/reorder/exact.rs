@@ -179,12 +179,10 @@ pub fn schedule(dag: &Dag, incumbent: &[usize], budget: Budget) -> ExactResult {
     let mut by_peak: Vec<usize> = (0..pieces.len()).collect();
     by_peak.sort_by_key(|&k| (std::cmp::Reverse(inc_peak[k]), k));
     let mut before_piece: Vec<Vec<bool>> = Vec::new();
-    {
-        for k in 0..pieces.len() {
-            before_piece.push(done_before.clone());
-            for &v in &pieces[k] {
-                done_before[v] = true;
-            }
+    for piece in &pieces {
+        before_piece.push(done_before.clone());
+        for &v in piece {
+            done_before[v] = true;
         }
     }
     for k in by_peak {

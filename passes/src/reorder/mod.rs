@@ -167,9 +167,18 @@ fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, Reo
         result.peak,
         result.order.clone(),
     );
-    for c in candidates {
+    let mut candidates: Vec<(u64, Vec<usize>)> =
+        candidates.into_iter().map(|c| (dag.peak(&c), c)).collect();
+    candidates.sort_by_key(|c| c.0);
+    candidates.dedup_by(|a, b| a.1 == b.1);
+    for (p, c) in candidates {
+        // A slab is never below the peak breadth (the offsets lower bound), so an order whose
+        // peak reaches the best slab cannot win; planning is the costly part (`best_offsets`
+        // runs quadratic strategies), so skip it.
+        if p >= best.0 || c == best.2 {
+            continue;
+        }
         let s = score(dag, &c, align)?;
-        let p = dag.peak(&c);
         if (s, p) < (best.0, best.1) {
             best = (s, p, c);
         }
