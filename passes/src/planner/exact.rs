@@ -634,7 +634,7 @@ impl<'c> Solver<'c> {
         if self.nodes >= self.nodes_budget {
             return Status::NodeLimit;
         }
-        if self.nodes % 256 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.nodes.is_multiple_of(256) && self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Status::Deadline;
         }
         self.nodes += 1;
