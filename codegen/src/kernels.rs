@@ -533,6 +533,7 @@ pub(crate) fn emit_op<'a, 'c>(
             } else {
                 s.axes.clone()
             };
+            #[allow(clippy::needless_range_loop)]
             for i in 0..s.starts.len() {
                 let ax = norm_axis(axes[i], xd.len()).map_err(|_| unsupported(func, op, "axis"))?;
                 let d = xd[ax];
@@ -551,7 +552,7 @@ pub(crate) fn emit_op<'a, 'c>(
                 }
                 strides[ax] = xs[ax] * step;
             }
-            if out_dims.iter().any(|&d| d == 0) {
+            if out_dims.contains(&0) {
                 return Ok(vec![]);
             }
             one(elementwise(

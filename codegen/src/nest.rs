@@ -15,6 +15,10 @@ use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
 pub type R<T> = Result<T, CodegenError>;
 
+/// The body of [`K::loop_carry`]: induction variable and carried values in, next values out.
+pub type CarryBody<'f, 'ctx> =
+    dyn FnMut(IntValue<'ctx>, &[BasicValueEnum<'ctx>]) -> R<Vec<BasicValueEnum<'ctx>>> + 'f;
+
 /// Turns inkwell's builder errors into [`CodegenError::Llvm`].
 pub fn llvm<T, E: std::fmt::Display>(r: Result<T, E>) -> R<T> {
     r.map_err(|e| CodegenError::Llvm(e.to_string()))
@@ -201,10 +205,7 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         hi: i64,
         step: i64,
         init: Vec<BasicValueEnum<'ctx>>,
-        body: &mut dyn FnMut(
-            IntValue<'ctx>,
-            &[BasicValueEnum<'ctx>],
-        ) -> R<Vec<BasicValueEnum<'ctx>>>,
+        body: &mut CarryBody<'_, 'ctx>,
     ) -> R<Vec<BasicValueEnum<'ctx>>> {
         if lo >= hi {
             return Ok(init);
@@ -314,9 +315,9 @@ impl<'a, 'ctx> K<'a, 'ctx> {
     }
 
     /// `a * b + c`, fused where the target has FMA (`llvm.fmuladd`), scalar or vector.
-    pub fn fma<V: BasicValue<'ctx> + Copy>(&self, a: V, b: V, c: V) -> R<V>
+    pub fn fma<V>(&self, a: V, b: V, c: V) -> R<V>
     where
-        V: TryFrom<inkwell::values::BasicValueEnum<'ctx>>,
+        V: BasicValue<'ctx> + Copy + TryFrom<inkwell::values::BasicValueEnum<'ctx>>,
     {
         let ty = a.as_basic_value_enum().get_type();
         let f = self.intrinsic("llvm.fmuladd", &[ty])?;
