@@ -59,7 +59,12 @@ fn conv_model(scale: f32) -> ModelProto {
             tf32("c", &[1, 4, 1, 1], &c),
         ],
         vec![
-            node("Conv", &["x", "w", "b"], &["h"], vec![ais("pads", &[1, 1, 1, 1])]),
+            node(
+                "Conv",
+                &["x", "w", "b"],
+                &["h"],
+                vec![ais("pads", &[1, 1, 1, 1])],
+            ),
             node("Relu", &["h"], &["r"], vec![]),
             node("Add", &["r", "c"], &["y"], vec![]),
         ],
@@ -92,13 +97,40 @@ fn an_onnx_model_compiles_with_its_own_weights() {
     write_model(&dir, "m.onnx", &conv_model(1.0));
     ok(tirc(&dir, &["compile", "m.onnx", "-o", "m"]), "compile");
     // Without --input, the executable and `tirc run` generate the same inputs.
-    ok(run(&dir, &dir.join("m").to_string_lossy(), &["--output", "exe.npy"]), "m");
     ok(
-        tirc(&dir, &["import", "m.onnx", "-o", "m.tir", "--weights", "m.safetensors"]),
+        run(
+            &dir,
+            &dir.join("m").to_string_lossy(),
+            &["--output", "exe.npy"],
+        ),
+        "m",
+    );
+    ok(
+        tirc(
+            &dir,
+            &[
+                "import",
+                "m.onnx",
+                "-o",
+                "m.tir",
+                "--weights",
+                "m.safetensors",
+            ],
+        ),
         "import",
     );
     ok(
-        tirc(&dir, &["run", "m.tir", "--weights", "m.safetensors", "-o", "interp.npy"]),
+        tirc(
+            &dir,
+            &[
+                "run",
+                "m.tir",
+                "--weights",
+                "m.safetensors",
+                "-o",
+                "interp.npy",
+            ],
+        ),
         "run",
     );
     let (exe, interp) = (read(&dir, "exe.npy"), read(&dir, "interp.npy"));
@@ -111,27 +143,74 @@ fn weights_flag_overrides_the_weights_of_an_onnx_model() {
     write_model(&dir, "m.onnx", &conv_model(1.0));
     write_model(&dir, "m2.onnx", &conv_model(-2.0));
     ok(
-        tirc(&dir, &["import", "m2.onnx", "-o", "m2.tir", "--weights", "m2.safetensors"]),
+        tirc(
+            &dir,
+            &[
+                "import",
+                "m2.onnx",
+                "-o",
+                "m2.tir",
+                "--weights",
+                "m2.safetensors",
+            ],
+        ),
         "import",
     );
     ok(
-        tirc(&dir, &["compile", "m.onnx", "--weights", "m2.safetensors", "-o", "m"]),
+        tirc(
+            &dir,
+            &[
+                "compile",
+                "m.onnx",
+                "--weights",
+                "m2.safetensors",
+                "-o",
+                "m",
+            ],
+        ),
         "compile",
     );
-    ok(run(&dir, &dir.join("m").to_string_lossy(), &["--output", "exe.npy"]), "m");
     ok(
-        tirc(&dir, &["run", "m2.tir", "--weights", "m2.safetensors", "-o", "interp.npy"]),
+        run(
+            &dir,
+            &dir.join("m").to_string_lossy(),
+            &["--output", "exe.npy"],
+        ),
+        "m",
+    );
+    ok(
+        tirc(
+            &dir,
+            &[
+                "run",
+                "m2.tir",
+                "--weights",
+                "m2.safetensors",
+                "-o",
+                "interp.npy",
+            ],
+        ),
         "run",
     );
     ok(tirc(&dir, &["compile", "m.onnx", "-o", "own"]), "compile");
-    ok(run(&dir, &dir.join("own").to_string_lossy(), &["--output", "own.npy"]), "own");
+    ok(
+        run(
+            &dir,
+            &dir.join("own").to_string_lossy(),
+            &["--output", "own.npy"],
+        ),
+        "own",
+    );
     let (exe, interp, own) = (
         read(&dir, "exe.npy"),
         read(&dir, "interp.npy"),
         read(&dir, "own.npy"),
     );
     assert!(rel_err(&exe, &interp) <= 1e-5, "{}", rel_err(&exe, &interp));
-    assert!(rel_err(&own, &interp) > 1e-2, "the model's own weights were used");
+    assert!(
+        rel_err(&own, &interp) > 1e-2,
+        "the model's own weights were used"
+    );
 }
 
 #[test]
@@ -149,6 +228,9 @@ fn an_unsupported_op_fails_naming_the_node() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("bad.onnx: error:"), "{stderr}");
-    assert!(stderr.contains("Erf_y") && stderr.contains("Erf"), "{stderr}");
+    assert!(
+        stderr.contains("Erf_y") && stderr.contains("Erf"),
+        "{stderr}"
+    );
     assert!(!dir.join("bad").exists());
 }

@@ -283,7 +283,9 @@ def main():
     os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     notes = []
     print(f"single thread; latency = median of {a.runs} runs after one warm-up; "
-          f"ratios are tir/peer; err = max rel error vs onnxruntime (tol {TOL:g})")
+          f"ratios are tir/peer; err = max rel error vs onnxruntime (tol {TOL:g}); MiB = peak RSS;\n"
+          "bound = lower bound of the usage records without buffer sharing (`tirc plan`): "
+          "the slab, planned with sharing (in-place ops, views), can be below it")
     print(line([c for c, _ in COLS]))
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
