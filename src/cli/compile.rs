@@ -1,6 +1,7 @@
-//! `tirc compile MODEL.tir -o OUT [--emit exe|obj|llvm|asm]`: plan, bufferize, generate code.
+//! `tirc compile MODEL.tir|MODEL.onnx -o OUT [--emit exe|obj|llvm|asm]`: plan, bufferize,
+//! generate code. An `.onnx` model is imported in memory with its own weights.
 
-use super::{input, Failure};
+use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tir_codegen::{Artifact, Bufferized, Options as CgOptions};
@@ -28,7 +29,12 @@ pub struct Options {
 
 pub fn run(o: Options) -> Result<(), Failure> {
     let start = Instant::now();
-    let (_, mut module) = input::load_module(&o.model)?;
+    // An `.onnx` model is imported in memory and brings its own weights.
+    let (mut module, model_weights) = if import::is_onnx(&o.model) {
+        import::load_onnx(&o.model)?
+    } else {
+        (input::load_module(&o.model)?.1, None)
+    };
     let name = o.model.display().to_string();
     let err = |msg: String| {
         eprintln!("{name}: error: {msg}");
@@ -39,7 +45,12 @@ pub fn run(o: Options) -> Result<(), Failure> {
             let bytes = std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
             Weights::from_safetensors(&module, &bytes).map_err(|e| err(e.to_string()))?
         }
-        None => Weights::generate(&module, o.seed).map_err(|e| err(e.to_string()))?,
+        None => match &model_weights {
+            Some(bytes) => {
+                Weights::from_safetensors(&module, bytes).map_err(|e| err(e.to_string()))?
+            }
+            None => Weights::generate(&module, o.seed).map_err(|e| err(e.to_string()))?,
+        },
     };
     let mut plan = format!("sharing={}", !o.no_sharing);
     if let Some(s) = &o.strategy {

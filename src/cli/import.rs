@@ -75,3 +75,28 @@ fn weights_summary(w: &tir_onnx::Weights, path: &Path) -> String {
         )
     }
 }
+
+/// Whether `tirc compile` should treat `path` as an ONNX model rather than a `.tir` file.
+pub fn is_onnx(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// `tirc compile MODEL.onnx`: the model imported in memory (symbolic batch → 1, cleanup on),
+/// with the weights it carries as safetensors bytes (`None` when it has no constants).
+pub fn load_onnx(path: &Path) -> Result<(tir_ir::Module, Option<Vec<u8>>), Failure> {
+    let name = path.display().to_string();
+    let imported =
+        tir_onnx::import_file(path, &tir_onnx::ImportOptions::default()).map_err(|e| {
+            eprintln!("{name}: error: {e}");
+            Failure::Reported
+        })?;
+    if imported.weights.is_empty() {
+        return Ok((imported.module, None));
+    }
+    let bytes = imported.weights.to_safetensors().map_err(|e| {
+        eprintln!("{name}: error: cannot encode the weights: {e}");
+        Failure::Reported
+    })?;
+    Ok((imported.module, Some(bytes)))
+}
