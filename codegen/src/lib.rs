@@ -16,7 +16,9 @@
 //! `uint64_t <model>_slab_size(void)`. `inputs` and `outputs` must not overlap each other or
 //! the slab.
 
+pub mod depthwise;
 pub mod exe;
+pub mod im2col;
 pub mod kernels;
 pub mod nest;
 pub mod profile;
