@@ -702,36 +702,71 @@ pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> 
         return gemv(k, w, gm, epi);
     }
     let wl = w as i64;
+    if gm.n <= NARROW * wl {
+        // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
+        // tile, more rows per tile, so A — the big operand here — is read once.
+        let nv = ((gm.n + wl - 1) / wl) as u32;
+        let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
+        let mr = (ACC_REGS / nv as i64).min(12);
+        let mfull = gm.m / mr * mr;
+        let j0 = k.c(0);
+        k.loop_step(0, mfull, mr, &mut |i0| tile(k, w, gm, epi, i0, j0, mr, nv, lanes))?;
+        if mfull < gm.m {
+            tile(k, w, gm, epi, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
+        }
+        return Ok(());
+    }
     let nr = 2 * wl;
     let n2 = gm.n / nr * nr;
     let n1 = n2 + (gm.n - n2) / wl * wl;
     let mfull = gm.m / MR * MR;
     let rows_tail = gm.m - mfull;
-    // Full-width column blocks, then the single-vector block.
-    for (c0, c1, nv) in [(0, n2, 2u32), (n2, n1, 1u32)] {
-        if c1 <= c0 {
-            continue;
-        }
-        let step = nv as i64 * wl;
-        k.loop_step(c0, c1, step, &mut |j0| {
-            k.loop_step(0, mfull, MR, &mut |i0| tile(k, w, gm, epi, i0, j0, MR, nv, None))?;
-            if rows_tail > 0 {
-                tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv, None)?;
-            }
-            Ok(())
-        })?;
-    }
-    // The last `< W` columns: one masked vector.
-    if n1 < gm.n {
-        let lanes = Some((gm.n - n1) as u32);
-        let j0 = k.c(n1);
-        k.loop_step(0, mfull, MR, &mut |i0| tile(k, w, gm, epi, i0, j0, MR, 1, lanes))?;
+    // A column block's row tiles; with a short K the output rows, not the B panel, are what
+    // streams, so the row tiles go outside and each tile's stores continue the last one's.
+    let short_k = gm.k <= SHORT_K;
+    let rows = |j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
+        k.loop_step(0, mfull, MR, &mut |i0| tile(k, w, gm, epi, i0, j0, MR, nv, lanes))?;
         if rows_tail > 0 {
-            tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, 1, lanes)?;
+            tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv, lanes)?;
         }
+        Ok(())
+    };
+    let cols = |i0: IntValue<'c>, mr: i64| -> R<()> {
+        k.loop_step(0, n2, nr, &mut |j0| tile(k, w, gm, epi, i0, j0, mr, 2, None))?;
+        if n1 > n2 {
+            tile(k, w, gm, epi, i0, k.c(n2), mr, 1, None)?;
+        }
+        if n1 < gm.n {
+            tile(k, w, gm, epi, i0, k.c(n1), mr, 1, Some((gm.n - n1) as u32))?;
+        }
+        Ok(())
+    };
+    if short_k {
+        k.loop_step(0, mfull, MR, &mut |i0| cols(i0, MR))?;
+        if rows_tail > 0 {
+            cols(k.c(mfull), rows_tail)?;
+        }
+        return Ok(());
+    }
+    // Full-width column blocks, then the single-vector block, then the last `< W` columns as
+    // one masked vector.
+    k.loop_step(0, n2, nr, &mut |j0| rows(j0, 2, None))?;
+    if n1 > n2 {
+        rows(k.c(n2), 1, None)?;
+    }
+    if n1 < gm.n {
+        rows(k.c(n1), 1, Some((gm.n - n1) as u32))?;
     }
     Ok(())
 }
+
+/// At most this many vectors of columns make a GEMM narrow (one column block).
+const NARROW: i64 = 4;
+/// Vector accumulators a tile may hold (of 32 registers with AVX-512; the rest hold B
+/// vectors and the broadcast A element).
+const ACC_REGS: i64 = 24;
+/// K up to which the row tiles go outside the column blocks.
+const SHORT_K: i64 = 32;
 
 /// Rows per block of [`gemv`]: independent accumulators hide the FMA latency.
 const GEMV_ROWS: i64 = 4;
@@ -800,7 +835,7 @@ fn finish<'a, 'c>(
     activation(k, epi.act, v)
 }
 
-/// One `mr × nv·W` tile; with `lanes = Some(n)` (and `nv == 1`) only the first `n` columns
+/// One `mr × nv·W` tile; with `lanes = Some(n)` only the first `n` columns of the last vector
 /// are loaded and stored (masked).
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
@@ -824,7 +859,7 @@ fn tile<'a, 'c>(
         let bv: Vec<_> = (0..nv)
             .map(|v| {
                 let at = k.add(bi, k.c(v as i64 * wl))?;
-                match lanes {
+                match lanes.filter(|_| v + 1 == nv) {
                     Some(n) => k.ldv_masked(gm.b, at, w, n),
                     None => k.ldv(gm.b, at, w),
                 }
@@ -845,8 +880,9 @@ fn tile<'a, 'c>(
         let ci = k.add(k.mul(row, gm.c_rs)?, j0)?;
         for v in 0..nv {
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
+            let masked = lanes.filter(|_| v + 1 == nv);
             let mut out = k.vty(w).get_undef();
-            for l in 0..lanes.unwrap_or(w) {
+            for l in 0..masked.unwrap_or(w) {
                 let x = finish(k, epi, k.lane(vec, l)?, row)?;
                 out = llvm(k.b.build_insert_element(
                     out,
@@ -856,7 +892,7 @@ fn tile<'a, 'c>(
                 ))?;
             }
             let at = k.add(ci, k.c(v as i64 * wl))?;
-            match lanes {
+            match masked {
                 Some(n) => k.stv_masked(gm.c, at, out, n)?,
                 None => k.stv(gm.c, at, out)?,
             }

@@ -252,13 +252,16 @@ fn depthwise_randomised() {
 
 #[test]
 fn pointwise_conv_is_a_gemm() {
-    // 1x1 convolutions of odd sizes hit every tile path: full tiles, row tails, the
-    // one-vector column block and the masked column tail.
+    // 1x1 convolutions of odd sizes hit every tile path: narrow (one column block), wide with
+    // a short or a long K, full tiles, row tails, the one-vector column block and the masked
+    // column tail.
     for (c, m, h, w, groups) in [
         (3, 7, 5, 7, 1),
         (16, 13, 6, 11, 1),
         (8, 12, 9, 9, 2),
         (5, 20, 8, 8, 1),
+        // Wide with a long K (column blocks outside the row tiles).
+        (40, 9, 9, 9, 1),
         // A 1x1 image: a matrix-vector product along K (with a K tail).
         (37, 11, 1, 1, 1),
         (64, 10, 1, 1, 2),
