@@ -218,7 +218,12 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
     }
 
     /// `W` inputs at `at, at + sw, ...`: `sw·W` contiguous ones, every `sw`-th lane kept.
-    fn load(&self, xrow: PointerValue<'c>, at: IntValue<'c>, lanes: Option<u32>) -> R<VectorValue<'c>> {
+    fn load(
+        &self,
+        xrow: PointerValue<'c>,
+        at: IntValue<'c>,
+        lanes: Option<u32>,
+    ) -> R<VectorValue<'c>> {
         let (k, w) = (self.k, self.w);
         let s = self.d.sw as u32;
         let wide = match lanes {

@@ -120,8 +120,14 @@ pub fn emit<'a, 'c>(
                 d,
                 cg,
                 mg,
-                x: k.gep(px, k.mul(k.add(k.mul(b, d.c)?, k.mul(gi, cg)?)?, d.h * d.wi)?)?,
-                o: k.gep(po, k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?)?,
+                x: k.gep(
+                    px,
+                    k.mul(k.add(k.mul(b, d.c)?, k.mul(gi, cg)?)?, d.h * d.wi)?,
+                )?,
+                o: k.gep(
+                    po,
+                    k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
+                )?,
                 wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
                 bias: match pb {
                     Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
@@ -232,42 +238,49 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             .map(|r| k.mul(k.add(m0, k.c(r))?, self.cg * taps))
             .collect::<R<_>>()?;
         let ix0 = k.mul(ox0, d.sw)?;
-        let acc = k.loop_carry(0, self.cg, 1, vec![zero; mr as usize * nv], &mut |c, cur| {
-            let mut acc: Vec<VectorValue<'c>> = cur.iter().map(|v| v.into_vector_value()).collect();
-            let xc = k.mul(c, d.h * d.wi)?;
-            let wc = k.mul(c, taps)?;
-            for &(i, rowoff) in rows {
-                let xrow = k.add(xc, rowoff)?;
-                for j in 0..d.kw {
-                    let mut bv: Vec<Option<VectorValue<'c>>> = Vec::with_capacity(nv);
-                    for v in 0..nv {
-                        let on = &blk.load[v][j as usize];
-                        if !on.iter().any(|&b| b) {
-                            bv.push(None);
+        let acc = k.loop_carry(
+            0,
+            self.cg,
+            1,
+            vec![zero; mr as usize * nv],
+            &mut |c, cur| {
+                let mut acc: Vec<VectorValue<'c>> =
+                    cur.iter().map(|v| v.into_vector_value()).collect();
+                let xc = k.mul(c, d.h * d.wi)?;
+                let wc = k.mul(c, taps)?;
+                for &(i, rowoff) in rows {
+                    let xrow = k.add(xc, rowoff)?;
+                    for j in 0..d.kw {
+                        let mut bv: Vec<Option<VectorValue<'c>>> = Vec::with_capacity(nv);
+                        for v in 0..nv {
+                            let on = &blk.load[v][j as usize];
+                            if !on.iter().any(|&b| b) {
+                                bv.push(None);
+                                continue;
+                            }
+                            let at = k.add(
+                                k.add(xrow, ix0)?,
+                                k.c(v as i64 * wl * d.sw + j * d.dw - d.pl),
+                            )?;
+                            bv.push(Some(self.load(at, on)?));
+                        }
+                        if bv.iter().all(|b| b.is_none()) {
                             continue;
                         }
-                        let at = k.add(
-                            k.add(xrow, ix0)?,
-                            k.c(v as i64 * wl * d.sw + j * d.dw - d.pl),
-                        )?;
-                        bv.push(Some(self.load(at, on)?));
-                    }
-                    if bv.iter().all(|b| b.is_none()) {
-                        continue;
-                    }
-                    let t = k.add(wc, k.c(i * d.kw + j))?;
-                    for (r, &wr) in wrows.iter().enumerate() {
-                        let a = k.splat(k.ld(self.wt, k.add(wr, t)?)?, w)?;
-                        for (v, b) in bv.iter().enumerate() {
-                            if let Some(b) = b {
-                                acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
+                        let t = k.add(wc, k.c(i * d.kw + j))?;
+                        for (r, &wr) in wrows.iter().enumerate() {
+                            let a = k.splat(k.ld(self.wt, k.add(wr, t)?)?, w)?;
+                            for (v, b) in bv.iter().enumerate() {
+                                if let Some(b) = b {
+                                    acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
+                                }
                             }
                         }
                     }
                 }
-            }
-            Ok(acc.into_iter().map(|v| v.into()).collect())
-        })?;
+                Ok(acc.into_iter().map(|v| v.into()).collect())
+            },
+        )?;
         for r in 0..mr {
             let m = k.add(m0, k.c(r))?;
             let bias = match self.bias {

@@ -691,12 +691,15 @@ pub struct Gemm<'c> {
 
 const MR: i64 = 6;
 
-/// Emits a GEMM at the builder's position: `MR × 2W` tiles with `2·MR` vector accumulators
-/// over the whole K (the B panel, `K × 2W` floats, stays in cache across the row tiles), a
-/// one-vector column tail, and the last `< W` columns as one masked vector (`llvm.masked.*`),
-/// so no column is left to a latency-bound scalar chain. A single column with contiguous A
-/// rows and B column (a 1×1 convolution on a 1×1 image, a fully connected layer) is a
-/// matrix-vector product vectorised along K instead ([`gemv`]).
+/// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
+/// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
+///   fully connected layer): a matrix-vector product vectorised along K ([`gemv`]);
+/// - narrow N (at most [`NARROW`] vectors): every column in one tile of up to [`ACC_REGS`]
+///   accumulators, so A is read once;
+/// - otherwise `MR × 2W` tiles with `2·MR` vector accumulators over the whole K, a one-vector
+///   column block and the last `< W` columns as one masked vector (`llvm.masked.*`), never a
+///   latency-bound scalar chain. With a long K the B panel (`K × 2W` floats) stays in cache
+///   across the row tiles; with a short one ([`SHORT_K`]) the row tiles go outside.
 pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
         return gemv(k, w, gm, epi);
@@ -710,7 +713,9 @@ pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> 
         let mr = (ACC_REGS / nv as i64).min(12);
         let mfull = gm.m / mr * mr;
         let j0 = k.c(0);
-        k.loop_step(0, mfull, mr, &mut |i0| tile(k, w, gm, epi, i0, j0, mr, nv, lanes))?;
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, i0, j0, mr, nv, lanes)
+        })?;
         if mfull < gm.m {
             tile(k, w, gm, epi, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
         }
@@ -725,14 +730,18 @@ pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> 
     // streams, so the row tiles go outside and each tile's stores continue the last one's.
     let short_k = gm.k <= SHORT_K;
     let rows = |j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
-        k.loop_step(0, mfull, MR, &mut |i0| tile(k, w, gm, epi, i0, j0, MR, nv, lanes))?;
+        k.loop_step(0, mfull, MR, &mut |i0| {
+            tile(k, w, gm, epi, i0, j0, MR, nv, lanes)
+        })?;
         if rows_tail > 0 {
             tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv, lanes)?;
         }
         Ok(())
     };
     let cols = |i0: IntValue<'c>, mr: i64| -> R<()> {
-        k.loop_step(0, n2, nr, &mut |j0| tile(k, w, gm, epi, i0, j0, mr, 2, None))?;
+        k.loop_step(0, n2, nr, &mut |j0| {
+            tile(k, w, gm, epi, i0, j0, mr, 2, None)
+        })?;
         if n1 > n2 {
             tile(k, w, gm, epi, i0, k.c(n2), mr, 1, None)?;
         }
@@ -797,7 +806,13 @@ fn gemv<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()
             while parts.len() > 1 {
                 parts = parts
                     .chunks(2)
-                    .map(|p| if p.len() == 2 { k.fadd(p[0], p[1]) } else { Ok(p[0]) })
+                    .map(|p| {
+                        if p.len() == 2 {
+                            k.fadd(p[0], p[1])
+                        } else {
+                            Ok(p[0])
+                        }
+                    })
                     .collect::<R<_>>()?;
             }
             let mut s = parts[0];

@@ -138,7 +138,10 @@ impl<'a, 'ctx> K<'a, 'ctx> {
 
     fn lane_mask(&self, on: &[bool]) -> VectorValue<'ctx> {
         let i1 = self.ctx.bool_type();
-        let bits: Vec<_> = on.iter().map(|&b| i1.const_int(u64::from(b), false)).collect();
+        let bits: Vec<_> = on
+            .iter()
+            .map(|&b| i1.const_int(u64::from(b), false))
+            .collect();
         VectorType::const_vector(&bits)
     }
 
@@ -170,7 +173,10 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         }
         // SAFETY: a plain (not inbounds) GEP is defined for any offset.
         let q = llvm(unsafe { self.b.build_gep(p, &[i], "pm") })?;
-        let vp = llvm(self.b.build_pointer_cast(q, vt.ptr_type(AddressSpace::default()), "vp"))?;
+        let vp = llvm(
+            self.b
+                .build_pointer_cast(q, vt.ptr_type(AddressSpace::default()), "vp"),
+        )?;
         let f = self.intrinsic(
             "llvm.masked.load",
             &[vt.into(), vt.ptr_type(AddressSpace::default()).into()],
