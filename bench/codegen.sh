@@ -4,6 +4,10 @@
 # micro-kernel's GFLOP/s on 512x512x512 next to the machine's estimated peak.
 #
 # Usage: bench/codegen.sh [RUNS] [MODEL...]   (default: 20 runs, every examples/*.tir)
+#
+# With BASE=/path/to/an/older/tirc, every model is also compiled by that compiler and both
+# executables are timed in the same run (interleaved, same core), adding base_ms (median)
+# and speedup = base_ms / median_ms columns: before/after as a ratio on one loaded machine.
 set -u
 cd "$(dirname "$0")/.."
 RUNS=${1:-20}; shift || true
@@ -15,7 +19,11 @@ trap 'rm -rf "$OUT"' EXIT
 MODELS=("$@")
 [ ${#MODELS[@]} -eq 0 ] && MODELS=(examples/*.tir)
 
-printf '%-20s %10s %14s %12s %12s %12s\n' model compile_s slab_bytes binary_B median_ms min_ms
+BASE=${BASE:-}
+printf '%-20s %10s %14s %12s %12s %12s' model compile_s slab_bytes binary_B median_ms min_ms
+[ -n "$BASE" ] && printf ' %12s %8s' base_ms speedup
+printf '\n'
+
 for m in "${MODELS[@]}"; do
   name=$(basename "$m" .tir)
   t0=$(date +%s.%N)
@@ -24,12 +32,32 @@ for m in "${MODELS[@]}"; do
     continue
   fi
   t1=$(date +%s.%N)
-  res=$(taskset -c 0 "$OUT/$name" --bench "$RUNS" 2>&1)
+  base_ok=
+  if [ -n "$BASE" ] && "$BASE" compile "$m" -o "$OUT/$name.base" 2>/dev/null; then base_ok=1; fi
+  # Alternate new and base in rounds of RUNS/5 so load changes hit both alike.
+  rounds=5; per=$(( (RUNS + rounds - 1) / rounds ))
+  meds=(); mins=(); bmeds=()
+  for _ in $(seq $rounds); do
+    res=$(taskset -c 0 "$OUT/$name" --bench "$per" 2>&1)
+    meds+=("$(echo "$res" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')")
+    mins+=("$(echo "$res" | sed -n 's/.*min \([0-9.]*\) ms.*/\1/p')")
+    if [ -n "$base_ok" ]; then
+      bres=$(taskset -c 0 "$OUT/$name.base" --bench "$per" 2>&1)
+      bmeds+=("$(echo "$bres" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')")
+    fi
+  done
   slab=$(echo "$res" | sed -n 's/^slab: \([0-9]*\) bytes/\1/p')
-  med=$(echo "$res" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
-  min=$(echo "$res" | sed -n 's/.*min \([0-9.]*\) ms.*/\1/p')
-  printf '%-20s %10.2f %14s %12s %12s %12s\n' "$name" "$(echo "$t1 - $t0" | bc)" "$slab" \
+  med=$(printf '%s\n' "${meds[@]}" | sort -g | sed -n "$(( (rounds + 1) / 2 ))p")
+  min=$(printf '%s\n' "${mins[@]}" | sort -g | head -1)
+  printf '%-20s %10.2f %14s %12s %12s %12s' "$name" "$(echo "$t1 - $t0" | bc)" "$slab" \
     "$(stat -c %s "$OUT/$name")" "$med" "$min"
+  if [ -n "$base_ok" ]; then
+    bmed=$(printf '%s\n' "${bmeds[@]}" | sort -g | sed -n "$(( (rounds + 1) / 2 ))p")
+    printf ' %12s %7.2fx' "$bmed" "$(echo "$bmed / $med" | bc -l)"
+  elif [ -n "$BASE" ]; then
+    printf ' %12s %8s' - -
+  fi
+  printf '\n'
 done
 
 # GEMM: C[512,512] = A[512,512] . B[512,512] (B a weight), one matmul op.

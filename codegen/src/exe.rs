@@ -7,7 +7,10 @@
 //! `<f4`, C order, the declared shape; anything else is refused naming the input, exit 1) or
 //! generates them with `tir_interp`'s rule (SplitMix64 seeded by FNV-1a of `input:NAME`, so
 //! the interpreter's default inputs are the same numbers), writes one `NAME.npy` per output,
-//! prints the slab size and with `--bench N` the median and minimum latency.
+//! prints the slab size and with `--bench N` the median and minimum latency. `--profile N`
+//! runs the model N times through `<model>_run_profiled` (see [`crate::profile`]) and prints
+//! one row per op: its median time over the runs, share of the total, kind, result, shape and
+//! GFLOP/s, then the time per kind.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -99,7 +102,10 @@ pub fn main_c(func: &Function, name: &str) -> String {
         s,
         "void {name}_run(const void *const *inputs, void *const *outputs, void *slab);\n\
          unsigned long long {name}_slab_size(void);\n\
-         #define MODEL_RUN {name}_run\n#define MODEL_SLAB {name}_slab_size"
+         void {name}_run_profiled(const void *const *inputs, void *const *outputs, void *slab, void (*tick)(int));\n\
+         extern const char {name}_profile_info[];\n\
+         #define MODEL_RUN {name}_run\n#define MODEL_SLAB {name}_slab_size\n\
+         #define MODEL_RUN_PROFILED {name}_run_profiled\n#define MODEL_PROFILE_INFO {name}_profile_info"
     );
     s.push_str(MAIN_C);
     s
@@ -150,7 +156,7 @@ pub fn link(main_c: &str, object: &[u8], out: &Path) -> Result<(), String> {
     result
 }
 
-const MAIN_C: &str = r#"
+const MAIN_C: &str = r##"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,10 +267,61 @@ static int cmpd(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
+static double *prof_t; static double prof_last;
+static void prof_tick(int i) {
+    double t = now();
+    if (i > 0) prof_t[i - 1] = t - prof_last;
+    prof_last = t;
+}
+/* --profile N: per op, the median over N runs of the time between its tick and the next. */
+static void profile(const void *const *ins, void *const *outs, void *slab, long runs) {
+    const char *info = MODEL_PROFILE_INFO;
+    int n = 0;
+    for (const char *c = info; *c; c++) n += *c == '\n';
+    double *all = malloc(sizeof(double) * (n ? n : 1) * runs);
+    prof_t = malloc(sizeof(double) * (n ? n : 1));
+    for (long r = 0; r < runs; r++) {
+        MODEL_RUN_PROFILED(ins, outs, slab, prof_tick);
+        for (int i = 0; i < n; i++) all[(size_t)i * runs + r] = prof_t[i];
+    }
+    double *med = malloc(sizeof(double) * (n ? n : 1)), total = 0;
+    for (int i = 0; i < n; i++) {
+        qsort(all + (size_t)i * runs, runs, sizeof(double), cmpd);
+        med[i] = all[(size_t)i * runs + runs / 2];
+        total += med[i];
+    }
+    printf("profile over %ld runs (median per op), total %.3f ms\n", runs, total);
+    printf("%4s %9s %6s %8s  %-22s %-28s %s\n", "#", "ms", "%", "GFLOP/s", "kind", "result", "shape");
+    char kinds[256][64]; double ktime[256]; int nk = 0;
+    const char *line = info;
+    for (int i = 0; i < n; i++) {
+        char kind[64] = "", res[256] = "", shape[128] = ""; unsigned long long fl = 0;
+        const char *end = strchr(line, '\n');
+        const char *f[4]; int nf = 0; f[nf++] = line;
+        for (const char *c = line; c < end && nf < 4; c++) if (*c == '\t') f[nf++] = c + 1;
+        if (nf == 4) {
+            snprintf(kind, sizeof kind, "%.*s", (int)(f[1] - f[0] - 1), f[0]);
+            snprintf(res, sizeof res, "%.*s", (int)(f[2] - f[1] - 1), f[1]);
+            snprintf(shape, sizeof shape, "%.*s", (int)(f[3] - f[2] - 1), f[2]);
+            fl = strtoull(f[3], NULL, 10);
+        }
+        char gf[32] = "-";
+        if (fl && med[i] > 0) snprintf(gf, sizeof gf, "%.1f", fl / (med[i] * 1e6));
+        printf("%4d %9.3f %6.1f %8s  %-22s %-28s %s\n", i, med[i], total > 0 ? 100 * med[i] / total : 0, gf, kind, res, shape);
+        int k = 0;
+        while (k < nk && strcmp(kinds[k], kind)) k++;
+        if (k == nk && nk < 256) { snprintf(kinds[nk], 64, "%s", kind); ktime[nk++] = 0; }
+        if (k < nk) ktime[k] += med[i];
+        line = end + 1;
+    }
+    printf("by kind:\n");
+    for (int k = 0; k < nk; k++) printf("  %-22s %9.3f ms %6.1f%%\n", kinds[k], ktime[k], total > 0 ? 100 * ktime[k] / total : 0);
+    free(all); free(prof_t); free(med);
+}
 int main(int argc, char **argv) {
     const char *paths[NI + 1] = {0};
     const char *out = NULL;
-    long bench = 0;
+    long bench = 0, prof = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--input") && a + 1 < argc) {
             char *arg = argv[++a]; char *eq = strchr(arg, '=');
@@ -276,8 +333,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--bench") && a + 1 < argc) {
             char *end; bench = strtol(argv[++a], &end, 10);
             if (*end || bench < 1) { fprintf(stderr, "error: --bench wants a positive count\n"); return 2; }
+        } else if (!strcmp(argv[a], "--profile") && a + 1 < argc) {
+            char *end; prof = strtol(argv[++a], &end, 10);
+            if (*end || prof < 1) { fprintf(stderr, "error: --profile wants a positive count\n"); return 2; }
         } else {
-            fprintf(stderr, "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N]\n", argv[0]);
             return 2;
         }
     }
@@ -302,6 +362,7 @@ int main(int argc, char **argv) {
         qsort(t, bench, sizeof(double), cmpd);
         printf("latency over %ld runs: median %.3f ms, min %.3f ms\n", bench, t[bench / 2], t[0]);
     }
+    if (prof > 0) profile(ins, outs, slab, prof);
     for (int j = 0; j < NO; j++) {
         char path[4096];
         if (out && NO == 1 && strlen(out) > 4 && !strcmp(out + strlen(out) - 4, ".npy")) snprintf(path, sizeof path, "%s", out);
@@ -318,4 +379,4 @@ int main(int argc, char **argv) {
     }
     return 0;
 }
-"#;
+"##;

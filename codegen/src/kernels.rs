@@ -5,9 +5,8 @@
 //!   aliased) are one strided loop nest ([`elementwise`]) with adjacent dimensions merged and
 //!   the contiguous one innermost, so LLVM vectorises it.
 //! - Convolution: 1×1 with unit strides and no padding is a GEMM per image and group;
-//!   everything else (depthwise included) is direct, accumulating output rows along the
-//!   contiguous width with the valid column range of each kernel column computed at compile
-//!   time, so the inner loop has no bounds checks and vectorises along the width.
+//!   depthwise (one input channel per group) is [`crate::depthwise`]; every other convolution
+//!   is an implicit-im2col GEMM ([`crate::im2col`]).
 //! - [`gemm`]: an `MR × (NV·W)` register-blocked micro-kernel with vector accumulators
 //!   (`W` f32 lanes of the target), the contiguous output dimension innermost, bias and
 //!   activation in the epilogue.
@@ -692,46 +691,145 @@ pub struct Gemm<'c> {
 
 const MR: i64 = 6;
 
-/// Emits a GEMM at the builder's position: `MR × 2W` tiles with `2·MR` vector accumulators
-/// over the whole K (the B panel, `K × 2W` floats, stays in cache across the row tiles), a
-/// one-vector column tail, and a scalar tail for the last `< W` columns.
+/// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
+/// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
+///   fully connected layer): a matrix-vector product vectorised along K ([`gemv`]);
+/// - narrow N (at most [`NARROW`] vectors): every column in one tile of up to [`ACC_REGS`]
+///   accumulators, so A is read once;
+/// - otherwise `MR × 2W` tiles with `2·MR` vector accumulators over the whole K, a one-vector
+///   column block and the last `< W` columns as one masked vector (`llvm.masked.*`), never a
+///   latency-bound scalar chain. With a long K the B panel (`K × 2W` floats) stays in cache
+///   across the row tiles; with a short one ([`SHORT_K`]) the row tiles go outside.
 pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
+        return gemv(k, w, gm, epi);
+    }
     let wl = w as i64;
+    if gm.n <= NARROW * wl {
+        // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
+        // tile, more rows per tile, so A — the big operand here — is read once.
+        let nv = ((gm.n + wl - 1) / wl) as u32;
+        let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
+        let mr = (ACC_REGS / nv as i64).min(12);
+        let mfull = gm.m / mr * mr;
+        let j0 = k.c(0);
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, i0, j0, mr, nv, lanes)
+        })?;
+        if mfull < gm.m {
+            tile(k, w, gm, epi, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
+        }
+        return Ok(());
+    }
     let nr = 2 * wl;
     let n2 = gm.n / nr * nr;
     let n1 = n2 + (gm.n - n2) / wl * wl;
     let mfull = gm.m / MR * MR;
     let rows_tail = gm.m - mfull;
-    // Full-width column blocks, then the single-vector block.
-    for (c0, c1, nv) in [(0, n2, 2u32), (n2, n1, 1u32)] {
-        if c1 <= c0 {
-            continue;
+    // A column block's row tiles; with a short K the output rows, not the B panel, are what
+    // streams, so the row tiles go outside and each tile's stores continue the last one's.
+    let short_k = gm.k <= SHORT_K;
+    let rows = |j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
+        k.loop_step(0, mfull, MR, &mut |i0| {
+            tile(k, w, gm, epi, i0, j0, MR, nv, lanes)
+        })?;
+        if rows_tail > 0 {
+            tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv, lanes)?;
         }
-        let step = nv as i64 * wl;
-        k.loop_step(c0, c1, step, &mut |j0| {
-            k.loop_step(0, mfull, MR, &mut |i0| tile(k, w, gm, epi, i0, j0, MR, nv))?;
-            if rows_tail > 0 {
-                tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv)?;
-            }
-            Ok(())
+        Ok(())
+    };
+    let cols = |i0: IntValue<'c>, mr: i64| -> R<()> {
+        k.loop_step(0, n2, nr, &mut |j0| {
+            tile(k, w, gm, epi, i0, j0, mr, 2, None)
         })?;
+        if n1 > n2 {
+            tile(k, w, gm, epi, i0, k.c(n2), mr, 1, None)?;
+        }
+        if n1 < gm.n {
+            tile(k, w, gm, epi, i0, k.c(n1), mr, 1, Some((gm.n - n1) as u32))?;
+        }
+        Ok(())
+    };
+    if short_k {
+        k.loop_step(0, mfull, MR, &mut |i0| cols(i0, MR))?;
+        if rows_tail > 0 {
+            cols(k.c(mfull), rows_tail)?;
+        }
+        return Ok(());
     }
-    // Scalar columns.
+    // Full-width column blocks, then the single-vector block, then the last `< W` columns as
+    // one masked vector.
+    k.loop_step(0, n2, nr, &mut |j0| rows(j0, 2, None))?;
+    if n1 > n2 {
+        rows(k.c(n2), 1, None)?;
+    }
     if n1 < gm.n {
-        k.loop_(0, gm.m, &mut |i| {
-            k.loop_(n1, gm.n, &mut |j| {
-                let zero: BasicValueEnum = k.f(0.0).into();
-                let acc = k.loop_carry(0, gm.k, 1, vec![zero], &mut |kk, cur| {
-                    let ai = k.add(k.mul(i, gm.a_rs)?, k.mul(kk, gm.a_cs)?)?;
-                    let bi = k.add(k.mul(kk, gm.b_rs)?, j)?;
-                    let av = k.ld(gm.a, ai)?;
-                    let bv = k.ld(gm.b, bi)?;
-                    Ok(vec![k.fma(av, bv, cur[0].into_float_value())?.into()])
-                })?;
-                let v = finish(k, epi, acc[0].into_float_value(), i)?;
-                k.st(gm.c, k.add(k.mul(i, gm.c_rs)?, j)?, v)
-            })
+        rows(k.c(n1), 1, Some((gm.n - n1) as u32))?;
+    }
+    Ok(())
+}
+
+/// At most this many vectors of columns make a GEMM narrow (one column block).
+const NARROW: i64 = 4;
+/// Vector accumulators a tile may hold (of 32 registers with AVX-512; the rest hold B
+/// vectors and the broadcast A element).
+const ACC_REGS: i64 = 24;
+/// K up to which the row tiles go outside the column blocks.
+const SHORT_K: i64 = 32;
+
+/// Rows per block of [`gemv`]: independent accumulators hide the FMA latency.
+const GEMV_ROWS: i64 = 4;
+
+/// `C[i] = epi(Σ_k A[i, k] · B[k])` with `W`-lane partial sums along K, reduced at the end
+/// (the summation order differs from the reference's, within float rounding).
+fn gemv<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    let wl = w as i64;
+    let kv = gm.k / wl * wl;
+    let block = |i0: IntValue<'c>, rows: i64| -> R<()> {
+        let rs: Vec<IntValue> = (0..rows)
+            .map(|r| k.mul(k.add(i0, k.c(r))?, gm.a_rs))
+            .collect::<R<_>>()?;
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        let acc = k.loop_carry(0, kv, wl, vec![zero; rows as usize], &mut |kk, cur| {
+            let b = k.ldv(gm.b, kk, w)?;
+            let mut next = Vec::with_capacity(cur.len());
+            for (r, &ar) in rs.iter().enumerate() {
+                let a = k.ldv(gm.a, k.add(ar, kk)?, w)?;
+                next.push(k.fma(a, b, cur[r].into_vector_value())?.into());
+            }
+            Ok(next)
         })?;
+        for (r, &ar) in rs.iter().enumerate() {
+            let v = acc[r].into_vector_value();
+            // Pairwise lane sum, then the scalar K tail.
+            let mut parts: Vec<FloatValue> = (0..w).map(|l| k.lane(v, l)).collect::<R<_>>()?;
+            while parts.len() > 1 {
+                parts = parts
+                    .chunks(2)
+                    .map(|p| {
+                        if p.len() == 2 {
+                            k.fadd(p[0], p[1])
+                        } else {
+                            Ok(p[0])
+                        }
+                    })
+                    .collect::<R<_>>()?;
+            }
+            let mut s = parts[0];
+            for kk in kv..gm.k {
+                let a = k.ld(gm.a, k.add(ar, k.c(kk))?)?;
+                s = k.fma(a, k.ld(gm.b, k.c(kk))?, s)?;
+            }
+            let row = k.add(i0, k.c(r as i64))?;
+            let out = finish(k, epi, s, row)?;
+            k.st(gm.c, k.mul(row, gm.c_rs)?, out)?;
+        }
+        Ok(())
+    };
+    let mfull = gm.m / GEMV_ROWS * GEMV_ROWS;
+    k.loop_step(0, mfull, GEMV_ROWS, &mut |i0| block(i0, GEMV_ROWS))?;
+    if mfull < gm.m {
+        block(k.c(mfull), gm.m - mfull)?;
     }
     Ok(())
 }
@@ -752,6 +850,8 @@ fn finish<'a, 'c>(
     activation(k, epi.act, v)
 }
 
+/// One `mr × nv·W` tile; with `lanes = Some(n)` only the first `n` columns of the last vector
+/// are loaded and stored (masked).
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
     k: &K<'a, 'c>,
@@ -762,6 +862,7 @@ fn tile<'a, 'c>(
     j0: IntValue<'c>,
     mr: i64,
     nv: u32,
+    lanes: Option<u32>,
 ) -> R<()> {
     let wl = w as i64;
     let zero: BasicValueEnum = k.vty(w).const_zero().into();
@@ -771,7 +872,13 @@ fn tile<'a, 'c>(
     let acc = k.loop_carry(0, gm.k, 1, init, &mut |kk, cur| {
         let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
         let bv: Vec<_> = (0..nv)
-            .map(|v| k.ldv(gm.b, k.add(bi, k.c(v as i64 * wl))?, w))
+            .map(|v| {
+                let at = k.add(bi, k.c(v as i64 * wl))?;
+                match lanes.filter(|_| v + 1 == nv) {
+                    Some(n) => k.ldv_masked(gm.b, at, w, n),
+                    None => k.ldv(gm.b, at, w),
+                }
+            })
             .collect::<R<_>>()?;
         let ak = k.mul(kk, gm.a_cs)?;
         let mut next = Vec::with_capacity(cur.len());
@@ -788,8 +895,9 @@ fn tile<'a, 'c>(
         let ci = k.add(k.mul(row, gm.c_rs)?, j0)?;
         for v in 0..nv {
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
+            let masked = lanes.filter(|_| v + 1 == nv);
             let mut out = k.vty(w).get_undef();
-            for l in 0..w {
+            for l in 0..masked.unwrap_or(w) {
                 let x = finish(k, epi, k.lane(vec, l)?, row)?;
                 out = llvm(k.b.build_insert_element(
                     out,
@@ -798,7 +906,11 @@ fn tile<'a, 'c>(
                     "o",
                 ))?;
             }
-            k.stv(gm.c, k.add(ci, k.c(v as i64 * wl))?, out)?;
+            let at = k.add(ci, k.c(v as i64 * wl))?;
+            match masked {
+                Some(n) => k.stv_masked(gm.c, at, out, n)?,
+                None => k.stv(gm.c, at, out)?,
+            }
         }
     }
     Ok(())
@@ -890,68 +1002,47 @@ fn conv2d<'a, 'c>(
                 )
             })
         })?;
+    } else if cg == 1 {
+        let d = crate::depthwise::Depthwise {
+            n,
+            c: ci,
+            h,
+            wi,
+            m,
+            kh,
+            kw,
+            oh,
+            ow,
+            sh,
+            sw,
+            dh,
+            dw,
+            pt,
+            pl,
+            act: c.activation,
+        };
+        crate::depthwise::emit(&k, g.width, &d, px, pw, pb, po)?;
     } else {
-        // Direct: output rows accumulate x rows along the contiguous width.
-        k.loop_(0, n, &mut |b| {
-            k.loop_(0, groups, &mut |gi| {
-                k.loop_(0, mg, &mut |mo| {
-                    let oc = k.add(k.mul(gi, mg)?, mo)?;
-                    let plane = k.mul(k.add(k.mul(b, m)?, oc)?, oh * ow)?;
-                    let bv = match pb {
-                        Some(p) => k.ld(p, oc)?,
-                        None => k.f(0.0),
-                    };
-                    k.loop_(0, oh, &mut |oy| {
-                        let orow = k.gep(po, k.add(plane, k.mul(oy, ow)?)?)?;
-                        k.loop_(0, ow, &mut |ox| k.st(orow, ox, bv))?;
-                        k.loop_(0, cg, &mut |ic| {
-                            let xc = k.add(k.add(k.mul(b, ci)?, k.mul(gi, cg)?)?, ic)?;
-                            let xplane = k.mul(xc, h * wi)?;
-                            let wbase = k.mul(k.add(k.mul(oc, cg)?, ic)?, kh * kw)?;
-                            k.loop_(0, kh, &mut |i| {
-                                let iy = k.add(k.mul(oy, sh)?, k.add(k.mul(i, dh)?, k.c(-pt))?)?;
-                                let ok = k.in_range(iy, 0, h)?;
-                                k.when(ok, &mut || {
-                                    let xrow = k.gep(px, k.add(xplane, k.mul(iy, wi)?)?)?;
-                                    let wrow = k.add(wbase, k.mul(i, kw)?)?;
-                                    for j in 0..kw {
-                                        let off = j * dw;
-                                        let lo = if pl > off {
-                                            (pl - off + sw - 1) / sw
-                                        } else {
-                                            0
-                                        };
-                                        let hi = if wi + pl > off {
-                                            ((wi + pl - off + sw - 1) / sw).min(ow)
-                                        } else {
-                                            0
-                                        };
-                                        if lo >= hi {
-                                            continue;
-                                        }
-                                        let wj = k.ld(pw, k.add(wrow, k.c(j))?)?;
-                                        k.loop_(lo, hi, &mut |ox| {
-                                            let xi = k.add(k.mul(ox, sw)?, k.c(off - pl))?;
-                                            let xv = k.ld(xrow, xi)?;
-                                            let o = k.ld(orow, ox)?;
-                                            k.st(orow, ox, k.fma(xv, wj, o)?)
-                                        })?;
-                                    }
-                                    Ok(())
-                                })
-                            })
-                        })?;
-                        if c.activation.is_some() {
-                            k.loop_(0, ow, &mut |ox| {
-                                let v = k.ld(orow, ox)?;
-                                k.st(orow, ox, activation(&k, c.activation, v)?)
-                            })?;
-                        }
-                        Ok(())
-                    })
-                })
-            })
-        })?;
+        let d = crate::im2col::Conv {
+            n,
+            c: ci,
+            h,
+            wi,
+            m,
+            groups,
+            kh,
+            kw,
+            oh,
+            ow,
+            sh,
+            sw,
+            dh,
+            dw,
+            pt,
+            pl,
+            act: c.activation,
+        };
+        crate::im2col::emit(&k, g.width, &d, px, pw, pb, po)?;
     }
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])

@@ -16,9 +16,12 @@
 //! `uint64_t <model>_slab_size(void)`. `inputs` and `outputs` must not overlap each other or
 //! the slab.
 
+pub mod depthwise;
 pub mod exe;
+pub mod im2col;
 pub mod kernels;
 pub mod nest;
+pub mod profile;
 pub mod storage;
 
 use inkwell::attributes::{Attribute, AttributeLoc};
@@ -412,21 +415,83 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         self.attrs(run);
         let run_entry = self.ctx.append_basic_block(run, "entry");
         let mut calls: Vec<(FunctionValue<'ctx>, Vec<Loc>)> = Vec::new();
+        // Profiled ops: the index of their first call and their info line.
+        let mut spans: Vec<(usize, String)> = Vec::new();
         for (idx, (id, op)) in func.ops_in_order().enumerate() {
             let kname = format!("k{idx}_{}", op.op.name());
             let emitted = kernels::emit_op(self, func, &storage, id, &kname)?;
+            if !emitted.is_empty() {
+                spans.push((calls.len(), profile::info_line(func, id)));
+            }
             calls.extend(emitted);
         }
-        calls.extend(kernels::emit_returns(self, func, &storage)?);
+        let returns = kernels::emit_returns(self, func, &storage)?;
+        if !returns.is_empty() {
+            spans.push((calls.len(), "copy\t(outputs)\t\t0\n".into()));
+        }
+        calls.extend(returns);
 
         self.builder.position_at_end(run_entry);
+        self.emit_calls(run, &calls, &globals, None)?;
+
+        // The profiled twin (see `profile`): `tick(i)` before op i, `tick(count)` at the end.
+        let i32t = self.ctx.i32_type();
+        let tick_ty = self.ctx.void_type().fn_type(&[i32t.into()], false);
+        let tick_ptr = tick_ty.ptr_type(AddressSpace::default());
+        let prof_ty = self.ctx.void_type().fn_type(
+            &[i8pp.into(), i8pp.into(), i8p.into(), tick_ptr.into()],
+            false,
+        );
+        let prof = self
+            .module
+            .add_function(&format!("{name}_run_profiled"), prof_ty, None);
+        self.attrs(prof);
+        let entry = self.ctx.append_basic_block(prof, "entry");
+        self.builder.position_at_end(entry);
+        let tick = self.param(prof, 3)?;
+        self.emit_calls(prof, &calls, &globals, Some((&spans, tick)))?;
+
+        let table: String = spans.iter().map(|(_, l)| l.as_str()).collect();
+        let init = self.ctx.const_string(table.as_bytes(), true);
+        let g = self
+            .module
+            .add_global(init.get_type(), None, &format!("{name}_profile_info"));
+        g.set_initializer(&init);
+        g.set_constant(true);
+        Ok(())
+    }
+
+    /// The body of an entry point (`inputs`, `outputs`, `slab` as its first parameters): the
+    /// kernel calls in order, with `tick` called at each profiled op's first call.
+    fn emit_calls(
+        &self,
+        run: FunctionValue<'ctx>,
+        calls: &[(FunctionValue<'ctx>, Vec<Loc>)],
+        globals: &[PointerValue<'ctx>],
+        ticks: Option<(&[(usize, String)], PointerValue<'ctx>)>,
+    ) -> R<()> {
         let kr = self.k(run);
         let inputs = self.param(run, 0)?;
         let outputs = self.param(run, 1)?;
         let slab = self.param(run, 2)?;
+        let i32t = self.ctx.i32_type();
+        let tick_at = |i: u32, p: PointerValue<'ctx>| -> R<()> {
+            let f = inkwell::values::CallableValue::try_from(p)
+                .map_err(|_| CodegenError::Llvm("tick is not a function pointer".into()))?;
+            llvm(
+                self.builder
+                    .build_call(f, &[i32t.const_int(i.into(), false).into()], ""),
+            )?;
+            Ok(())
+        };
         let mut bases: Vec<(Base, PointerValue<'ctx>)> = Vec::new();
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
-        for (kernel, locs) in calls {
+        for (ci, (kernel, locs)) in calls.iter().enumerate() {
+            if let Some((spans, tick)) = ticks {
+                if let Some(si) = spans.iter().position(|(start, _)| *start == ci) {
+                    tick_at(si as u32, tick)?;
+                }
+            }
             let mut args = Vec::with_capacity(locs.len());
             for loc in locs {
                 let base = match bases.iter().find(|(b, _)| *b == loc.base) {
@@ -461,7 +526,10 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
                 args.push(p.into());
             }
-            llvm(self.builder.build_call(kernel, &args, ""))?;
+            llvm(self.builder.build_call(*kernel, &args, ""))?;
+        }
+        if let Some((spans, tick)) = ticks {
+            tick_at(spans.len() as u32, tick)?;
         }
         llvm(self.builder.build_return(None))?;
         Ok(())

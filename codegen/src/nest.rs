@@ -130,6 +130,104 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         Ok(())
     }
 
+    /// The constant `<w x i1>` mask of the first `n` lanes.
+    fn first_lanes(&self, w: u32, n: u32) -> VectorValue<'ctx> {
+        let on: Vec<bool> = (0..w).map(|l| l < n).collect();
+        self.lane_mask(&on)
+    }
+
+    fn lane_mask(&self, on: &[bool]) -> VectorValue<'ctx> {
+        let i1 = self.ctx.bool_type();
+        let bits: Vec<_> = on
+            .iter()
+            .map(|&b| i1.const_int(u64::from(b), false))
+            .collect();
+        VectorType::const_vector(&bits)
+    }
+
+    /// A `<w x float>` load of the first `n` lanes at element `i` (`llvm.masked.load`: the
+    /// other lanes are zero and their addresses are not touched).
+    pub fn ldv_masked(
+        &self,
+        p: PointerValue<'ctx>,
+        i: IntValue<'ctx>,
+        w: u32,
+        n: u32,
+    ) -> R<VectorValue<'ctx>> {
+        let on: Vec<bool> = (0..w).map(|l| l < n).collect();
+        self.ldv_lanes(p, i, &on)
+    }
+
+    /// A `<on.len() x float>` load at element `i` of the lanes where `on` holds, zero elsewhere.
+    /// The address is formed without `inbounds`: lanes that are off may lie outside the
+    /// tensor (the zero padding of a convolution), and are never accessed.
+    pub fn ldv_lanes(
+        &self,
+        p: PointerValue<'ctx>,
+        i: IntValue<'ctx>,
+        on: &[bool],
+    ) -> R<VectorValue<'ctx>> {
+        let vt = self.vty(on.len() as u32);
+        if on.iter().all(|&b| b) {
+            return self.ldv(p, i, on.len() as u32);
+        }
+        // SAFETY: a plain (not inbounds) GEP is defined for any offset.
+        let q = llvm(unsafe { self.b.build_gep(p, &[i], "pm") })?;
+        let vp = llvm(
+            self.b
+                .build_pointer_cast(q, vt.ptr_type(AddressSpace::default()), "vp"),
+        )?;
+        let f = self.intrinsic(
+            "llvm.masked.load",
+            &[vt.into(), vt.ptr_type(AddressSpace::default()).into()],
+        )?;
+        let r = llvm(self.b.build_call(
+            f,
+            &[
+                vp.into(),
+                self.ctx.i32_type().const_int(4, false).into(),
+                self.lane_mask(on).into(),
+                vt.const_zero().into(),
+            ],
+            "ml",
+        ))?;
+        r.try_as_basic_value()
+            .basic()
+            .map(|v| v.into_vector_value())
+            .ok_or_else(|| CodegenError::Llvm("masked load returned no value".into()))
+    }
+
+    /// Stores the first `n` lanes of `v` at element `i` (`llvm.masked.store`).
+    pub fn stv_masked(
+        &self,
+        p: PointerValue<'ctx>,
+        i: IntValue<'ctx>,
+        v: VectorValue<'ctx>,
+        n: u32,
+    ) -> R<()> {
+        let vt = v.get_type();
+        let vp = llvm(self.b.build_pointer_cast(
+            self.gep(p, i)?,
+            vt.ptr_type(AddressSpace::default()),
+            "vp",
+        ))?;
+        let f = self.intrinsic(
+            "llvm.masked.store",
+            &[vt.into(), vt.ptr_type(AddressSpace::default()).into()],
+        )?;
+        llvm(self.b.build_call(
+            f,
+            &[
+                v.into(),
+                vp.into(),
+                self.ctx.i32_type().const_int(4, false).into(),
+                self.first_lanes(vt.get_size(), n).into(),
+            ],
+            "",
+        ))?;
+        Ok(())
+    }
+
     pub fn splat(&self, x: FloatValue<'ctx>, w: u32) -> R<VectorValue<'ctx>> {
         let mut v = self.vty(w).get_undef();
         for l in 0..w {

@@ -185,14 +185,86 @@ fn conv2d_randomised() {
 }
 
 #[test]
+fn conv2d_wide_rows_implicit_im2col() {
+    // Rows wide enough for the implicit-im2col tiles' clean column blocks (one loop over
+    // them) next to masked border blocks; output channels that leave a row tail of the
+    // channel tile; strides 1-3, dilations, asymmetric padding, groups.
+    let mut rng = Rng::new(5);
+    for case in 0..6 {
+        let groups = [1, 2][case % 2];
+        let cg = rng.r(1, 3);
+        let m = groups * rng.r(1, 8);
+        let (kh, kw) = (rng.r(1, 5), rng.r(2, 5));
+        let (sh, sw) = (rng.r(1, 2), rng.r(1, 3));
+        let (dh, dw) = (rng.r(1, 2), rng.r(1, 2));
+        let pads = [rng.r(0, 2), rng.r(0, 3), rng.r(0, 2), rng.r(0, 3)];
+        let h = rng.r(kh * dh, kh * dh + 5);
+        let w = rng.r(40, 140);
+        let act = ["", ", activation = relu"][case % 2];
+        check(&model(
+            &[("x", vec![1, cg * groups, h, w])],
+            &[("w", vec![m, cg, kh, kw]), ("b", vec![m])],
+            &format!(
+                "conv2d(%x, %w, %b) {{strides = [{sh}, {sw}], dilations = [{dh}, {dw}], pads = [{}, {}, {}, {}], groups = {groups}{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+}
+
+#[test]
+fn depthwise_randomised() {
+    // Rows wide enough for every path of the depthwise kernel: blocks of four vectors, single
+    // vectors, the masked remainder and the scalar border columns; border rows above and
+    // below; strides 1-3 (lane-picking loads), dilations, asymmetric padding, channel
+    // multipliers 1-2, and images too small to have an interior.
+    let mut rng = Rng::new(11);
+    for case in 0..10 {
+        let c = rng.r(1, 4);
+        let mult = rng.r(1, 2);
+        let (kh, kw) = (rng.r(1, 5), rng.r(1, 5));
+        let (sh, sw) = (rng.r(1, 2), rng.r(1, 3));
+        let (dh, dw) = (rng.r(1, 2), rng.r(1, 2));
+        let pads = [rng.r(0, 2), rng.r(0, 2), rng.r(0, 2), rng.r(0, 2)];
+        let h = rng.r(kh * dh, kh * dh + 6);
+        let w = if case < 2 {
+            rng.r(kw * dw, kw * dw + 3)
+        } else {
+            rng.r(20, 150)
+        };
+        let bias = case % 3 != 0;
+        let act = ["", ", activation = relu6", ", activation = hard_swish"][case % 3];
+        let operands = if bias { "%x, %w, %b" } else { "%x, %w" };
+        let mut consts = vec![("w", vec![c * mult, 1, kh, kw])];
+        if bias {
+            consts.push(("b", vec![c * mult]));
+        }
+        check(&model(
+            &[("x", vec![rng.r(1, 2), c, h, w])],
+            &consts,
+            &format!(
+                "conv2d({operands}) {{strides = [{sh}, {sw}], dilations = [{dh}, {dw}], pads = [{}, {}, {}, {}], groups = {c}{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+}
+
+#[test]
 fn pointwise_conv_is_a_gemm() {
-    // 1x1 convolutions of odd sizes hit every tile path: full tiles, row tails, the
-    // one-vector column block and the scalar column tail.
+    // 1x1 convolutions of odd sizes hit every tile path: narrow (one column block), wide with
+    // a short or a long K, full tiles, row tails, the one-vector column block and the masked
+    // column tail.
     for (c, m, h, w, groups) in [
         (3, 7, 5, 7, 1),
         (16, 13, 6, 11, 1),
         (8, 12, 9, 9, 2),
         (5, 20, 8, 8, 1),
+        // Wide with a long K (column blocks outside the row tiles).
+        (40, 9, 9, 9, 1),
+        // A 1x1 image: a matrix-vector product along K (with a K tail).
+        (37, 11, 1, 1, 1),
+        (64, 10, 1, 1, 2),
     ] {
         check(&model(
             &[("x", vec![1, c, h, w])],
@@ -204,7 +276,7 @@ fn pointwise_conv_is_a_gemm() {
 
 #[test]
 fn matmul_and_gemm() {
-    for (m, k, n) in [(1, 7, 5), (7, 13, 37), (13, 5, 64), (6, 33, 16)] {
+    for (m, k, n) in [(1, 7, 5), (7, 13, 37), (13, 5, 64), (6, 33, 16), (9, 41, 1)] {
         check(&model(
             &[("a", vec![m, k])],
             &[("bw", vec![k, n])],

@@ -77,6 +77,52 @@ fn squeezenet_executable_matches_the_interpreter() {
             );
         }
     }
+    // `--profile N`: one row per op that runs kernels, with its kind, result and shape, and
+    // GFLOP/s for the convolutions; then the time per kind.
+    let out = Command::new(&bin)
+        .args(["--profile", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("profile over 2 runs"), "{text}");
+    assert!(text.contains("by kind:"), "{text}");
+    let convs = func
+        .ops
+        .values()
+        .filter(|d| matches!(d.op, tir_ir::Op::Conv2d(_)))
+        .count();
+    assert!(convs > 0);
+    for d in func.ops.values() {
+        if let tir_ir::Op::Conv2d(_) = d.op {
+            let r = d.results[0];
+            let name = func.value_name(r);
+            let shape: Vec<String> = func
+                .ty(r)
+                .unwrap()
+                .shape
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
+            let row = text[..text.find("by kind:").unwrap()]
+                .lines()
+                .find(|l| l.split_whitespace().any(|w| w == name))
+                .unwrap_or_else(|| panic!("no profile row for {name}:\n{text}"));
+            assert!(row.contains("conv2d."), "{row}");
+            assert!(row.ends_with(&shape.join("x")), "{row}");
+            // ms, %, GFLOP/s: numbers (a convolution does multiply-adds).
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            for c in &cols[1..4] {
+                assert!(c.parse::<f64>().is_ok(), "{row}");
+            }
+        }
+    }
+    let table = &text[..text.find("by kind:").unwrap()];
+    assert_eq!(
+        table.lines().filter(|l| l.contains("conv2d.")).count(),
+        convs,
+        "{text}"
+    );
     // A wrong input is refused, naming it.
     let bad = dir.join("bad.npy");
     std::fs::write(&bad, b"not numpy").unwrap();

@@ -1,0 +1,336 @@
+//! Dense k×k convolution (any stride, dilation, padding and groups) as an implicit-im2col
+//! GEMM (issue 6): `out[m, (oy, ox)] = Σ_{c,i,j} W[m, (c, i, j)] · X[(c, i, j), (oy, ox)]`
+//! where `X` is never materialised — the micro-kernel's B operand is loaded straight from the
+//! input rows.
+//!
+//! Tiles are `MR` output channels × `NV` vectors of `W` output columns of one output row,
+//! with `MR·NV` vector accumulators, the K loop running over input channels with the
+//! `KH × KW` taps unrolled. Padding is peeled, never tested per element: output rows whose
+//! kernel rows all lie inside the input run in one loop, the border rows are emitted one by
+//! one with only their valid kernel rows; along the width, column blocks whose every tap
+//! reads inside the row run in one loop, the border blocks are emitted with compile-time lane
+//! masks (`llvm.masked.load` zero-fills the padding, `llvm.masked.store` skips the columns
+//! past the row's end). A stride `s` along the width loads `s·W` contiguous inputs and keeps
+//! every `s`-th lane. Bias and activation are applied in the epilogue.
+
+use crate::depthwise::interval;
+use crate::kernels::activation;
+use crate::nest::{llvm, K, R};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use tir_ir::Activation;
+
+/// Output channels per tile.
+const MR: i64 = 6;
+/// Vectors of output columns per tile.
+const NV: i64 = 2;
+
+/// A convolution's constant extents (NCHW, weight `[M, C/groups, KH, KW]`).
+pub struct Conv {
+    pub n: i64,
+    pub c: i64,
+    pub h: i64,
+    pub wi: i64,
+    pub m: i64,
+    pub groups: i64,
+    pub kh: i64,
+    pub kw: i64,
+    pub oh: i64,
+    pub ow: i64,
+    pub sh: i64,
+    pub sw: i64,
+    pub dh: i64,
+    pub dw: i64,
+    pub pt: i64,
+    pub pl: i64,
+    pub act: Option<Activation>,
+}
+
+/// A column block: `nv` vectors from output column `ox0`; per vector, which output lanes
+/// exist, and per vector and kernel column, which of the `s·W` loaded input lanes are read.
+struct Block {
+    ox0: i64,
+    nv: i64,
+    store: Vec<Vec<bool>>,
+    load: Vec<Vec<Vec<bool>>>,
+}
+
+impl Block {
+    fn clean(&self) -> bool {
+        self.nv == NV
+            && self.store.iter().flatten().all(|&b| b)
+            && self.load.iter().flatten().flatten().all(|&b| b)
+    }
+}
+
+fn blocks(d: &Conv, w: i64) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut ox0 = 0;
+    while ox0 < d.ow {
+        let nv = ((d.ow - ox0 + w - 1) / w).min(NV);
+        let mut store = Vec::new();
+        let mut load = Vec::new();
+        for v in 0..nv {
+            let lane_ox = |l: i64| ox0 + v * w + l;
+            store.push((0..w).map(|l| lane_ox(l) < d.ow).collect());
+            load.push(
+                (0..d.kw)
+                    .map(|j| {
+                        (0..w * d.sw)
+                            .map(|q| {
+                                let (l, t) = (q / d.sw, q % d.sw);
+                                let ix = lane_ox(l) * d.sw + j * d.dw - d.pl;
+                                lane_ox(l) < d.ow && ix >= 0 && ix < d.wi && ix + t < d.wi
+                            })
+                            .collect()
+                    })
+                    .collect(),
+            );
+        }
+        out.push(Block {
+            ox0,
+            nv,
+            store,
+            load,
+        });
+        ox0 += nv * w;
+    }
+    out
+}
+
+/// Emits the kernel body at the builder's position; `pb` is the optional bias.
+pub fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &Conv,
+    px: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    po: PointerValue<'c>,
+) -> R<()> {
+    let cg = d.c / d.groups;
+    let mg = d.m / d.groups;
+    let row_in = |oy: i64, i: i64| (0..d.h).contains(&(oy * d.sh + i * d.dh - d.pt));
+    let (r0, r1) = interval(d.oh, |oy| (0..d.kh).all(|i| row_in(oy, i)));
+    let bl = blocks(d, w as i64);
+    k.loop_(0, d.n, &mut |b| {
+        k.loop_(0, d.groups, &mut |gi| {
+            let img = Img {
+                k,
+                w,
+                d,
+                cg,
+                mg,
+                x: k.gep(
+                    px,
+                    k.mul(k.add(k.mul(b, d.c)?, k.mul(gi, cg)?)?, d.h * d.wi)?,
+                )?,
+                o: k.gep(
+                    po,
+                    k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
+                )?,
+                wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
+                bias: match pb {
+                    Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    None => None,
+                },
+                blocks: &bl,
+            };
+            let border = |oy: i64| -> Vec<i64> { (0..d.kh).filter(|&i| row_in(oy, i)).collect() };
+            for oy in 0..r0 {
+                img.row(k.c(oy), &border(oy))?;
+            }
+            let all: Vec<i64> = (0..d.kh).collect();
+            k.loop_(r0, r1, &mut |oy| img.row(oy, &all))?;
+            for oy in r1..d.oh {
+                img.row(k.c(oy), &border(oy))?;
+            }
+            Ok(())
+        })
+    })
+}
+
+/// One image and group: where its input channels, output channels, weights and bias start.
+struct Img<'k, 'a, 'c> {
+    k: &'k K<'a, 'c>,
+    w: u32,
+    d: &'k Conv,
+    cg: i64,
+    mg: i64,
+    x: PointerValue<'c>,
+    o: PointerValue<'c>,
+    wt: PointerValue<'c>,
+    bias: Option<PointerValue<'c>>,
+    blocks: &'k [Block],
+}
+
+impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
+    /// Output row `oy` over every column block, with the kernel rows `is`.
+    fn row(&self, oy: IntValue<'c>, is: &[i64]) -> R<()> {
+        let (k, d) = (self.k, self.d);
+        let rows: Vec<(i64, IntValue<'c>)> = is
+            .iter()
+            .map(|&i| {
+                let iy = k.add(k.mul(oy, d.sh)?, k.c(i * d.dh - d.pt))?;
+                Ok((i, k.mul(iy, d.wi)?))
+            })
+            .collect::<R<_>>()?;
+        let orow = k.mul(oy, d.ow)?;
+        let mut bi = 0;
+        while bi < self.blocks.len() {
+            let blk = &self.blocks[bi];
+            if blk.clean() {
+                // A run of clean blocks: one loop over their first columns.
+                let mut end = bi;
+                while end < self.blocks.len() && self.blocks[end].clean() {
+                    end += 1;
+                }
+                let step = blk.nv * self.w as i64;
+                let last = self.blocks[end - 1].ox0;
+                k.loop_step(blk.ox0, last + 1, step, &mut |ox0| {
+                    self.channels(&rows, orow, ox0, blk)
+                })?;
+                bi = end;
+            } else {
+                self.channels(&rows, orow, k.c(blk.ox0), blk)?;
+                bi += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every tile of output channels for one column block.
+    fn channels(
+        &self,
+        rows: &[(i64, IntValue<'c>)],
+        orow: IntValue<'c>,
+        ox0: IntValue<'c>,
+        blk: &Block,
+    ) -> R<()> {
+        let k = self.k;
+        let mfull = self.mg / MR * MR;
+        k.loop_step(0, mfull, MR, &mut |m0| {
+            self.tile(rows, orow, ox0, blk, m0, MR)
+        })?;
+        if mfull < self.mg {
+            self.tile(rows, orow, ox0, blk, k.c(mfull), self.mg - mfull)?;
+        }
+        Ok(())
+    }
+
+    /// `mr` output channels from `m0` × the block's vectors: the K loop over input channels
+    /// with the taps unrolled, then bias, activation and the (masked) stores.
+    #[allow(clippy::too_many_arguments)]
+    fn tile(
+        &self,
+        rows: &[(i64, IntValue<'c>)],
+        orow: IntValue<'c>,
+        ox0: IntValue<'c>,
+        blk: &Block,
+        m0: IntValue<'c>,
+        mr: i64,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let taps = d.kh * d.kw;
+        let nv = blk.nv as usize;
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        let wrows: Vec<IntValue<'c>> = (0..mr)
+            .map(|r| k.mul(k.add(m0, k.c(r))?, self.cg * taps))
+            .collect::<R<_>>()?;
+        let ix0 = k.mul(ox0, d.sw)?;
+        let acc = k.loop_carry(
+            0,
+            self.cg,
+            1,
+            vec![zero; mr as usize * nv],
+            &mut |c, cur| {
+                let mut acc: Vec<VectorValue<'c>> =
+                    cur.iter().map(|v| v.into_vector_value()).collect();
+                let xc = k.mul(c, d.h * d.wi)?;
+                let wc = k.mul(c, taps)?;
+                for &(i, rowoff) in rows {
+                    let xrow = k.add(xc, rowoff)?;
+                    for j in 0..d.kw {
+                        let mut bv: Vec<Option<VectorValue<'c>>> = Vec::with_capacity(nv);
+                        for v in 0..nv {
+                            let on = &blk.load[v][j as usize];
+                            if !on.iter().any(|&b| b) {
+                                bv.push(None);
+                                continue;
+                            }
+                            let at = k.add(
+                                k.add(xrow, ix0)?,
+                                k.c(v as i64 * wl * d.sw + j * d.dw - d.pl),
+                            )?;
+                            bv.push(Some(self.load(at, on)?));
+                        }
+                        if bv.iter().all(|b| b.is_none()) {
+                            continue;
+                        }
+                        let t = k.add(wc, k.c(i * d.kw + j))?;
+                        for (r, &wr) in wrows.iter().enumerate() {
+                            let a = k.splat(k.ld(self.wt, k.add(wr, t)?)?, w)?;
+                            for (v, b) in bv.iter().enumerate() {
+                                if let Some(b) = b {
+                                    acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(acc.into_iter().map(|v| v.into()).collect())
+            },
+        )?;
+        for r in 0..mr {
+            let m = k.add(m0, k.c(r))?;
+            let bias = match self.bias {
+                Some(p) => k.ld(p, m)?,
+                None => k.f(0.0),
+            };
+            let orow_r = k.add(k.mul(m, d.oh * d.ow)?, orow)?;
+            for v in 0..nv {
+                let a = acc[r as usize * nv + v].into_vector_value();
+                let lanes = &blk.store[v];
+                let n_on = lanes.iter().filter(|&&b| b).count() as u32;
+                let mut out = k.vty(w).get_undef();
+                for l in 0..n_on {
+                    let y = activation(k, d.act, k.fadd(k.lane(a, l)?, bias)?)?;
+                    out = llvm(k.b.build_insert_element(
+                        out,
+                        y,
+                        k.ctx.i32_type().const_int(l.into(), false),
+                        "o",
+                    ))?;
+                }
+                let at = k.add(k.add(orow_r, ox0)?, k.c(v as i64 * wl))?;
+                if n_on == w {
+                    k.stv(self.o, at, out)?;
+                } else {
+                    k.stv_masked(self.o, at, out, n_on)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `W` inputs at `at, at + sw, ...` (zero where the lane is off): `sw·W` lanes loaded,
+    /// every `sw`-th kept.
+    fn load(&self, at: IntValue<'c>, on: &[bool]) -> R<VectorValue<'c>> {
+        let (k, w) = (self.k, self.w);
+        let s = self.d.sw as u32;
+        let wide = k.ldv_lanes(self.x, at, on)?;
+        if s == 1 {
+            return Ok(wide);
+        }
+        let i32t = k.ctx.i32_type();
+        let mask: Vec<_> = (0..w)
+            .map(|l| i32t.const_int(u64::from(l * s), false))
+            .collect();
+        llvm(k.b.build_shuffle_vector(
+            wide,
+            wide.get_type().get_undef(),
+            inkwell::types::VectorType::const_vector(&mask),
+            "every",
+        ))
+    }
+}
