@@ -72,7 +72,9 @@ pub(crate) fn place(
         }
         ranges.clear();
         index.intersecting(spans[i], &mut ranges);
-        ranges.sort_unstable();
+        // Stable sort: the ranges arrive as a few already sorted runs (the unions), which
+        // the standard library's run-detecting merge sort merges in near-linear time.
+        ranges.sort();
         let offset = find_gap(&ranges, item.size, fit, align)?;
         let end = offset
             .checked_add(item.size)
@@ -143,7 +145,8 @@ struct Union {
 
 /// Sorts `ranges` and merges overlapping or touching ones in place.
 fn coalesce(ranges: &mut Vec<(u64, u64)>) {
-    ranges.sort_unstable();
+    // Often two sorted runs (an inner node's children): see `place`.
+    ranges.sort();
     let mut kept = 0;
     for i in 0..ranges.len() {
         let (offset, end) = ranges[i];
