@@ -15,7 +15,11 @@ use tir_passes::planner::{OffsetStrategy, UsageRecord};
 const PEERS: [(OffsetStrategy, Order, Fit); 3] = [
     (OffsetStrategy::GreedyBySize, Order::BySize, Fit::Best),
     (OffsetStrategy::FirstFit, Order::BySize, Fit::First),
-    (OffsetStrategy::GreedyByLifetime, Order::ByLifetime, Fit::Best),
+    (
+        OffsetStrategy::GreedyByLifetime,
+        Order::ByLifetime,
+        Fit::Best,
+    ),
 ];
 
 fn assert_textbook(records: &[UsageRecord], align: u64) {

@@ -82,4 +82,3 @@ pub fn random_lifetimes(n: usize) -> Vec<UsageRecord> {
         })
         .collect()
 }
-

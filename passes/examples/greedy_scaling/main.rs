@@ -9,7 +9,7 @@
 //! side as ratios.
 //!
 //! Usage: `cargo run --release -p tir-passes --example greedy_scaling -- [--max N]
-//! [--textbook-max N] [--runs N] [FILE.csv...]` (run by `bench/greedy_scaling.sh`).
+//! [--textbook-max N] [--runs N] [--only chain|fan_out|random] [FILE.csv...]` (run by `bench/greedy_scaling.sh`).
 
 #[path = "../../benches/common/instances.rs"]
 mod instances;
@@ -28,6 +28,7 @@ struct Options {
     max: usize,
     textbook_max: usize,
     runs: usize,
+    only: Option<String>,
     files: Vec<String>,
 }
 
@@ -36,6 +37,7 @@ fn parse_args() -> Result<Options, String> {
         max: 1_000_000,
         textbook_max: 10_000,
         runs: 3,
+        only: None,
         files: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -49,6 +51,7 @@ fn parse_args() -> Result<Options, String> {
             "--max" => options.max = number("--max")?,
             "--textbook-max" => options.textbook_max = number("--textbook-max")?,
             "--runs" => options.runs = number("--runs")?.max(1),
+            "--only" => options.only = Some(args.next().ok_or("--only needs a kind")?),
             _ if a.starts_with("--") => return Err(format!("unknown option {a}")),
             _ => options.files.push(a),
         }
@@ -102,7 +105,10 @@ fn row(name: &str, records: &[UsageRecord], align: u64, options: &Options) -> bo
         plan_offsets(records, OffsetStrategy::GreedyBySize, align)
     });
     let Ok((new_time, new_plan)) = new else {
-        println!("{name:<28} {n:>9}  error: {}", new.err().unwrap_or_default());
+        println!(
+            "{name:<28} {n:>9}  error: {}",
+            new.err().unwrap_or_default()
+        );
         return false;
     };
     let mut ok = check_offsets(records, &new_plan, align).is_ok();
@@ -180,6 +186,9 @@ fn main() -> ExitCode {
             ("fan_out", instances::fan_out),
             ("random", instances::random_lifetimes),
         ] {
+            if options.only.as_ref().is_some_and(|only| only != kind) {
+                continue;
+            }
             ok &= row(&format!("{kind}/{n}"), &make(n), 64, &options);
         }
     }

@@ -75,12 +75,7 @@ pub fn greedy_by_size(records: &[UsageRecord], align: u64) -> Result<OffsetsPlan
 }
 
 /// Places `items` in `order`; items of size 0 occupy nothing and stay at offset 0.
-fn place(
-    items: &[Item],
-    order: &[usize],
-    fit: Fit,
-    align: u64,
-) -> Result<OffsetsPlan, PlanError> {
+fn place(items: &[Item], order: &[usize], fit: Fit, align: u64) -> Result<OffsetsPlan, PlanError> {
     let timeline = Timeline::new(items);
     let spans = timeline.spans(items);
     let mut index = TimeIndex::new(items, &spans, timeline.len());

@@ -65,23 +65,32 @@ pub(crate) fn place(
     let mut offsets = vec![0u64; items.len()];
     let mut total_size = 0u64;
     let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for &i in order {
+    // Gathered up front in one independent pass (whose cache misses overlap), so that the
+    // placement loop, where each step waits for the last, reads them sequentially.
+    let sequence: Vec<(usize, usize)> = order
+        .iter()
+        .filter(|&&i| items[i].size > 0)
+        .map(|&i| (i, index.slot_of[i]))
+        .collect();
+    for (i, slot) in sequence {
         let item = &items[i];
-        if item.size == 0 {
-            continue;
-        }
         ranges.clear();
-        index.intersecting(spans[i], &mut ranges);
-        // Stable sort: the ranges arrive as a few already sorted runs (the unions), which
-        // the standard library's run-detecting merge sort merges in near-linear time.
-        ranges.sort();
+        index.intersecting(index.span(slot), &mut ranges);
+        // Long lists arrive as a few already sorted runs (the unions), which the standard
+        // library's run-detecting stable sort merges in near-linear time; short ones sort
+        // faster unstably.
+        if ranges.len() > 64 {
+            ranges.sort();
+        } else {
+            ranges.sort_unstable();
+        }
         let offset = find_gap(&ranges, item.size, fit, align)?;
         let end = offset
             .checked_add(item.size)
             .ok_or_else(|| overflow("slab size"))?;
         offsets[i] = offset;
         total_size = total_size.max(end);
-        index.place(i, offset, end);
+        index.place(slot, offset, end);
     }
     Ok(OffsetsPlan {
         offsets,
@@ -181,6 +190,10 @@ fn cover(lo: usize, hi: usize, size: usize, mut visit: impl FnMut(usize)) {
 struct TimeIndex {
     /// Tensors sorted by start point; `bucket[p]..bucket[p + 1]` start at point p.
     slots: Vec<Slot>,
+    /// `reach[slot]`: one past the slot's last point once placed, 0 before; the scans read
+    /// only this dense array (and a slot's range only when it intersects), which keeps the
+    /// memory each placement touches small.
+    reach: Vec<usize>,
     bucket: Vec<usize>,
     slot_of: Vec<usize>,
     points: usize,
@@ -192,6 +205,9 @@ struct TimeIndex {
     nodes: Vec<usize>,
     long: Vec<usize>,
     union_of: Vec<u32>,
+    /// `up[v]`: the nearest of v and its ancestors with long tensors (0: none), so that a
+    /// stabbing query visits only those nodes instead of all log n levels.
+    up: Vec<u32>,
     long_unions: Vec<Union>,
     /// Start-block tree: leaf `b` (node `blocks + b`) holds the union of the placed tensors
     /// starting in points `[b * BLOCK, (b + 1) * BLOCK)`, an inner node that of its children.
@@ -249,11 +265,20 @@ impl TimeIndex {
                 long_unions.push(Union::default());
             }
         }
+        let mut up = vec![0u32; 2 * size];
+        for v in 1..2 * size {
+            up[v] = if nodes[v] < nodes[v + 1] {
+                v as u32
+            } else {
+                up[v / 2]
+            };
+        }
         let long = per_node.into_iter().map(|(_, slot)| slot).collect();
         let blocks = points.div_ceil(BLOCK).max(1).next_power_of_two();
         let mut block_unions = Vec::new();
         block_unions.resize_with(2 * blocks, Union::default);
         TimeIndex {
+            reach: vec![0; slots.len()],
             slots,
             bucket,
             slot_of,
@@ -262,14 +287,20 @@ impl TimeIndex {
             nodes,
             long,
             union_of,
+            up,
             long_unions,
             blocks,
             block_unions,
         }
     }
 
-    fn place(&mut self, item: usize, offset: u64, end: u64) {
-        let slot = &mut self.slots[self.slot_of[item]];
+    fn span(&self, slot: usize) -> (usize, usize) {
+        (self.slots[slot].lo, self.slots[slot].hi)
+    }
+
+    fn place(&mut self, slot: usize, offset: u64, end: u64) {
+        self.reach[slot] = self.slots[slot].hi + 1;
+        let slot = &mut self.slots[slot];
         slot.offset = offset;
         slot.end = end;
         let (lo, hi) = (slot.lo, slot.hi);
@@ -298,11 +329,10 @@ impl TimeIndex {
         }
         // Long tensors live at `lo`; those starting in the window are found twice, which
         // changes no union.
-        let mut node = if self.long.is_empty() { 0 } else { lo + self.size };
+        let mut node = self.up[lo + self.size] as usize;
         while node >= 1 {
-            let id = self.union_of[node];
-            if id != u32::MAX {
-                let id = id as usize;
+            let id = self.union_of[node] as usize;
+            {
                 if self.long_unions[id].stale {
                     let mut ranges = std::mem::take(&mut self.long_unions[id].ranges);
                     ranges.clear();
@@ -320,14 +350,16 @@ impl TimeIndex {
                 }
                 out.extend_from_slice(&self.long_unions[id].ranges);
             }
-            node /= 2;
+            node = self.up[node / 2] as usize;
         }
     }
 
     /// Placed tensors starting at points `[from, to)` that are live at `lo`.
     fn scan(&self, from: usize, to: usize, lo: usize, out: &mut Vec<(u64, u64)>) {
-        for s in &self.slots[self.bucket[from]..self.bucket[to]] {
-            if s.placed() && s.hi >= lo {
+        let (first, last) = (self.bucket[from], self.bucket[to]);
+        for (k, &reach) in self.reach[first..last].iter().enumerate() {
+            if reach > lo {
+                let s = &self.slots[first + k];
                 out.push((s.offset, s.end));
             }
         }
@@ -345,7 +377,9 @@ impl TimeIndex {
         self.scan(from, first_block * BLOCK, 0, out);
         self.scan(end_block * BLOCK, to, 0, out);
         let mut nodes = Vec::new();
-        cover(first_block, end_block - 1, self.blocks, |node| nodes.push(node));
+        cover(first_block, end_block - 1, self.blocks, |node| {
+            nodes.push(node)
+        });
         for node in nodes {
             self.refresh_block(node);
             out.extend_from_slice(&self.block_unions[node].ranges);
