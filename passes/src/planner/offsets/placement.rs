@@ -18,13 +18,14 @@
 //! tensor's placed range. A *short* tensor (spanning at most [`SHORT_SPAN`] points) is live at
 //! `lo` only if it starts in `[lo - SHORT_SPAN, lo]`, so for a short query everything is one
 //! contiguous scan. The *long* tensors live at `lo` are found on a static segment tree over
-//! the points, whose nodes keep the coalesced union of their placed long tensors. A *long*
+//! the points, whose nodes keep the coalesced union of their placed long tensors, merged in
+//! as each is placed. A *long*
 //! query (spanning more than [`LONG_QUERY`] points, e.g. a whole-program tensor of an idealloc
 //! trace, which intersects every other tensor) takes the tensors starting inside its span from
 //! a second segment tree over blocks of [`BLOCK`] start points, whose nodes keep the coalesced
-//! union of the placed tensors starting there. Both trees refresh a node's union lazily, only
-//! when a query reads it after a placement below it changed it, so strategies whose queries
-//! are all short (chains) never pay for them.
+//! union of the placed tensors starting there. That tree refreshes a node's union lazily, only
+//! when a query reads it after a placement below it made it stale, so record sets whose
+//! queries are all short (chains) never pay for it.
 //!
 //! A placement thus costs O(SHORT_SPAN + log n) reads plus the sizes of the O(log n) unions it
 //! reads, instead of the number of intersecting tensors; on inference graphs and the public
@@ -128,20 +129,13 @@ fn find_gap(ranges: &[(u64, u64)], size: u64, fit: Fit, align: u64) -> Result<u6
     }
 }
 
-/// One tensor in the start-point buckets: its span and, once placed, its range (`end > 0`:
-/// only tensors of nonzero size are placed).
+/// One tensor in the start-point buckets: its span and, once placed, its range.
 #[derive(Clone, Copy)]
 struct Slot {
     lo: usize,
     hi: usize,
     offset: u64,
     end: u64,
-}
-
-impl Slot {
-    fn placed(&self) -> bool {
-        self.end > 0
-    }
 }
 
 /// A coalesced union of address ranges (sorted, disjoint, not touching), recomputed only when
@@ -167,6 +161,19 @@ fn coalesce(ranges: &mut Vec<(u64, u64)>) {
         }
     }
     ranges.truncate(kept);
+}
+
+/// Adds `[offset, end)` to a coalesced union, merging the ranges it overlaps or touches.
+fn insert_range(ranges: &mut Vec<(u64, u64)>, (mut offset, mut end): (u64, u64)) {
+    // Disjoint and sorted by offset, so sorted by end too.
+    let first = ranges.partition_point(|&(_, e)| e < offset);
+    let mut last = first;
+    while last < ranges.len() && ranges[last].0 <= end {
+        offset = offset.min(ranges[last].0);
+        end = end.max(ranges[last].1);
+        last += 1;
+    }
+    ranges.splice(first..last, [(offset, end)]);
 }
 
 /// Canonical cover of the leaves `[lo, hi]` of a bottom-up segment tree with `size` leaves.
@@ -197,18 +204,16 @@ struct TimeIndex {
     bucket: Vec<usize>,
     slot_of: Vec<usize>,
     points: usize,
-    /// Stabbing tree over points: node `v` lists (as slot indices) the long tensors whose span
-    /// covers v's whole range but not its parent's, `long[nodes[v]..nodes[v + 1]]`, and keeps
-    /// the union of the placed ones in `long_unions[union_of[v]]` (nodes without long tensors
-    /// have no union).
+    /// Stabbing tree over points: node `v` keeps, in `long_unions[union_of[v]]`, the union of
+    /// the placed long tensors whose span covers v's whole range but not its parent's (its
+    /// canonical cover), updated on each placement; nodes no long tensor covers that way have
+    /// no union.
     size: usize,
-    nodes: Vec<usize>,
-    long: Vec<usize>,
     union_of: Vec<u32>,
     /// `up[v]`: the nearest of v and its ancestors with long tensors (0: none), so that a
     /// stabbing query visits only those nodes instead of all log n levels.
     up: Vec<u32>,
-    long_unions: Vec<Union>,
+    long_unions: Vec<Vec<(u64, u64)>>,
     /// Start-block tree: leaf `b` (node `blocks + b`) holds the union of the placed tensors
     /// starting in points `[b * BLOCK, (b + 1) * BLOCK)`, an inner node that of its children.
     blocks: usize,
@@ -217,8 +222,6 @@ struct TimeIndex {
 
 impl TimeIndex {
     fn new(items: &[Item], spans: &[(usize, usize)], points: usize) -> Self {
-        let mut by_start: Vec<usize> = (0..items.len()).collect();
-        by_start.sort_by_key(|&i| spans[i].0);
         let mut bucket = vec![0usize; points + 1];
         for &(lo, _) in spans {
             bucket[lo + 1] += 1;
@@ -226,21 +229,29 @@ impl TimeIndex {
         for p in 0..points {
             bucket[p + 1] += bucket[p];
         }
+        // Counting sort by start point into the buckets.
+        let mut next = bucket.clone();
         let mut slot_of = vec![0usize; items.len()];
-        let slots = by_start
-            .iter()
-            .enumerate()
-            .map(|(slot, &i)| {
-                slot_of[i] = slot;
-                let (lo, hi) = spans[i];
-                Slot {
-                    lo,
-                    hi,
-                    offset: 0,
-                    end: 0,
-                }
-            })
-            .collect::<Vec<_>>();
+        let mut slots = vec![
+            Slot {
+                lo: 0,
+                hi: 0,
+                offset: 0,
+                end: 0,
+            };
+            items.len()
+        ];
+        for (i, &(lo, hi)) in spans.iter().enumerate() {
+            let slot = next[lo];
+            next[lo] += 1;
+            slot_of[i] = slot;
+            slots[slot] = Slot {
+                lo,
+                hi,
+                offset: 0,
+                end: 0,
+            };
+        }
 
         let size = points.max(1).next_power_of_two();
         let mut per_node: Vec<(usize, usize)> = Vec::new();
@@ -262,7 +273,7 @@ impl TimeIndex {
         for (v, id) in union_of.iter_mut().enumerate() {
             if nodes[v] < nodes[v + 1] {
                 *id = long_unions.len() as u32;
-                long_unions.push(Union::default());
+                long_unions.push(Vec::new());
             }
         }
         let mut up = vec![0u32; 2 * size];
@@ -273,7 +284,6 @@ impl TimeIndex {
                 up[v / 2]
             };
         }
-        let long = per_node.into_iter().map(|(_, slot)| slot).collect();
         let blocks = points.div_ceil(BLOCK).max(1).next_power_of_two();
         let mut block_unions = Vec::new();
         block_unions.resize_with(2 * blocks, Union::default);
@@ -284,8 +294,6 @@ impl TimeIndex {
             slot_of,
             points,
             size,
-            nodes,
-            long,
             union_of,
             up,
             long_unions,
@@ -313,7 +321,7 @@ impl TimeIndex {
         if hi - lo > SHORT_SPAN {
             let (union_of, long_unions) = (&self.union_of, &mut self.long_unions);
             cover(lo, hi, self.size, |node| {
-                long_unions[union_of[node] as usize].stale = true;
+                insert_range(&mut long_unions[union_of[node] as usize], (offset, end));
             });
         }
     }
@@ -331,25 +339,7 @@ impl TimeIndex {
         // changes no union.
         let mut node = self.up[lo + self.size] as usize;
         while node >= 1 {
-            let id = self.union_of[node] as usize;
-            {
-                if self.long_unions[id].stale {
-                    let mut ranges = std::mem::take(&mut self.long_unions[id].ranges);
-                    ranges.clear();
-                    for &slot in &self.long[self.nodes[node]..self.nodes[node + 1]] {
-                        let s = &self.slots[slot];
-                        if s.placed() {
-                            ranges.push((s.offset, s.end));
-                        }
-                    }
-                    coalesce(&mut ranges);
-                    self.long_unions[id] = Union {
-                        ranges,
-                        stale: false,
-                    };
-                }
-                out.extend_from_slice(&self.long_unions[id].ranges);
-            }
+            out.extend_from_slice(&self.long_unions[self.union_of[node] as usize]);
             node = self.up[node / 2] as usize;
         }
     }
