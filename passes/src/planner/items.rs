@@ -63,18 +63,40 @@ impl Timeline {
         self.points.len()
     }
 
-    /// The closed range of points `[lo, hi]` inside the item's lifetime; never empty because
-    /// the item's own `first_op` is a point. Two items overlap in time iff their spans intersect.
-    pub fn span(&self, item: &Item) -> (usize, usize) {
-        let lo = self.points.partition_point(|&p| p < item.first_op);
-        let hi = self
-            .points
-            .partition_point(|&p| p <= item.last_op)
-            .saturating_sub(1);
-        (lo, hi.max(lo))
-    }
-
+    /// Every item's span: the closed range of points `[lo, hi]` inside its lifetime; never
+    /// empty because the item's own `first_op` is a point. Two items overlap in time iff their
+    /// spans intersect.
+    ///
+    /// Computed by sorting the lifetime ends and sweeping the points once: a binary search per
+    /// item misses the cache at every step once the points outgrow it.
     pub fn spans(&self, items: &[Item]) -> Vec<(usize, usize)> {
-        items.iter().map(|i| self.span(i)).collect()
+        let mut spans = vec![(0usize, 0usize); items.len()];
+        let mut ends: Vec<(usize, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (item.first_op, i))
+            .collect();
+        ends.sort_unstable();
+        let mut point = 0;
+        for &(first_op, i) in &ends {
+            while self.points[point] < first_op {
+                point += 1;
+            }
+            spans[i].0 = point;
+        }
+        // `ends` was a permutation of the items; refill it with the last ops, in item order.
+        for (i, item) in items.iter().enumerate() {
+            ends[i] = (item.last_op, i);
+        }
+        ends.sort_unstable();
+        // Points <= last_op; at least the item's own first point.
+        let mut below = 0;
+        for &(last_op, i) in &ends {
+            while below < self.points.len() && self.points[below] <= last_op {
+                below += 1;
+            }
+            spans[i].1 = below.saturating_sub(1).max(spans[i].0);
+        }
+        spans
     }
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the planner tests: every plan a test makes goes through the checker here.
 #![allow(dead_code)]
 
+pub mod textbook;
+
 use tir_passes::planner::checker::{check_offsets, check_shared_objects};
 use tir_passes::planner::{
     plan_offsets, plan_shared_objects, OffsetStrategy, OffsetsPlan, SharedObjectStrategy,

@@ -9,8 +9,14 @@ use crate::planner::items::Item;
 use crate::planner::{OffsetsPlan, PlanError};
 
 pub(crate) fn first_fit(items: &[Item], align: u64) -> Result<OffsetsPlan, PlanError> {
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    // TFLite Micro's `ReverseSortInPlace` is a stable bubble sort on size.
-    order.sort_by_key(|&i| Reverse(items[i].raw_size));
+    // Sorting (key, index) pairs is the stable order by key, without a random access into
+    // `items` at every comparison.
+    let mut keyed: Vec<(Reverse<u64>, usize)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (Reverse(item.raw_size), i))
+        .collect();
+    keyed.sort_unstable();
+    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     place(items, &order, Fit::First, align)
 }

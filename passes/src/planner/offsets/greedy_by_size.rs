@@ -10,8 +10,14 @@ use crate::planner::items::Item;
 use crate::planner::{OffsetsPlan, PlanError};
 
 pub(crate) fn greedy_by_size(items: &[Item], align: u64) -> Result<OffsetsPlan, PlanError> {
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    // Raw size descending is also aligned size descending; raw sizes keep TFLite's order.
-    order.sort_by_key(|&i| Reverse(items[i].raw_size));
+    // Sorting (key, index) pairs is the stable order by key, without a random access into
+    // `items` at every comparison.
+    let mut keyed: Vec<(Reverse<u64>, usize)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (Reverse(item.raw_size), i))
+        .collect();
+    keyed.sort_unstable();
+    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     place(items, &order, Fit::Best, align)
 }
