@@ -319,14 +319,16 @@ impl Instance {
                 }
                 lo + (top - lo) / self.grain / 2 * self.grain
             };
-            // The bound itself is asked first and may take half the time: when it is reachable
-            // (most instances), that one answer proves optimality.
-            let portion = if capacity == lb && nodes == 0 {
-                2
-            } else {
-                share
-            };
-            let decision_deadline = deadline.map(|d| now + (d - now) / portion);
+            // The bound itself is asked first and may take three quarters of the time: when it
+            // is reachable (most instances), that one answer proves optimality, and the round
+            // robin's doubling node limits need the time in one piece to get deep enough.
+            let decision_deadline = deadline.map(|d| {
+                if capacity == lb && nodes == 0 {
+                    now + (d - now) / 4 * 3
+                } else {
+                    now + (d - now) / share
+                }
+            });
             let before = nodes_left;
             let answer = self.decide(capacity, decision_deadline, &mut nodes_left);
             nodes += before - nodes_left;

@@ -266,6 +266,14 @@ impl<'c> Solver<'c> {
             let j = self.pres[pre.start + p as usize] as usize;
             min_height = min_height.min(o.saturating_add(c.size[j]));
         }
+        // The parent's check passed for every section, and placing a buffer only lowers
+        // totals: below `quick`, the only sections that can fail are those whose floor rose.
+        let max_total = self.total[range.0 as usize..range.1 as usize]
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0);
+        let quick = self.capacity.saturating_sub(max_total);
         let mut status = Status::NotFound;
         for idx in ordering.range() {
             let (offset, p) = self.orders[idx];
@@ -285,7 +293,14 @@ impl<'c> Solver<'c> {
             let offset_mark = self.offset_log.len();
             let floor_mark = self.floor_log.len();
             let fits = self.place(j, offset);
-            status = if fits && self.check(range, offset) {
+            let consistent = fits
+                && if offset <= quick {
+                    self.check_raised(offset)
+                } else {
+                    self.check(range, offset)
+                };
+            self.touched.clear();
+            status = if consistent {
                 self.decompose(range, pre, ordering, offset, p, j, preorder)
             } else {
                 Status::NotFound
@@ -391,7 +406,7 @@ impl<'c> Solver<'c> {
                 }
             }
         }
-        let mut touched = std::mem::take(&mut self.touched);
+        let touched = std::mem::take(&mut self.touched);
         for &s in &touched {
             let s = s as usize;
             let (mut lowest, mut count) = (u64::MAX, 0u32);
@@ -412,7 +427,6 @@ impl<'c> Solver<'c> {
                 self.at_floor[s] = count;
             }
         }
-        touched.clear();
         self.touched = touched;
         fits
     }
@@ -469,6 +483,14 @@ impl<'c> Solver<'c> {
             .iter()
             .zip(&self.total[lo..hi])
             .all(|(&f, &t)| t == 0 || f.max(offset).saturating_add(t) <= self.capacity)
+    }
+
+    /// [`Self::check`] restricted to the sections whose floor was just rescanned (`touched`).
+    fn check_raised(&self, offset: u64) -> bool {
+        self.touched.iter().all(|&s| {
+            let s = s as usize;
+            self.total[s] == 0 || self.floor[s].max(offset).saturating_add(self.total[s]) <= self.capacity
+        })
     }
 
     /// Dynamic decomposition (§4.4): section boundaries no unplaced buffer crosses any more
