@@ -300,17 +300,27 @@ impl Instance {
         let mut unknown: Option<u64> = None;
         let mut share = 4u32;
         let mut asked_bound = false;
-        while ub > lb && nodes_left > 0 {
+        // A component too large to search keeps its height: no capacity below it can be
+        // answered, so the search stops rather than ask such capacities until the deadline.
+        let frozen_top = self
+            .components
+            .iter()
+            .filter(|c| c.frozen)
+            .map(|c| c.upper)
+            .max()
+            .unwrap_or(0);
+        while ub > lb.max(frozen_top) && nodes_left > 0 {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 break;
             }
             let top = ub - self.grain.min(ub);
+            let floor = lb.max(frozen_top);
             let capacity = if !asked_bound {
                 asked_bound = true;
-                lb
+                floor
             } else {
-                let lo = unknown.map_or(lb, |u| lb.max(u.saturating_add(self.grain)));
+                let lo = unknown.map_or(floor, |u| floor.max(u.saturating_add(self.grain)));
                 if lo > top {
                     // Every capacity left was tried without an answer: try again, longer.
                     unknown = None;
