@@ -42,8 +42,8 @@ use super::items::{self, Item, Timeline};
 
 mod search;
 
-use search::Search;
 use super::{best_offsets, OffsetStrategy, OffsetsPlan, PlanError, UsageRecord};
+use search::Search;
 
 /// The default bound on the exact search's running time.
 pub const DEFAULT_EXACT_TIME_LIMIT: Duration = Duration::from_secs(5);

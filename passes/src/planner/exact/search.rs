@@ -489,7 +489,8 @@ impl<'c> Solver<'c> {
     fn check_raised(&self, offset: u64) -> bool {
         self.touched.iter().all(|&s| {
             let s = s as usize;
-            self.total[s] == 0 || self.floor[s].max(offset).saturating_add(self.total[s]) <= self.capacity
+            self.total[s] == 0
+                || self.floor[s].max(offset).saturating_add(self.total[s]) <= self.capacity
         })
     }
 
@@ -527,8 +528,7 @@ impl<'c> Solver<'c> {
                 for idx in pre.range() {
                     let k = self.pres[idx];
                     let ku = k as usize;
-                    if self.assignment[ku] == UNPLACED && self.c.lo[ku] < b && self.c.hi[ku] >= a
-                    {
+                    if self.assignment[ku] == UNPLACED && self.c.lo[ku] < b && self.c.hi[ku] >= a {
                         self.pres.push(k);
                     }
                 }
