@@ -295,10 +295,18 @@ impl Instance {
         let mut nodes = 0u64;
         let mut lb = self.lower();
         let mut ub = self.upper();
-        // The highest capacity whose decision ran out of budget, and the share of the
-        // remaining time one decision may take.
+        // The highest capacity whose decision ran out of budget, and the node budget of one
+        // decision after the first: it starts small (a few dives) and grows fourfold each time
+        // every capacity left was tried without an answer, so easy improvements come first.
         let mut unknown: Option<u64> = None;
-        let mut share = 4u32;
+        let largest = self
+            .components
+            .iter()
+            .filter(|c| !c.frozen)
+            .map(|c| c.items.len() as u64)
+            .max()
+            .unwrap_or(0);
+        let mut budget = largest.saturating_mul(16).max(256);
         let mut asked_bound = false;
         // A component too large to search keeps its height: no capacity below it can be
         // answered, so the search stops rather than ask such capacities until the deadline.
@@ -316,7 +324,8 @@ impl Instance {
             }
             let top = ub - self.grain.min(ub);
             let floor = lb.max(frozen_top);
-            let capacity = if !asked_bound {
+            let first = !asked_bound;
+            let capacity = if first {
                 asked_bound = true;
                 floor
             } else {
@@ -324,7 +333,7 @@ impl Instance {
                 if lo > top {
                     // Every capacity left was tried without an answer: try again, longer.
                     unknown = None;
-                    share = (share / 2).max(1);
+                    budget = budget.saturating_mul(4);
                     continue;
                 }
                 lo + (top - lo) / self.grain / 2 * self.grain
@@ -332,16 +341,20 @@ impl Instance {
             // The bound itself is asked first and may take three quarters of the time: when it
             // is reachable (most instances), that one answer proves optimality, and the round
             // robin's doubling node limits need the time in one piece to get deep enough.
-            let decision_deadline = deadline.map(|d| {
-                if capacity == lb && nodes == 0 {
-                    now + (d - now) / 4 * 3
-                } else {
-                    now + (d - now) / share
-                }
-            });
-            let before = nodes_left;
-            let answer = self.decide(capacity, decision_deadline, &mut nodes_left);
-            nodes += before - nodes_left;
+            let decision_deadline = if first {
+                deadline.map(|d| now + (d - now) / 4 * 3)
+            } else {
+                deadline
+            };
+            let cap = if first {
+                nodes_left
+            } else {
+                budget.min(nodes_left)
+            };
+            let mut left = cap;
+            let answer = self.decide(capacity, decision_deadline, &mut left);
+            nodes += cap - left;
+            nodes_left -= cap - left;
             match answer {
                 Decision::Feasible => ub = self.upper(),
                 Decision::Infeasible(k) => {
