@@ -161,11 +161,17 @@ pub fn exact_offsets(
         .unwrap_or(0);
     // Never return anything worse than the incumbent (the search only replaces a component's
     // placement by a lower one, so this is a safeguard, not a path).
-    let plan = if total_size <= heuristic_size {
-        OffsetsPlan {
-            offsets: outcome.offsets,
-            total_size,
-        }
+    let searched = OffsetsPlan {
+        offsets: outcome.offsets,
+        total_size,
+    };
+    // The independent checker vouches for every plan the search changed (a safeguard: an
+    // invalid plan would be an internal error, and the valid incumbent is returned instead).
+    let plan = if searched == best.plan
+        || (total_size <= heuristic_size
+            && super::checker::check_offsets(records, &searched, align).is_ok())
+    {
+        searched
     } else {
         best.plan
     };
