@@ -39,7 +39,11 @@ use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 use super::items::{self, Item, Timeline};
+
+mod search;
+
 use super::{best_offsets, OffsetStrategy, OffsetsPlan, PlanError, UsageRecord};
+use search::Search;
 
 /// The default bound on the exact search's running time.
 pub const DEFAULT_EXACT_TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -51,6 +55,9 @@ pub const EXACT_MAX_COMPONENT: usize = 4096;
 /// Components whose buffers span more (buffer, section) pairs, or overlap in more pairs, than
 /// this keep their heuristic plan, so memory stays bounded on any input.
 const MAX_COMPONENT_CELLS: usize = 4_000_000;
+
+/// Marks a buffer without an earlier twin.
+const NO_TWIN: u32 = u32::MAX;
 
 /// Stack for the search thread: the depth-first search recurses once per placed buffer.
 const SEARCH_STACK: usize = 64 << 20;
@@ -154,11 +161,17 @@ pub fn exact_offsets(
         .unwrap_or(0);
     // Never return anything worse than the incumbent (the search only replaces a component's
     // placement by a lower one, so this is a safeguard, not a path).
-    let plan = if total_size <= heuristic_size {
-        OffsetsPlan {
-            offsets: outcome.offsets,
-            total_size,
-        }
+    let searched = OffsetsPlan {
+        offsets: outcome.offsets,
+        total_size,
+    };
+    // The independent checker vouches for every plan the search changed (a safeguard: an
+    // invalid plan would be an internal error, and the valid incumbent is returned instead).
+    let plan = if searched == best.plan
+        || (total_size <= heuristic_size
+            && super::checker::check_offsets(records, &searched, align).is_ok())
+    {
+        searched
     } else {
         best.plan
     };
@@ -206,6 +219,9 @@ struct Component {
     /// Real lifetime length, for the preorders.
     width: Vec<u64>,
     overlaps: Vec<Vec<u32>>,
+    /// `twin[j]`: the previous buffer (local index) with the same section span and size as
+    /// `j`, or `NO_TWIN`. Twins are interchangeable, so the search places them in index order.
+    twin: Vec<u32>,
     /// Buffers live in each section.
     sections: Vec<Vec<u32>>,
     /// Largest section total: the component's max breadth.
@@ -285,41 +301,66 @@ impl Instance {
         let mut nodes = 0u64;
         let mut lb = self.lower();
         let mut ub = self.upper();
-        // The highest capacity whose decision ran out of budget, and the share of the
-        // remaining time one decision may take.
+        // The highest capacity whose decision ran out of budget, and the node budget of one
+        // decision after the first: it starts small (a few dives) and grows fourfold each time
+        // every capacity left was tried without an answer, so easy improvements come first.
         let mut unknown: Option<u64> = None;
-        let mut share = 4u32;
+        let largest = self
+            .components
+            .iter()
+            .filter(|c| !c.frozen)
+            .map(|c| c.items.len() as u64)
+            .max()
+            .unwrap_or(0);
+        let mut budget = largest.saturating_mul(16).max(256);
         let mut asked_bound = false;
-        while ub > lb && nodes_left > 0 {
+        // A component too large to search keeps its height: no capacity below it can be
+        // answered, so the search stops rather than ask such capacities until the deadline.
+        let frozen_top = self
+            .components
+            .iter()
+            .filter(|c| c.frozen)
+            .map(|c| c.upper)
+            .max()
+            .unwrap_or(0);
+        while ub > lb.max(frozen_top) && nodes_left > 0 {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 break;
             }
             let top = ub - self.grain.min(ub);
-            let capacity = if !asked_bound {
+            let floor = lb.max(frozen_top);
+            let first = !asked_bound;
+            let capacity = if first {
                 asked_bound = true;
-                lb
+                floor
             } else {
-                let lo = unknown.map_or(lb, |u| lb.max(u.saturating_add(self.grain)));
+                let lo = unknown.map_or(floor, |u| floor.max(u.saturating_add(self.grain)));
                 if lo > top {
                     // Every capacity left was tried without an answer: try again, longer.
                     unknown = None;
-                    share = (share / 2).max(1);
+                    budget = budget.saturating_mul(4);
                     continue;
                 }
                 lo + (top - lo) / self.grain / 2 * self.grain
             };
-            // The bound itself is asked first and may take half the time: when it is reachable
-            // (most instances), that one answer proves optimality.
-            let portion = if capacity == lb && nodes == 0 {
-                2
+            // The bound itself is asked first and may take three quarters of the time: when it
+            // is reachable (most instances), that one answer proves optimality, and the round
+            // robin's doubling node limits need the time in one piece to get deep enough.
+            let decision_deadline = if first {
+                deadline.map(|d| now + (d - now) / 4 * 3)
             } else {
-                share
+                deadline
             };
-            let decision_deadline = deadline.map(|d| now + (d - now) / portion);
-            let before = nodes_left;
-            let answer = self.decide(capacity, decision_deadline, &mut nodes_left);
-            nodes += before - nodes_left;
+            let cap = if first {
+                nodes_left
+            } else {
+                budget.min(nodes_left)
+            };
+            let mut left = cap;
+            let answer = self.decide(capacity, decision_deadline, &mut left);
+            nodes += cap - left;
+            nodes_left -= cap - left;
             match answer {
                 Decision::Feasible => ub = self.upper(),
                 Decision::Infeasible(k) => {
@@ -389,12 +430,6 @@ enum Decision {
     Unknown,
 }
 
-enum Search {
-    Found(Vec<u64>),
-    Infeasible,
-    Unknown,
-}
-
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
@@ -430,6 +465,7 @@ impl Component {
                 })
                 .collect(),
             overlaps: Vec::new(),
+            twin: Vec::new(),
             sections: Vec::new(),
             breadth: 0,
             lower: 0,
@@ -486,332 +522,19 @@ impl Component {
             }
         }
         c.overlaps = overlaps;
-        c
-    }
-
-    /// Round-robin over the preorders with a doubling node limit (MiniMalloc's solver).
-    fn decide(&self, capacity: u64, deadline: Option<Instant>, nodes_left: &mut u64) -> Search {
-        if self.breadth > capacity {
-            return Search::Infeasible;
-        }
-        let mut limit = (2 * self.items.len() as u64).max(16);
-        loop {
-            for preorder in PREORDERS {
-                let attempt = limit.min(*nodes_left);
-                if attempt == 0 {
-                    return Search::Unknown;
-                }
-                let mut s = Solver::new(self, capacity, deadline, attempt);
-                let all: Vec<u32> = (0..self.items.len() as u32).collect();
-                let range = (0, self.sections.len() as u32);
-                let status = s.sub_solve(&all, range, preorder);
-                *nodes_left -= s.nodes;
-                match status {
-                    Status::Found => return Search::Found(s.solution),
-                    Status::NotFound => return Search::Infeasible,
-                    Status::Deadline => return Search::Unknown,
-                    Status::NodeLimit if attempt < limit => return Search::Unknown,
-                    Status::NodeLimit => {}
-                }
-            }
-            limit = limit.saturating_mul(2);
-        }
-    }
-}
-
-/// Static preorders, MiniMalloc's defaults "WAT", "TAW", "TWA": W = lifetime width,
-/// A = area (size × width), T = the largest section total the buffer takes part in.
-#[derive(Clone, Copy)]
-enum Preorder {
-    Wat,
-    Taw,
-    Twa,
-}
-
-const PREORDERS: [Preorder; 3] = [Preorder::Wat, Preorder::Taw, Preorder::Twa];
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Found,
-    NotFound,
-    NodeLimit,
-    Deadline,
-}
-
-const UNPLACED: u64 = u64::MAX;
-
-/// One decision search over one component at one capacity.
-struct Solver<'c> {
-    c: &'c Component,
-    capacity: u64,
-    deadline: Option<Instant>,
-    nodes_budget: u64,
-    nodes: u64,
-    assignment: Vec<u64>,
-    solution: Vec<u64>,
-    min_offset: Vec<u64>,
-    floor: Vec<u64>,
-    total: Vec<u64>,
-    /// `cuts[s]`: unplaced buffers live in both section s and s + 1.
-    cuts: Vec<u32>,
-    affected: Vec<bool>,
-}
-
-impl<'c> Solver<'c> {
-    fn new(c: &'c Component, capacity: u64, deadline: Option<Instant>, budget: u64) -> Self {
-        let n = c.items.len();
-        let ns = c.sections.len();
-        let mut total = vec![0u64; ns];
-        let mut cuts = vec![0u32; ns.saturating_sub(1)];
-        for j in 0..n {
-            for s in c.lo[j]..=c.hi[j] {
-                total[s as usize] = total[s as usize].saturating_add(c.size[j]);
-            }
-            for s in c.lo[j]..c.hi[j] {
-                cuts[s as usize] += 1;
-            }
-        }
-        Solver {
-            c,
-            capacity,
-            deadline,
-            nodes_budget: budget,
-            nodes: 0,
-            assignment: vec![UNPLACED; n],
-            solution: vec![0; n],
-            min_offset: vec![0; n],
-            floor: vec![0; ns],
-            total,
-            cuts,
-            affected: vec![false; ns],
-        }
-    }
-
-    /// Solves the buffers `bufs`, all inside sections `[range.0, range.1)`, from scratch.
-    fn sub_solve(&mut self, bufs: &[u32], range: (u32, u32), preorder: Preorder) -> Status {
-        let c = self.c;
-        let key = |j: u32| {
+        // Twins: equal (span, size), chained in index order.
+        let mut by_shape: Vec<u32> = (0..c.items.len() as u32).collect();
+        by_shape.sort_unstable_by_key(|&j| {
             let j = j as usize;
-            let total = (c.lo[j]..=c.hi[j])
-                .map(|s| self.total[s as usize])
-                .max()
-                .unwrap_or(0);
-            let width = c.width[j].saturating_add(1);
-            let area = u128::from(c.size[j]) * u128::from(width);
-            match preorder {
-                Preorder::Wat => (
-                    Reverse(u128::from(width)),
-                    Reverse(area),
-                    Reverse(total as u128),
-                ),
-                Preorder::Taw => (
-                    Reverse(total as u128),
-                    Reverse(area),
-                    Reverse(u128::from(width)),
-                ),
-                Preorder::Twa => (
-                    Reverse(total as u128),
-                    Reverse(u128::from(width)),
-                    Reverse(area),
-                ),
-            }
-        };
-        let mut pre: Vec<u32> = bufs.to_vec();
-        pre.sort_by_cached_key(|&j| (key(j), j));
-        let ordering: Vec<(u64, u32)> = (0..pre.len() as u32).map(|p| (0, p)).collect();
-        self.search(range, &pre, &ordering, 0, 0, preorder)
-    }
-
-    fn search(
-        &mut self,
-        range: (u32, u32),
-        pre: &[u32],
-        orig: &[(u64, u32)],
-        last_offset: u64,
-        last_pre: u32,
-        preorder: Preorder,
-    ) -> Status {
-        if self.nodes >= self.nodes_budget {
-            return Status::NodeLimit;
-        }
-        if self.nodes.is_multiple_of(256) && self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Status::Deadline;
-        }
-        self.nodes += 1;
-        // Dynamic ordering: unplaced buffers by minimum offset, then preorder.
-        let mut ordering: Vec<(u64, u32)> = orig
-            .iter()
-            .filter(|&&(_, p)| self.assignment[pre[p as usize] as usize] == UNPLACED)
-            .map(|&(_, p)| (self.min_offset[pre[p as usize] as usize], p))
-            .collect();
-        if ordering.is_empty() {
-            for &j in pre {
-                self.solution[j as usize] = self.assignment[j as usize];
-            }
-            return Status::Found;
-        }
-        ordering.sort_unstable();
-        let min_height = ordering
-            .iter()
-            .map(|&(o, p)| o.saturating_add(self.c.size[pre[p as usize] as usize]))
-            .min()
-            .unwrap_or(u64::MAX);
-        for &(offset, p) in &ordering {
-            // Dominance (§4.3): at or above `min_height` some buffer fits underneath.
-            if offset >= min_height {
-                break;
-            }
-            // Canonical order (§4.1): offsets never decrease; ties in preorder.
-            if offset < last_offset || (offset == last_offset && p < last_pre) {
-                continue;
-            }
-            let j = pre[p as usize] as usize;
-            self.assignment[j] = offset;
-            let (offset_changes, floor_changes) = self.place(j);
-            let status = if self.check(range, offset) {
-                self.decompose(range, pre, &ordering, offset, p, j, preorder)
-            } else {
-                Status::NotFound
-            };
-            self.unplace(j, &offset_changes, &floor_changes);
-            self.assignment[j] = UNPLACED;
-            if status != Status::NotFound {
-                return status;
+            (c.lo[j], c.hi[j], c.size[j], j)
+        });
+        c.twin = vec![NO_TWIN; c.items.len()];
+        for w in by_shape.windows(2) {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            if (c.lo[a], c.hi[a], c.size[a]) == (c.lo[b], c.hi[b], c.size[b]) {
+                c.twin[b] = a as u32;
             }
         }
-        Status::NotFound
-    }
-
-    /// Places buffer `j` at its assigned offset: raises its neighbours' minimum offsets and
-    /// its sections' floors; returns what to restore.
-    #[allow(clippy::type_complexity)]
-    fn place(&mut self, j: usize) -> (Vec<(u32, u64)>, Vec<(u32, u64)>) {
-        let c = self.c;
-        let height = self.assignment[j].saturating_add(c.size[j]);
-        let mut offset_changes = Vec::new();
-        let mut touched = Vec::new();
-        for &o in &c.overlaps[j] {
-            let o = o as usize;
-            if self.assignment[o] == UNPLACED && self.min_offset[o] < height {
-                offset_changes.push((o as u32, self.min_offset[o]));
-                self.min_offset[o] = height;
-                for s in c.lo[o]..=c.hi[o] {
-                    if !self.affected[s as usize] {
-                        self.affected[s as usize] = true;
-                        touched.push(s);
-                    }
-                }
-            }
-        }
-        let mut floor_changes = Vec::new();
-        for s in c.lo[j]..=c.hi[j] {
-            let s = s as usize;
-            floor_changes.push((s as u32, self.floor[s]));
-            self.floor[s] = height;
-            self.total[s] -= c.size[j];
-        }
-        // A section's floor is at least the lowest minimum offset of its unplaced buffers.
-        // A raised buffer now has minimum offset `height` and is unplaced, so that lowest one
-        // is at most `height`: sections already that high need no scan.
-        for s in touched {
-            let s = s as usize;
-            self.affected[s] = false;
-            if self.floor[s] >= height {
-                continue;
-            }
-            let floor = self.floor[s];
-            let mut lowest = Some(u64::MAX);
-            for &b in &c.sections[s] {
-                let b = b as usize;
-                if self.assignment[b] == UNPLACED {
-                    let m = self.min_offset[b];
-                    if m <= floor {
-                        lowest = None;
-                        break;
-                    }
-                    lowest = lowest.map(|l| l.min(m));
-                }
-            }
-            if let Some(m) = lowest.filter(|&m| m != u64::MAX) {
-                if floor < m {
-                    floor_changes.push((s as u32, self.floor[s]));
-                    self.floor[s] = m;
-                }
-            }
-        }
-        (offset_changes, floor_changes)
-    }
-
-    fn unplace(&mut self, j: usize, offset_changes: &[(u32, u64)], floor_changes: &[(u32, u64)]) {
-        for &(s, f) in floor_changes.iter().rev() {
-            self.floor[s as usize] = f;
-        }
-        for s in self.c.lo[j]..=self.c.hi[j] {
-            self.total[s as usize] += self.c.size[j];
-        }
-        for &(o, m) in offset_changes.iter().rev() {
-            self.min_offset[o as usize] = m;
-        }
-    }
-
-    /// Cross-section inference (§4.2): floor + unplaced sizes must fit in every section.
-    fn check(&self, range: (u32, u32), offset: u64) -> bool {
-        (range.0..range.1).all(|s| {
-            let s = s as usize;
-            self.floor[s].max(offset).saturating_add(self.total[s]) <= self.capacity
-        })
-    }
-
-    /// Dynamic decomposition (§4.4): sections boundaries no unplaced buffer crosses any more
-    /// split the problem into independent ones.
-    #[allow(clippy::too_many_arguments)]
-    fn decompose(
-        &mut self,
-        range: (u32, u32),
-        pre: &[u32],
-        ordering: &[(u64, u32)],
-        offset: u64,
-        p: u32,
-        j: usize,
-        preorder: Preorder,
-    ) -> Status {
-        self.solution[j] = self.assignment[j];
-        let (lo, hi) = (self.c.lo[j], self.c.hi[j]);
-        let mut cutpoints = vec![range.0];
-        for s in lo..hi {
-            self.cuts[s as usize] -= 1;
-            if self.cuts[s as usize] == 0 {
-                cutpoints.push(s + 1);
-            }
-        }
-        let status = if cutpoints.len() == 1 {
-            self.search(range, pre, ordering, offset, p, preorder)
-        } else {
-            cutpoints.push(range.1);
-            let mut status = Status::Found;
-            for w in cutpoints.windows(2) {
-                let (a, b) = (w[0], w[1]);
-                let part: Vec<u32> = pre
-                    .iter()
-                    .copied()
-                    .filter(|&k| {
-                        let k = k as usize;
-                        self.assignment[k] == UNPLACED && self.c.lo[k] < b && self.c.hi[k] >= a
-                    })
-                    .collect();
-                if part.is_empty() {
-                    continue;
-                }
-                status = self.sub_solve(&part, (a, b), preorder);
-                if status != Status::Found {
-                    break;
-                }
-            }
-            status
-        };
-        for s in lo..hi {
-            self.cuts[s as usize] += 1;
-        }
-        status
+        c
     }
 }
