@@ -102,6 +102,8 @@ pub fn main_c(func: &Function, name: &str) -> String {
          #define MODEL_RUN {name}_run\n#define MODEL_SLAB {name}_slab_size"
     );
     s.push_str(MAIN_C);
+    // The guard helpers (called only by modules compiled with a guard).
+    s.push_str(crate::guard::GUARD_C);
     s
 }
 

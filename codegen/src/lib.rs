@@ -16,9 +16,12 @@
 //! `uint64_t <model>_slab_size(void)`. `inputs` and `outputs` must not overlap each other or
 //! the slab.
 
+pub mod embed;
 pub mod exe;
+pub mod guard;
 pub mod kernels;
 pub mod nest;
+pub mod relocate;
 pub mod storage;
 
 use inkwell::attributes::{Attribute, AttributeLoc};
@@ -109,6 +112,9 @@ pub struct Options {
     pub name: String,
     /// `native` (the host CPU's features), `generic`, or an LLVM CPU name.
     pub target_cpu: String,
+    /// Guard mode ([`guard`]): canaries after every slab buffer, checked after every op. The
+    /// module then calls `tir_guard_fill`/`tir_guard_check` ([`guard::GUARD_C`]).
+    pub guard: Option<guard::Guard>,
 }
 
 impl Options {
@@ -116,6 +122,7 @@ impl Options {
         Options {
             name: symbol_name(name),
             target_cpu: "native".into(),
+            guard: None,
         }
     }
 }
@@ -179,11 +186,18 @@ fn target_machine(target_cpu: &str) -> Result<TargetMachine, CodegenError> {
         .ok_or_else(|| CodegenError::Target(target_cpu.into(), "cannot create a machine".into()))
 }
 
+/// The optimisation pipeline. Kernels are specialised to shapes, not to offsets (those are
+/// the entry point's arguments), so ops with the same shapes and attributes get identical
+/// kernel functions (NASNet's repeated cells, ResNet's blocks): `mergefunc` folds them before
+/// `default<O3>` so that each distinct kernel is optimised and compiled once.
+const PIPELINE: &str = "mergefunc,default<O3>";
+
 /// Builds and optimises the LLVM module, then hands it to `f` (within the context's life).
 fn with_module<T>(
     b: &Bufferized,
     weights: &Weights,
     opts: &Options,
+    relocatable: bool,
     f: impl FnOnce(&LlModule, &TargetMachine) -> Result<T, CodegenError>,
 ) -> Result<T, CodegenError> {
     let machine = target_machine(&opts.target_cpu)?;
@@ -201,12 +215,12 @@ fn with_module<T>(
         features,
         width,
     };
-    gen.build(b, weights, &opts.name)?;
+    gen.build(b, weights, &opts.name, opts.guard.as_ref(), relocatable)?;
     module
         .verify()
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     module
-        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+        .run_passes(PIPELINE, &machine, PassBuilderOptions::create())
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     f(&module, &machine)
 }
@@ -218,7 +232,7 @@ pub fn emit(
     opts: &Options,
     what: Artifact,
 ) -> Result<Vec<u8>, CodegenError> {
-    with_module(b, weights, opts, |module, machine| match what {
+    with_module(b, weights, opts, false, |module, machine| match what {
         Artifact::Llvm => Ok(module.print_to_string().to_bytes().to_vec()),
         Artifact::Object | Artifact::Asm => {
             let ft = if what == Artifact::Object {
@@ -241,6 +255,20 @@ pub fn jit_run(
     weights: &Weights,
     inputs: &[&[f32]],
 ) -> Result<Vec<Vec<f32>>, CodegenError> {
+    let mut all = jit_run_plans(b, weights, inputs, &[])?;
+    Ok(all.swap_remove(0))
+}
+
+/// Compiles `b` once and runs it on `inputs` under its own plan (`<model>_run`), then under
+/// each of `others` (through `<model>_run_at` with their offsets and slab size): other plans
+/// of the same module whose [`relocate::structure`] equals `b`'s. Returns one output set per
+/// run, `b`'s first.
+pub fn jit_run_plans(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[&[f32]],
+    others: &[&Bufferized],
+) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
     let func = b.func();
     if inputs.len() != func.params.len() {
         return Err(CodegenError::Llvm(format!(
@@ -259,36 +287,74 @@ pub fn jit_run(
             )));
         }
     }
+    let shape = relocate::structure(func);
+    for o in others {
+        if relocate::structure(o.func()) != shape {
+            return Err(CodegenError::Llvm(
+                "a plan to run has another bufferized structure".into(),
+            ));
+        }
+    }
     let opts = Options::native("jit");
-    with_module(b, weights, &opts, |module, _| {
+    with_module(b, weights, &opts, !others.is_empty(), |module, _| {
         let ee = module
             .create_jit_execution_engine(OptimizationLevel::Aggressive)
             .map_err(|e| CodegenError::Llvm(e.to_string()))?;
-        let addr = ee
+        let run_addr = ee
             .get_function_address("jit_run")
             .map_err(|e| CodegenError::Llvm(e.to_string()))?;
-        let mut outs: Vec<Vec<f32>> = func
-            .result_types
-            .iter()
-            .map(|t| vec![0f32; t.num_elements().unwrap_or(0) as usize])
-            .collect();
-        // 64-byte aligned slab, as the executable allocates it.
-        let words = (b.slab_size() as usize).div_ceil(64).max(1);
-        let mut slab = vec![[0u8; 64]; words];
+        let at_addr = if others.is_empty() {
+            0
+        } else {
+            ee.get_function_address("jit_run_at")
+                .map_err(|e| CodegenError::Llvm(e.to_string()))?
+        };
         let in_ptrs: Vec<*const u8> = inputs.iter().map(|x| x.as_ptr() as *const u8).collect();
-        let out_ptrs: Vec<*mut u8> = outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
-        type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
-        // SAFETY: `jit_run` was generated with exactly this signature; the buffers have the
-        // sizes the module was compiled for (checked above) and outlive the call.
-        unsafe {
-            let run: RunFn = std::mem::transmute::<usize, RunFn>(addr);
-            run(
-                in_ptrs.as_ptr(),
-                out_ptrs.as_ptr(),
-                slab.as_mut_ptr() as *mut u8,
-            );
+        let mut results = Vec::new();
+        for plan in 0..=others.len() {
+            let mut outs: Vec<Vec<f32>> = func
+                .result_types
+                .iter()
+                .map(|t| vec![0f32; t.num_elements().unwrap_or(0) as usize])
+                .collect();
+            let out_ptrs: Vec<*mut u8> =
+                outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
+            let size = if plan == 0 {
+                b.slab_size()
+            } else {
+                others[plan - 1].slab_size()
+            };
+            // 64-byte aligned slab, as the executable allocates it.
+            let words = (size as usize).div_ceil(64).max(1);
+            let mut slab = vec![[0u8; 64]; words];
+            type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
+            type RunAtFn =
+                unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8, *const u64);
+            // SAFETY: the entry points were generated with exactly these signatures; the
+            // buffers have the sizes the module was compiled for (checked above), the slab
+            // the size of the plan whose offsets are passed, and all outlive the call.
+            unsafe {
+                if plan == 0 {
+                    let run: RunFn = std::mem::transmute::<usize, RunFn>(run_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                    );
+                } else {
+                    let offsets = relocate::alloc_offsets(others[plan - 1].func());
+                    let run: RunAtFn = std::mem::transmute::<usize, RunAtFn>(at_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                        offsets.as_ptr(),
+                    );
+                }
+            }
+            results.push(outs);
         }
-        Ok(outs)
+        Ok(results)
     })
 }
 
@@ -367,7 +433,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             .ok_or_else(|| CodegenError::Llvm("missing kernel parameter".into()))
     }
 
-    fn build(&self, b: &Bufferized, weights: &Weights, name: &str) -> R<()> {
+    fn build(
+        &self,
+        b: &Bufferized,
+        weights: &Weights,
+        name: &str,
+        guard: Option<&guard::Guard>,
+        relocatable: bool,
+    ) -> R<()> {
         let func = b.func();
         for (v, d) in func.values.iter() {
             if let Some(t) = d.known_type() {
@@ -411,13 +484,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             .add_function(&format!("{name}_run"), run_ty, None);
         self.attrs(run);
         let run_entry = self.ctx.append_basic_block(run, "entry");
-        let mut calls: Vec<(FunctionValue<'ctx>, Vec<Loc>)> = Vec::new();
+        // The kernels of each op, by layout index (the guard checks between ops).
+        let mut per_op: Vec<Vec<kernels::Call<'ctx>>> = Vec::new();
         for (idx, (id, op)) in func.ops_in_order().enumerate() {
             let kname = format!("k{idx}_{}", op.op.name());
-            let emitted = kernels::emit_op(self, func, &storage, id, &kname)?;
-            calls.extend(emitted);
+            per_op.push(kernels::emit_op(self, func, &storage, id, &kname)?);
         }
-        calls.extend(kernels::emit_returns(self, func, &storage)?);
+        per_op.push(kernels::emit_returns(self, func, &storage)?);
 
         self.builder.position_at_end(run_entry);
         let kr = self.k(run);
@@ -426,44 +499,62 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let slab = self.param(run, 2)?;
         let mut bases: Vec<(Base, PointerValue<'ctx>)> = Vec::new();
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
-        for (kernel, locs) in calls {
-            let mut args = Vec::with_capacity(locs.len());
-            for loc in locs {
-                let base = match bases.iter().find(|(b, _)| *b == loc.base) {
-                    Some(&(_, p)) => p,
-                    None => {
-                        let p = match loc.base {
-                            Base::Slab => slab,
-                            Base::Input(i) | Base::Output(i) => {
-                                let arr = if matches!(loc.base, Base::Input(_)) {
-                                    inputs
-                                } else {
-                                    outputs
-                                };
-                                // SAFETY: the arrays hold one pointer per input/output.
-                                let q = llvm(unsafe {
-                                    self.builder
-                                        .build_in_bounds_gep(arr, &[kr.c(i as i64)], "pp")
-                                })?;
-                                llvm(self.builder.build_load(q, "base"))?.into_pointer_value()
-                            }
-                            Base::Weight(w) => globals[w],
-                        };
-                        bases.push((loc.base, p));
-                        p
-                    }
-                };
-                // SAFETY: the offset lies inside the base's allocation (the plan is checked).
-                let p = llvm(unsafe {
-                    self.builder
-                        .build_in_bounds_gep(base, &[kr.c(loc.offset as i64)], "t")
-                })?;
-                let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
-                args.push(p.into());
+        let guarded = match guard {
+            Some(gd) => Some(self.guard_setup(func, &storage, gd)?),
+            None => None,
+        };
+        for (idx, calls) in per_op.iter().enumerate() {
+            if let (Some(gd), Some(gs)) = (guard, &guarded) {
+                self.guard_fill(gs, gd, slab, idx)?;
             }
-            llvm(self.builder.build_call(kernel, &args, ""))?;
+            for &(kernel, ref locs) in calls {
+                let mut args = Vec::with_capacity(locs.len());
+                for &loc in locs {
+                    let base = match bases.iter().find(|(b, _)| *b == loc.base) {
+                        Some(&(_, p)) => p,
+                        None => {
+                            let p = match loc.base {
+                                Base::Slab => slab,
+                                Base::Input(i) | Base::Output(i) => {
+                                    let arr = if matches!(loc.base, Base::Input(_)) {
+                                        inputs
+                                    } else {
+                                        outputs
+                                    };
+                                    // SAFETY: the arrays hold one pointer per input/output.
+                                    let q = llvm(unsafe {
+                                        self.builder.build_in_bounds_gep(
+                                            arr,
+                                            &[kr.c(i as i64)],
+                                            "pp",
+                                        )
+                                    })?;
+                                    llvm(self.builder.build_load(q, "base"))?.into_pointer_value()
+                                }
+                                Base::Weight(w) => globals[w],
+                            };
+                            bases.push((loc.base, p));
+                            p
+                        }
+                    };
+                    // SAFETY: the offset lies inside the base's allocation (the plan is checked).
+                    let p = llvm(unsafe {
+                        self.builder
+                            .build_in_bounds_gep(base, &[kr.c(loc.offset as i64)], "t")
+                    })?;
+                    let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
+                    args.push(p.into());
+                }
+                llvm(self.builder.build_call(kernel, &args, ""))?;
+            }
+            if let (Some(gd), Some(gs)) = (guard, &guarded) {
+                self.guard_after(gs, gd, func, &storage, slab, idx)?;
+            }
         }
         llvm(self.builder.build_return(None))?;
+        if relocatable {
+            self.emit_run_at(name, func, &storage, &per_op, &globals)?;
+        }
         Ok(())
     }
 

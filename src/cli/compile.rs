@@ -1,4 +1,7 @@
-//! `tirc compile MODEL.tir -o OUT [--emit exe|obj|llvm|asm]`: plan, bufferize, generate code.
+//! `tirc compile MODEL.tir -o OUT [--emit exe|obj|lib|llvm|asm] [--guard]`: plan, bufferize,
+//! generate code. `lib` writes a static library at OUT and its C header next to it
+//! (`OUT` with extension `.h`); `--guard` plans padded buffers and checks canaries after every
+//! op (`tir_codegen::guard`).
 
 use super::{input, Failure};
 use std::path::{Path, PathBuf};
@@ -11,6 +14,7 @@ use tir_passes::pipeline::{parse_pipeline, run_pipeline};
 pub enum Emit {
     Exe,
     Obj,
+    Lib,
     Llvm,
     Asm,
 }
@@ -24,10 +28,24 @@ pub struct Options {
     pub weights: Option<PathBuf>,
     pub seed: u64,
     pub target_cpu: String,
+    pub guard: bool,
+    /// Test-only: inject an out-of-bounds store after the op of this layout index.
+    pub guard_fault_op: Option<usize>,
 }
+
+/// Canary bytes after every buffer in guard mode (a cache line, so alignment is kept).
+const GUARD_BYTES: u64 = 64;
 
 pub fn run(o: Options) -> Result<(), Failure> {
     let start = Instant::now();
+    if o.guard && o.emit != Emit::Exe {
+        return Err(Failure::Usage(
+            "--guard needs --emit exe (the executable holds the canary checks' report)".into(),
+        ));
+    }
+    if o.guard_fault_op.is_some() && !o.guard {
+        return Err(Failure::Usage("--guard-fault-op needs --guard".into()));
+    }
     let (_, mut module) = input::load_module(&o.model)?;
     let name = o.model.display().to_string();
     let err = |msg: String| {
@@ -42,6 +60,9 @@ pub fn run(o: Options) -> Result<(), Failure> {
         None => Weights::generate(&module, o.seed).map_err(|e| err(e.to_string()))?,
     };
     let mut plan = format!("sharing={}", !o.no_sharing);
+    if o.guard {
+        plan = format!("guard={GUARD_BYTES},{plan}");
+    }
     if let Some(s) = &o.strategy {
         plan = format!("strategy={s},{plan}");
     }
@@ -59,9 +80,13 @@ pub fn run(o: Options) -> Result<(), Failure> {
     let cg = CgOptions {
         name: symbol.clone(),
         target_cpu: o.target_cpu.clone(),
+        guard: o.guard.then_some(tir_codegen::guard::Guard {
+            bytes: GUARD_BYTES,
+            fault_after_op: o.guard_fault_op,
+        }),
     };
     let artifact = match o.emit {
-        Emit::Exe | Emit::Obj => Artifact::Object,
+        Emit::Exe | Emit::Obj | Emit::Lib => Artifact::Object,
         Emit::Llvm => Artifact::Llvm,
         Emit::Asm => Artifact::Asm,
     };
@@ -71,6 +96,11 @@ pub fn run(o: Options) -> Result<(), Failure> {
         Emit::Exe => {
             let main = tir_codegen::exe::main_c(proof.func(), &symbol);
             tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
+        }
+        Emit::Lib => {
+            let header = tir_codegen::embed::header(proof.func(), &symbol);
+            tir_codegen::embed::archive(&bytes, &symbol, &o.output).map_err(err)?;
+            input::write_atomic(&o.output.with_extension("h"), header.as_bytes())?;
         }
         _ => input::write_atomic(&o.output, &bytes)?,
     }

@@ -171,6 +171,13 @@ pub enum Command {
         /// `native` (host CPU features), `generic`, or an LLVM CPU name.
         #[arg(long, default_value = "native")]
         target_cpu: String,
+        /// Guard mode: canary bytes after every slab buffer, checked after every op; an op
+        /// writing out of bounds is reported by name and the executable exits with status 3.
+        #[arg(long)]
+        guard: bool,
+        /// Test-only: make the op of this layout index write past its result.
+        #[arg(long, hide = true)]
+        guard_fault_op: Option<usize>,
     },
     /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
     Import {
@@ -245,6 +252,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             weights,
             seed,
             target_cpu,
+            guard,
+            guard_fault_op,
         } => compile::run(compile::Options {
             model,
             output,
@@ -254,6 +263,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             weights,
             seed,
             target_cpu,
+            guard,
+            guard_fault_op,
         }),
         Command::Import {
             model,
