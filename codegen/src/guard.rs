@@ -27,10 +27,10 @@ use tir_ir::{EntityRef, Function, Op, Value};
 pub struct Guard {
     /// Canary bytes after every buffer (the plan must pad by at least this much).
     pub bytes: u64,
-    /// Test-only fault injection: after the op of this layout index, one float is stored
-    /// just past the end of its first result, as a kernel with an off-by-one would. The
+    /// Test-only fault injection: after the op whose first result has this name, one float
+    /// is stored just past the end of the result, as a kernel with an off-by-one would. The
     /// guard must report that op.
-    pub fault_after_op: Option<usize>,
+    pub fault_after: Option<String>,
 }
 
 /// A guarded buffer: slab bytes `[offset, offset + size)`, canary after it, live over the ops
@@ -240,10 +240,12 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     ) -> R<()> {
         let i64t = self.ctx.i64_type();
         let op = func.ops_in_order().nth(idx).map(|(_, d)| d);
-        if gd.fault_after_op == Some(idx) {
-            let r = op.and_then(|d| d.results.first().copied()).ok_or_else(|| {
-                CodegenError::Llvm(format!("guard fault: op #{idx} has no result"))
-            })?;
+        let first = op.and_then(|d| d.results.first().copied());
+        let faulty = match (&gd.fault_after, first) {
+            (Some(n), Some(r)) => func.values[r].name == n.trim_start_matches('%'),
+            _ => false,
+        };
+        if let (true, Some(r)) = (faulty, first) {
             let loc = st.of(func, r)?;
             let bytes = func.ty(r).and_then(|t| t.num_elements()).unwrap_or(0) * 4;
             if loc.base != Base::Slab {

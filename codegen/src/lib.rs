@@ -115,6 +115,9 @@ pub struct Options {
     /// Guard mode ([`guard`]): canaries after every slab buffer, checked after every op. The
     /// module then calls `tir_guard_fill`/`tir_guard_check` ([`guard::GUARD_C`]).
     pub guard: Option<guard::Guard>,
+    /// LLVM optimisation level, 0–3 (3 for artifacts; tests may trade speed of the code for
+    /// compile time: the results do not depend on it, no fast-math flags are used).
+    pub opt_level: u8,
 }
 
 impl Options {
@@ -123,6 +126,7 @@ impl Options {
             name: symbol_name(name),
             target_cpu: "native".into(),
             guard: None,
+            opt_level: 3,
         }
     }
 }
@@ -167,7 +171,16 @@ pub fn target_spec(target_cpu: &str) -> (String, String, u32) {
     (cpu, features, width)
 }
 
-fn target_machine(target_cpu: &str) -> Result<TargetMachine, CodegenError> {
+fn llvm_level(opt_level: u8) -> OptimizationLevel {
+    match opt_level {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    }
+}
+
+fn target_machine(target_cpu: &str, opt_level: u8) -> Result<TargetMachine, CodegenError> {
     Target::initialize_native(&InitializationConfig::default())
         .map_err(|e| CodegenError::Target(target_cpu.into(), e))?;
     let triple = TargetMachine::get_default_triple();
@@ -179,7 +192,7 @@ fn target_machine(target_cpu: &str) -> Result<TargetMachine, CodegenError> {
             &triple,
             &cpu,
             &features,
-            OptimizationLevel::Aggressive,
+            llvm_level(opt_level),
             RelocMode::PIC,
             CodeModel::Default,
         )
@@ -190,7 +203,9 @@ fn target_machine(target_cpu: &str) -> Result<TargetMachine, CodegenError> {
 /// the entry point's arguments), so ops with the same shapes and attributes get identical
 /// kernel functions (NASNet's repeated cells, ResNet's blocks): `mergefunc` folds them before
 /// `default<O3>` so that each distinct kernel is optimised and compiled once.
-const PIPELINE: &str = "mergefunc,default<O3>";
+fn pipeline(opt_level: u8) -> String {
+    format!("mergefunc,default<O{}>", opt_level.min(3))
+}
 
 /// Builds and optimises the LLVM module, then hands it to `f` (within the context's life).
 fn with_module<T>(
@@ -200,7 +215,7 @@ fn with_module<T>(
     relocatable: bool,
     f: impl FnOnce(&LlModule, &TargetMachine) -> Result<T, CodegenError>,
 ) -> Result<T, CodegenError> {
-    let machine = target_machine(&opts.target_cpu)?;
+    let machine = target_machine(&opts.target_cpu, opts.opt_level)?;
     let ctx = Context::create();
     let module = ctx.create_module(&opts.name);
     module.set_triple(&machine.get_triple());
@@ -220,7 +235,11 @@ fn with_module<T>(
         .verify()
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     module
-        .run_passes(PIPELINE, &machine, PassBuilderOptions::create())
+        .run_passes(
+            &pipeline(opts.opt_level),
+            &machine,
+            PassBuilderOptions::create(),
+        )
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     f(&module, &machine)
 }
@@ -255,19 +274,20 @@ pub fn jit_run(
     weights: &Weights,
     inputs: &[&[f32]],
 ) -> Result<Vec<Vec<f32>>, CodegenError> {
-    let mut all = jit_run_plans(b, weights, inputs, &[])?;
+    let mut all = jit_run_plans(b, weights, inputs, &[], 3)?;
     Ok(all.swap_remove(0))
 }
 
 /// Compiles `b` once and runs it on `inputs` under its own plan (`<model>_run`), then under
 /// each of `others` (through `<model>_run_at` with their offsets and slab size): other plans
 /// of the same module whose [`relocate::structure`] equals `b`'s. Returns one output set per
-/// run, `b`'s first.
+/// run, `b`'s first. `opt_level` as [`Options::opt_level`].
 pub fn jit_run_plans(
     b: &Bufferized,
     weights: &Weights,
     inputs: &[&[f32]],
     others: &[&Bufferized],
+    opt_level: u8,
 ) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
     let func = b.func();
     if inputs.len() != func.params.len() {
@@ -295,10 +315,13 @@ pub fn jit_run_plans(
             ));
         }
     }
-    let opts = Options::native("jit");
+    let opts = Options {
+        opt_level,
+        ..Options::native("jit")
+    };
     with_module(b, weights, &opts, !others.is_empty(), |module, _| {
         let ee = module
-            .create_jit_execution_engine(OptimizationLevel::Aggressive)
+            .create_jit_execution_engine(llvm_level(opt_level))
             .map_err(|e| CodegenError::Llvm(e.to_string()))?;
         let run_addr = ee
             .get_function_address("jit_run")

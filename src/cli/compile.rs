@@ -29,8 +29,9 @@ pub struct Options {
     pub seed: u64,
     pub target_cpu: String,
     pub guard: bool,
-    /// Test-only: inject an out-of-bounds store after the op of this layout index.
-    pub guard_fault_op: Option<usize>,
+    /// Test-only: inject an out-of-bounds store after the op defining this value.
+    pub guard_fault_op: Option<String>,
+    pub opt_level: u8,
 }
 
 /// Canary bytes after every buffer in guard mode (a cache line, so alignment is kept).
@@ -82,8 +83,9 @@ pub fn run(o: Options) -> Result<(), Failure> {
         target_cpu: o.target_cpu.clone(),
         guard: o.guard.then_some(tir_codegen::guard::Guard {
             bytes: GUARD_BYTES,
-            fault_after_op: o.guard_fault_op,
+            fault_after: o.guard_fault_op.clone(),
         }),
+        opt_level: o.opt_level,
     };
     let artifact = match o.emit {
         Emit::Exe | Emit::Obj | Emit::Lib => Artifact::Object,
