@@ -8,6 +8,16 @@
 //! `coordinate_transformation_mode` and `nearest_mode`) written independently of the reference
 //! interpreter, which checks them (`codegen/tests/kernels.rs`).
 
+use super::{bytes_of, contiguous, dims, unsupported, Call};
+use crate::nest::{llvm, K, R};
+use crate::storage::Storage;
+use crate::{Arg, Gen};
+use inkwell::module::Linkage;
+use inkwell::values::{FloatValue, IntValue, PointerValue};
+use inkwell::AddressSpace;
+use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode};
+use tir_ir::{Activation, Function, OpData};
+
 /// The input index of the (possibly out-of-range) index `i` on an axis of `len` elements:
 /// `reflect` mirrors without repeating the edge (ONNX: `-1 → 1`, `len → len - 2`), `edge`
 /// clamps. Constant padding never asks.
@@ -103,16 +113,6 @@ fn resize_taps(rz: &Resize, input: usize, output: usize) -> Vec<ResizeTap> {
         .collect()
 }
 
-use super::{bytes_of, contiguous, dims, unsupported, Call};
-use crate::nest::{llvm, K, R};
-use crate::storage::Storage;
-use crate::{Arg, Gen};
-use inkwell::module::Linkage;
-use inkwell::values::{FloatValue, IntValue, PointerValue};
-use inkwell::AddressSpace;
-use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode};
-use tir_ir::{Activation, Function, OpData};
-
 /// A private constant `i64` table.
 fn table_i64<'a, 'c>(g: &Gen<'a, 'c>, name: &str, data: &[i64]) -> PointerValue<'c> {
     let t = g.ctx.i64_type();
@@ -198,6 +198,7 @@ pub(super) fn pad_gather<'a, 'c>(
     let f = g.kernel(name, &args, &[false, true]);
     let k = g.k(f);
     let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
+    #[allow(clippy::too_many_arguments)]
     fn rec<'a, 'c>(
         k: &K<'a, 'c>,
         d: usize,
@@ -253,12 +254,12 @@ pub(super) fn resize<'a, 'c>(
     let y0 = table_i64(
         g,
         &format!("{name}_y0"),
-        &ys.iter().map(|t| t.i0 as i64 * w).collect::<Vec<_>>(),
+        &ys.iter().map(|t| t.i0 * w).collect::<Vec<_>>(),
     );
     let y1 = table_i64(
         g,
         &format!("{name}_y1"),
-        &ys.iter().map(|t| t.i1 as i64 * w).collect::<Vec<_>>(),
+        &ys.iter().map(|t| t.i1 * w).collect::<Vec<_>>(),
     );
     let ly = table_f64(
         g,
@@ -268,12 +269,12 @@ pub(super) fn resize<'a, 'c>(
     let x0 = table_i64(
         g,
         &format!("{name}_x0"),
-        &xs.iter().map(|t| t.i0 as i64).collect::<Vec<_>>(),
+        &xs.iter().map(|t| t.i0).collect::<Vec<_>>(),
     );
     let x1 = table_i64(
         g,
         &format!("{name}_x1"),
-        &xs.iter().map(|t| t.i1 as i64).collect::<Vec<_>>(),
+        &xs.iter().map(|t| t.i1).collect::<Vec<_>>(),
     );
     let lx = table_f64(
         g,
