@@ -108,6 +108,8 @@ pub fn main_c(func: &Function, name: &str) -> String {
          #define MODEL_RUN_PROFILED {name}_run_profiled\n#define MODEL_PROFILE_INFO {name}_profile_info"
     );
     s.push_str(MAIN_C);
+    // The guard helpers (called only by modules compiled with a guard).
+    s.push_str(crate::guard::GUARD_C);
     s
 }
 

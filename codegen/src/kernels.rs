@@ -11,6 +11,8 @@
 //!   (`W` f32 lanes of the target), the contiguous output dimension innermost, bias and
 //!   activation in the epilogue.
 
+mod gather;
+
 use crate::nest::{llvm, K, R};
 use crate::storage::{is_view, Loc, Storage};
 use crate::{Arg, CodegenError, Gen};
@@ -599,7 +601,7 @@ pub(crate) fn emit_op<'a, 'c>(
         }
         Op::Pad { pads, mode, value } => {
             if *mode != PadMode::Constant {
-                return Err(unsupported(func, op, "only constant padding has a kernel"));
+                return gather::pad_gather(g, func, st, op, pads, *mode, name);
             }
             let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
             let x = op.operands[0];
@@ -626,9 +628,8 @@ pub(crate) fn emit_op<'a, 'c>(
             Ok(calls)
         }
         Op::LayerNorm { axis, epsilon } => layer_norm(g, func, st, op, *axis, *epsilon, name),
-        Op::ReduceMean { .. } | Op::Resize(_) => {
-            Err(unsupported(func, op, "this op has no kernel yet"))
-        }
+        Op::ReduceMean { axes, .. } => gather::reduce_mean(g, func, st, op, axes, name),
+        Op::Resize(rz) => gather::resize(g, func, st, op, rz, name),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
             Err(unsupported(func, op, "unreachable view"))
         }
@@ -1140,15 +1141,6 @@ fn gemm_op<'a, 'c>(
     let (m, n) = (od[0], od[1]);
     let kk = if gm.trans_a { ad[0] } else { ad[1] };
     let b_pre_transposed = gm.trans_b && st.transposed.contains(&b);
-    // Without a contiguous B row the micro-kernel cannot run; B is then copied transposed
-    // into... nothing: say so rather than run slowly in silence.
-    if gm.trans_b && !b_pre_transposed {
-        return Err(unsupported(
-            func,
-            op,
-            "gemm with trans_b needs B to be a weight used only here",
-        ));
-    }
     let _ = bd;
     let args: Vec<Arg> = [a, b, r]
         .iter()
@@ -1159,35 +1151,51 @@ fn gemm_op<'a, 'c>(
             })
         })
         .collect::<R<_>>()?;
-    let f = g.kernel(name, &args, &[false, false, true]);
-    let k = g.k(f);
-    let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
-    let spec = Gemm {
-        a: pa,
-        a_rs: if gm.trans_a { 1 } else { kk },
-        a_cs: if gm.trans_a { m } else { 1 },
-        b: pb,
-        b_rs: n,
-        c: po,
-        c_rs: n,
-        m,
-        n,
-        k: kk,
-    };
     // With C, the activation waits for `+ beta * C` (a second, element-wise kernel).
     let act = if cin.is_some() { None } else { gm.activation };
-    gemm(
-        &k,
-        g.width,
-        &spec,
-        Epilogue {
-            alpha: gm.alpha as f32 as f64,
-            row_bias: None,
+    let mut calls = Vec::new();
+    if gm.trans_b && !b_pre_transposed {
+        // B is computed, so no contiguous B row for the micro-kernel: dot products instead.
+        let a3 = [args[0], args[1], args[2]];
+        let alpha = gm.alpha as f32 as f64;
+        calls.push(gather::gemm_nt(
+            g,
+            &a3,
+            (m, n, kk),
+            gm.trans_a,
+            alpha,
             act,
-        },
-    )?;
-    llvm(g.builder.build_return(None))?;
-    let mut calls = vec![(f, args.iter().map(|a| a.loc).collect::<Vec<_>>())];
+            name,
+        )?);
+    } else {
+        let f = g.kernel(name, &args, &[false, false, true]);
+        let k = g.k(f);
+        let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
+        let spec = Gemm {
+            a: pa,
+            a_rs: if gm.trans_a { 1 } else { kk },
+            a_cs: if gm.trans_a { m } else { 1 },
+            b: pb,
+            b_rs: n,
+            c: po,
+            c_rs: n,
+            m,
+            n,
+            k: kk,
+        };
+        gemm(
+            &k,
+            g.width,
+            &spec,
+            Epilogue {
+                alpha: gm.alpha as f32 as f64,
+                row_bias: None,
+                act,
+            },
+        )?;
+        llvm(g.builder.build_return(None))?;
+        calls.push((f, args.iter().map(|a| a.loc).collect::<Vec<_>>()));
+    }
     if let Some(cv) = cin {
         let cd = dims(func, cv)?;
         let beta = gm.beta as f32 as f64;

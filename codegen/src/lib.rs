@@ -17,11 +17,14 @@
 //! the slab.
 
 pub mod depthwise;
+pub mod embed;
 pub mod exe;
+pub mod guard;
 pub mod im2col;
 pub mod kernels;
 pub mod nest;
 pub mod profile;
+pub mod relocate;
 pub mod storage;
 
 use inkwell::attributes::{Attribute, AttributeLoc};
@@ -112,6 +115,12 @@ pub struct Options {
     pub name: String,
     /// `native` (the host CPU's features), `generic`, or an LLVM CPU name.
     pub target_cpu: String,
+    /// Guard mode ([`guard`]): canaries after every slab buffer, checked after every op. The
+    /// module then calls `tir_guard_fill`/`tir_guard_check` ([`guard::GUARD_C`]).
+    pub guard: Option<guard::Guard>,
+    /// LLVM optimisation level, 0–3 (3 for artifacts; tests may trade speed of the code for
+    /// compile time: the results do not depend on it, no fast-math flags are used).
+    pub opt_level: u8,
 }
 
 impl Options {
@@ -119,6 +128,8 @@ impl Options {
         Options {
             name: symbol_name(name),
             target_cpu: "native".into(),
+            guard: None,
+            opt_level: 3,
         }
     }
 }
@@ -163,7 +174,16 @@ pub fn target_spec(target_cpu: &str) -> (String, String, u32) {
     (cpu, features, width)
 }
 
-fn target_machine(target_cpu: &str) -> Result<TargetMachine, CodegenError> {
+fn llvm_level(opt_level: u8) -> OptimizationLevel {
+    match opt_level {
+        0 => OptimizationLevel::None,
+        1 => OptimizationLevel::Less,
+        2 => OptimizationLevel::Default,
+        _ => OptimizationLevel::Aggressive,
+    }
+}
+
+fn target_machine(target_cpu: &str, opt_level: u8) -> Result<TargetMachine, CodegenError> {
     Target::initialize_native(&InitializationConfig::default())
         .map_err(|e| CodegenError::Target(target_cpu.into(), e))?;
     let triple = TargetMachine::get_default_triple();
@@ -175,11 +195,19 @@ fn target_machine(target_cpu: &str) -> Result<TargetMachine, CodegenError> {
             &triple,
             &cpu,
             &features,
-            OptimizationLevel::Aggressive,
+            llvm_level(opt_level),
             RelocMode::PIC,
             CodeModel::Default,
         )
         .ok_or_else(|| CodegenError::Target(target_cpu.into(), "cannot create a machine".into()))
+}
+
+/// The optimisation pipeline. Kernels are specialised to shapes, not to offsets (those are
+/// the entry point's arguments), so ops with the same shapes and attributes get identical
+/// kernel functions (NASNet's repeated cells, ResNet's blocks): `mergefunc` folds them before
+/// `default<O3>` so that each distinct kernel is optimised and compiled once.
+fn pipeline(opt_level: u8) -> String {
+    format!("mergefunc,default<O{}>", opt_level.min(3))
 }
 
 /// Builds and optimises the LLVM module, then hands it to `f` (within the context's life).
@@ -187,9 +215,10 @@ fn with_module<T>(
     b: &Bufferized,
     weights: &Weights,
     opts: &Options,
+    relocatable: bool,
     f: impl FnOnce(&LlModule, &TargetMachine) -> Result<T, CodegenError>,
 ) -> Result<T, CodegenError> {
-    let machine = target_machine(&opts.target_cpu)?;
+    let machine = target_machine(&opts.target_cpu, opts.opt_level)?;
     let ctx = Context::create();
     let module = ctx.create_module(&opts.name);
     module.set_triple(&machine.get_triple());
@@ -204,12 +233,16 @@ fn with_module<T>(
         features,
         width,
     };
-    gen.build(b, weights, &opts.name)?;
+    gen.build(b, weights, &opts.name, opts.guard.as_ref(), relocatable)?;
     module
         .verify()
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     module
-        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+        .run_passes(
+            &pipeline(opts.opt_level),
+            &machine,
+            PassBuilderOptions::create(),
+        )
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
     f(&module, &machine)
 }
@@ -221,7 +254,7 @@ pub fn emit(
     opts: &Options,
     what: Artifact,
 ) -> Result<Vec<u8>, CodegenError> {
-    with_module(b, weights, opts, |module, machine| match what {
+    with_module(b, weights, opts, false, |module, machine| match what {
         Artifact::Llvm => Ok(module.print_to_string().to_bytes().to_vec()),
         Artifact::Object | Artifact::Asm => {
             let ft = if what == Artifact::Object {
@@ -244,6 +277,21 @@ pub fn jit_run(
     weights: &Weights,
     inputs: &[&[f32]],
 ) -> Result<Vec<Vec<f32>>, CodegenError> {
+    let mut all = jit_run_plans(b, weights, inputs, &[], 3)?;
+    Ok(all.swap_remove(0))
+}
+
+/// Compiles `b` once and runs it on `inputs` under its own plan (`<model>_run`), then under
+/// each of `others` (through `<model>_run_at` with their offsets and slab size): other plans
+/// of the same module whose [`relocate::structure`] equals `b`'s. Returns one output set per
+/// run, `b`'s first. `opt_level` as [`Options::opt_level`].
+pub fn jit_run_plans(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[&[f32]],
+    others: &[&Bufferized],
+    opt_level: u8,
+) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
     let func = b.func();
     if inputs.len() != func.params.len() {
         return Err(CodegenError::Llvm(format!(
@@ -262,36 +310,77 @@ pub fn jit_run(
             )));
         }
     }
-    let opts = Options::native("jit");
-    with_module(b, weights, &opts, |module, _| {
+    let shape = relocate::structure(func);
+    for o in others {
+        if relocate::structure(o.func()) != shape {
+            return Err(CodegenError::Llvm(
+                "a plan to run has another bufferized structure".into(),
+            ));
+        }
+    }
+    let opts = Options {
+        opt_level,
+        ..Options::native("jit")
+    };
+    with_module(b, weights, &opts, !others.is_empty(), |module, _| {
         let ee = module
-            .create_jit_execution_engine(OptimizationLevel::Aggressive)
+            .create_jit_execution_engine(llvm_level(opt_level))
             .map_err(|e| CodegenError::Llvm(e.to_string()))?;
-        let addr = ee
+        let run_addr = ee
             .get_function_address("jit_run")
             .map_err(|e| CodegenError::Llvm(e.to_string()))?;
-        let mut outs: Vec<Vec<f32>> = func
-            .result_types
-            .iter()
-            .map(|t| vec![0f32; t.num_elements().unwrap_or(0) as usize])
-            .collect();
-        // 64-byte aligned slab, as the executable allocates it.
-        let words = (b.slab_size() as usize).div_ceil(64).max(1);
-        let mut slab = vec![[0u8; 64]; words];
+        let at_addr = if others.is_empty() {
+            0
+        } else {
+            ee.get_function_address("jit_run_at")
+                .map_err(|e| CodegenError::Llvm(e.to_string()))?
+        };
         let in_ptrs: Vec<*const u8> = inputs.iter().map(|x| x.as_ptr() as *const u8).collect();
-        let out_ptrs: Vec<*mut u8> = outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
-        type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
-        // SAFETY: `jit_run` was generated with exactly this signature; the buffers have the
-        // sizes the module was compiled for (checked above) and outlive the call.
-        unsafe {
-            let run: RunFn = std::mem::transmute::<usize, RunFn>(addr);
-            run(
-                in_ptrs.as_ptr(),
-                out_ptrs.as_ptr(),
-                slab.as_mut_ptr() as *mut u8,
-            );
+        let mut results = Vec::new();
+        for plan in 0..=others.len() {
+            let mut outs: Vec<Vec<f32>> = func
+                .result_types
+                .iter()
+                .map(|t| vec![0f32; t.num_elements().unwrap_or(0) as usize])
+                .collect();
+            let out_ptrs: Vec<*mut u8> =
+                outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
+            let size = if plan == 0 {
+                b.slab_size()
+            } else {
+                others[plan - 1].slab_size()
+            };
+            // 64-byte aligned slab, as the executable allocates it.
+            let words = (size as usize).div_ceil(64).max(1);
+            let mut slab = vec![[0u8; 64]; words];
+            type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
+            type RunAtFn =
+                unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8, *const u64);
+            // SAFETY: the entry points were generated with exactly these signatures; the
+            // buffers have the sizes the module was compiled for (checked above), the slab
+            // the size of the plan whose offsets are passed, and all outlive the call.
+            unsafe {
+                if plan == 0 {
+                    let run: RunFn = std::mem::transmute::<usize, RunFn>(run_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                    );
+                } else {
+                    let offsets = relocate::alloc_offsets(others[plan - 1].func());
+                    let run: RunAtFn = std::mem::transmute::<usize, RunAtFn>(at_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                        offsets.as_ptr(),
+                    );
+                }
+            }
+            results.push(outs);
         }
-        Ok(outs)
+        Ok(results)
     })
 }
 
@@ -370,7 +459,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             .ok_or_else(|| CodegenError::Llvm("missing kernel parameter".into()))
     }
 
-    fn build(&self, b: &Bufferized, weights: &Weights, name: &str) -> R<()> {
+    fn build(
+        &self,
+        b: &Bufferized,
+        weights: &Weights,
+        name: &str,
+        guard: Option<&guard::Guard>,
+        relocatable: bool,
+    ) -> R<()> {
         let func = b.func();
         for (v, d) in func.values.iter() {
             if let Some(t) = d.known_type() {
@@ -414,27 +510,30 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             .add_function(&format!("{name}_run"), run_ty, None);
         self.attrs(run);
         let run_entry = self.ctx.append_basic_block(run, "entry");
-        let mut calls: Vec<(FunctionValue<'ctx>, Vec<Loc>)> = Vec::new();
-        // Profiled ops: the index of their first call and their info line.
-        let mut spans: Vec<(usize, String)> = Vec::new();
+        // The kernels of each op, by layout index (the guard checks between ops), and the
+        // profile's info line of every op that has kernels (see `profile`).
+        let mut per_op: Vec<Vec<kernels::Call<'ctx>>> = Vec::new();
+        let mut lines: Vec<Option<String>> = Vec::new();
         for (idx, (id, op)) in func.ops_in_order().enumerate() {
             let kname = format!("k{idx}_{}", op.op.name());
-            let emitted = kernels::emit_op(self, func, &storage, id, &kname)?;
-            if !emitted.is_empty() {
-                spans.push((calls.len(), profile::info_line(func, id)));
-            }
-            calls.extend(emitted);
+            let calls = kernels::emit_op(self, func, &storage, id, &kname)?;
+            lines.push((!calls.is_empty()).then(|| profile::info_line(func, id)));
+            per_op.push(calls);
         }
         let returns = kernels::emit_returns(self, func, &storage)?;
-        if !returns.is_empty() {
-            spans.push((calls.len(), "copy\t(outputs)\t\t0\n".into()));
-        }
-        calls.extend(returns);
+        lines.push((!returns.is_empty()).then(|| "copy\t(outputs)\t\t0\n".to_string()));
+        per_op.push(returns);
 
         self.builder.position_at_end(run_entry);
-        self.emit_calls(run, &calls, &globals, None)?;
+        let guarded = match guard {
+            Some(gd) => Some((gd, self.guard_setup(func, &storage, gd)?)),
+            None => None,
+        };
+        let guarded = guarded.as_ref().map(|(gd, gs)| (*gd, gs, func, &storage));
+        self.emit_calls(run, &per_op, &globals, guarded, None)?;
 
-        // The profiled twin (see `profile`): `tick(i)` before op i, `tick(count)` at the end.
+        // The profiled twin (see `profile`): `tick(i)` before the i-th op with kernels,
+        // `tick(count)` at the end.
         let i32t = self.ctx.i32_type();
         let tick_ty = self.ctx.void_type().fn_type(&[i32t.into()], false);
         let tick_ptr = tick_ty.ptr_type(AddressSpace::default());
@@ -449,31 +548,41 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let entry = self.ctx.append_basic_block(prof, "entry");
         self.builder.position_at_end(entry);
         let tick = self.param(prof, 3)?;
-        self.emit_calls(prof, &calls, &globals, Some((&spans, tick)))?;
+        self.emit_calls(prof, &per_op, &globals, None, Some((&lines, tick)))?;
 
-        let table: String = spans.iter().map(|(_, l)| l.as_str()).collect();
+        let table: String = lines.iter().flatten().map(String::as_str).collect();
         let init = self.ctx.const_string(table.as_bytes(), true);
         let g = self
             .module
             .add_global(init.get_type(), None, &format!("{name}_profile_info"));
         g.set_initializer(&init);
         g.set_constant(true);
+
+        if relocatable {
+            self.emit_run_at(name, func, &storage, &per_op, &globals)?;
+        }
         Ok(())
     }
 
-    /// The body of an entry point (`inputs`, `outputs`, `slab` as its first parameters): the
-    /// kernel calls in order, with `tick` called at each profiled op's first call.
+    /// The body of an entry point (`inputs`, `outputs`, `slab` as its first parameters): every
+    /// op's kernel calls in layout order; with `guard`, the canaries filled before and checked
+    /// after each op; with `ticks`, `tick(i)` called before the i-th op that has an info line
+    /// and `tick(count)` at the end.
+    #[allow(clippy::type_complexity)]
     fn emit_calls(
         &self,
         run: FunctionValue<'ctx>,
-        calls: &[(FunctionValue<'ctx>, Vec<Loc>)],
+        per_op: &[Vec<kernels::Call<'ctx>>],
         globals: &[PointerValue<'ctx>],
-        ticks: Option<(&[(usize, String)], PointerValue<'ctx>)>,
+        guard: Option<(&guard::Guard, &guard::Guarded<'ctx>, &Function, &Storage)>,
+        ticks: Option<(&[Option<String>], PointerValue<'ctx>)>,
     ) -> R<()> {
         let kr = self.k(run);
         let inputs = self.param(run, 0)?;
         let outputs = self.param(run, 1)?;
         let slab = self.param(run, 2)?;
+        let mut bases: Vec<(Base, PointerValue<'ctx>)> = Vec::new();
+        let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
         let i32t = self.ctx.i32_type();
         let tick_at = |i: u32, p: PointerValue<'ctx>| -> R<()> {
             let f = inkwell::values::CallableValue::try_from(p)
@@ -484,52 +593,63 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             )?;
             Ok(())
         };
-        let mut bases: Vec<(Base, PointerValue<'ctx>)> = Vec::new();
-        let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
-        for (ci, (kernel, locs)) in calls.iter().enumerate() {
-            if let Some((spans, tick)) = ticks {
-                if let Some(si) = spans.iter().position(|(start, _)| *start == ci) {
-                    tick_at(si as u32, tick)?;
+        let mut ticked = 0u32;
+        for (idx, calls) in per_op.iter().enumerate() {
+            if let Some((lines, tick)) = ticks {
+                if lines.get(idx).is_some_and(Option::is_some) {
+                    tick_at(ticked, tick)?;
+                    ticked += 1;
                 }
             }
-            let mut args = Vec::with_capacity(locs.len());
-            for loc in locs {
-                let base = match bases.iter().find(|(b, _)| *b == loc.base) {
-                    Some(&(_, p)) => p,
-                    None => {
-                        let p = match loc.base {
-                            Base::Slab => slab,
-                            Base::Input(i) | Base::Output(i) => {
-                                let arr = if matches!(loc.base, Base::Input(_)) {
-                                    inputs
-                                } else {
-                                    outputs
-                                };
-                                // SAFETY: the arrays hold one pointer per input/output.
-                                let q = llvm(unsafe {
-                                    self.builder
-                                        .build_in_bounds_gep(arr, &[kr.c(i as i64)], "pp")
-                                })?;
-                                llvm(self.builder.build_load(q, "base"))?.into_pointer_value()
-                            }
-                            Base::Weight(w) => globals[w],
-                        };
-                        bases.push((loc.base, p));
-                        p
-                    }
-                };
-                // SAFETY: the offset lies inside the base's allocation (the plan is checked).
-                let p = llvm(unsafe {
-                    self.builder
-                        .build_in_bounds_gep(base, &[kr.c(loc.offset as i64)], "t")
-                })?;
-                let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
-                args.push(p.into());
+            if let Some((gd, gs, _, _)) = guard {
+                self.guard_fill(gs, gd, slab, idx)?;
             }
-            llvm(self.builder.build_call(*kernel, &args, ""))?;
+            for &(kernel, ref locs) in calls {
+                let mut args = Vec::with_capacity(locs.len());
+                for &loc in locs {
+                    let base = match bases.iter().find(|(b, _)| *b == loc.base) {
+                        Some(&(_, p)) => p,
+                        None => {
+                            let p = match loc.base {
+                                Base::Slab => slab,
+                                Base::Input(i) | Base::Output(i) => {
+                                    let arr = if matches!(loc.base, Base::Input(_)) {
+                                        inputs
+                                    } else {
+                                        outputs
+                                    };
+                                    // SAFETY: the arrays hold one pointer per input/output.
+                                    let q = llvm(unsafe {
+                                        self.builder.build_in_bounds_gep(
+                                            arr,
+                                            &[kr.c(i as i64)],
+                                            "pp",
+                                        )
+                                    })?;
+                                    llvm(self.builder.build_load(q, "base"))?.into_pointer_value()
+                                }
+                                Base::Weight(w) => globals[w],
+                            };
+                            bases.push((loc.base, p));
+                            p
+                        }
+                    };
+                    // SAFETY: the offset lies inside the base's allocation (the plan is checked).
+                    let p = llvm(unsafe {
+                        self.builder
+                            .build_in_bounds_gep(base, &[kr.c(loc.offset as i64)], "t")
+                    })?;
+                    let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
+                    args.push(p.into());
+                }
+                llvm(self.builder.build_call(kernel, &args, ""))?;
+            }
+            if let Some((gd, gs, func, storage)) = guard {
+                self.guard_after(gs, gd, func, storage, slab, idx)?;
+            }
         }
-        if let Some((spans, tick)) = ticks {
-            tick_at(spans.len() as u32, tick)?;
+        if let Some((_, tick)) = ticks {
+            tick_at(ticked, tick)?;
         }
         llvm(self.builder.build_return(None))?;
         Ok(())

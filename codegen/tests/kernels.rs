@@ -418,15 +418,88 @@ fn split_writes_every_piece() {
 }
 
 #[test]
-fn an_op_without_a_kernel_is_an_error_naming_it() {
-    let text = "module @u {\n  func @main(%x: tensor<2x6x4x4xf32>) {\n    %y = resize(%x) {size = [8, 8], mode = nearest}\n    return %y\n  }\n}\n";
-    let mut m = tir_ir::parse_and_verify(text).unwrap();
-    let passes = parse_pipeline("plan,bufferize").unwrap();
-    run_pipeline(&mut m, &passes, true, |_, _| {}).unwrap();
-    let w = Weights::generate(&m, 0).unwrap();
-    let proof = Bufferized::new(&mut m).unwrap();
-    let e = jit_run(&proof, &w, &[&[0.0; 192]]).unwrap_err();
-    assert!(e.to_string().contains("resize"), "{e}");
+fn resize_every_mode_randomised() {
+    let mut rng = Rng::new(61);
+    let coords = [
+        "half_pixel",
+        "pytorch_half_pixel",
+        "align_corners",
+        "asymmetric",
+    ];
+    let nearest = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"];
+    for case in 0..16 {
+        let (h, w) = (rng.r(1, 7), rng.r(1, 7));
+        let (oh, ow) = (rng.r(1, 13), rng.r(1, 13));
+        let c = rng.r(1, 3);
+        let coord = coords[case % 4];
+        let mode = if case % 2 == 0 {
+            format!("mode = nearest, nearest_mode = {}", nearest[(case / 2) % 4])
+        } else {
+            "mode = bilinear".to_string()
+        };
+        check(&model(
+            &[("x", vec![2, c, h, w])],
+            &[],
+            &format!("resize(%x) {{size = [{oh}, {ow}], {mode}, coordinate_transformation_mode = {coord}}}"),
+        ));
+    }
+}
+
+#[test]
+fn reduce_mean_randomised_axes() {
+    let mut rng = Rng::new(62);
+    for axes in ["[1]", "[-1]", "[0, 2]", "[1, 2, 3]", "[]", "[3, 0]"] {
+        let s: Vec<u64> = (0..4).map(|_| rng.r(1, 6)).collect();
+        for keep in [true, false] {
+            check(&model(
+                &[("x", s.clone())],
+                &[],
+                &format!("reduce_mean(%x) {{axes = {axes}, keepdims = {keep}}}"),
+            ));
+        }
+    }
+}
+
+#[test]
+fn pad_reflect_and_edge_randomised() {
+    let mut rng = Rng::new(63);
+    for case in 0..12 {
+        let s: Vec<u64> = (0..3).map(|_| rng.r(2, 6)).collect();
+        // Reflection needs pads < the axis length (ONNX); edge takes any.
+        let mode = if case % 2 == 0 { "reflect" } else { "edge" };
+        let lim = |d: u64| if case % 2 == 0 { d - 1 } else { 4 };
+        let pads: Vec<String> = (0..6)
+            .map(|i| rng.r(0, lim(s[i % 3])).to_string())
+            .collect();
+        check(&model(
+            &[("x", s.clone())],
+            &[],
+            &format!("pad(%x) {{pads = [{}], mode = {mode}}}", pads.join(", ")),
+        ));
+    }
+}
+
+#[test]
+fn gemm_with_a_computed_transposed_b() {
+    let mut rng = Rng::new(64);
+    for case in 0..6 {
+        let (m, k, n) = (rng.r(1, 9), rng.r(1, 17), rng.r(1, 11));
+        let ta = case % 2 == 1;
+        let a = if ta { vec![k, m] } else { vec![m, k] };
+        let c = if case % 3 == 0 { ", %gc" } else { "" };
+        let consts = if case % 3 == 0 {
+            vec![("gc", vec![n])]
+        } else {
+            vec![]
+        };
+        check(&model(
+            &[("a", a), ("b", vec![n, k])],
+            &consts,
+            &format!(
+                "gemm(%a, %b{c}) {{trans_a = {ta}, trans_b = true, alpha = 0.75, beta = 1.5, activation = relu}}"
+            ),
+        ));
+    }
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub enum Pass {
         strategy: OffsetStrategy,
         align: u64,
         sharing: bool,
+        /// Bytes of padding planned after every buffer (`tirc compile --guard` puts canary
+        /// bytes there); 0 plans the true sizes.
+        guard: u64,
     },
     /// Make the plan explicit: `alloc_slab`, `alloc_tensor`, `outs`.
     Bufferize,
@@ -140,8 +143,8 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
             Ok(Pass::Reorder(opts))
         }
         "plan" => {
-            let (mut strategy, mut align, mut sharing) =
-                (OffsetStrategy::Best, DEFAULT_ALIGNMENT, false);
+            let (mut strategy, mut align, mut sharing, mut guard) =
+                (OffsetStrategy::Best, DEFAULT_ALIGNMENT, false, 0);
             for (k, v) in options {
                 match k.as_str() {
                     "strategy" => {
@@ -161,11 +164,16 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
                             .parse()
                             .map_err(|_| bad(&k, format!("expected true or false, got `{v}`")))?
                     }
+                    "guard" => {
+                        guard = v
+                            .parse()
+                            .map_err(|_| bad(&k, format!("expected a byte count, got `{v}`")))?
+                    }
                     _ => {
                         return Err(PipelineError::UnknownOption {
                             pass: name.into(),
                             option: k,
-                            takes: "strategy, align, sharing",
+                            takes: "strategy, align, sharing, guard",
                         })
                     }
                 }
@@ -174,6 +182,7 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
                 strategy,
                 align,
                 sharing,
+                guard,
             })
         }
         "bufferize" | "verify" => {
@@ -331,6 +340,7 @@ fn run_one(
             strategy,
             align,
             sharing,
+            guard,
         } => {
             let func = module
                 .entry()
@@ -349,7 +359,11 @@ fn run_one(
             let mut chosen: Option<(Sharing, BufferAssignment, OffsetsPlan, &'static str)> = None;
             for &variant in variants {
                 let assignment = assign_buffers(func, variant).map_err(|e| fail(e.to_string()))?;
-                let records = assignment.records();
+                let mut records = assignment.records();
+                // Guard bytes belong to their buffer for its whole life: padded records.
+                for r in &mut records {
+                    r.size += *guard;
+                }
                 let (plan, used) = if *strategy == OffsetStrategy::Best {
                     let best =
                         planner::best_offsets(&records, *align).map_err(|e| fail(e.to_string()))?;
@@ -368,7 +382,10 @@ fn run_one(
             }
             let (variant, assignment, plan, used) =
                 chosen.ok_or_else(|| fail("no sharing variant".into()))?;
-            let records = assignment.records();
+            let mut records = assignment.records();
+            for r in &mut records {
+                r.size += *guard;
+            }
             let bound = lower_bounds(&records, *align)
                 .map_err(|e| fail(e.to_string()))?
                 .offsets;

@@ -1,5 +1,7 @@
-//! `tirc compile MODEL.tir|MODEL.onnx -o OUT [--emit exe|obj|llvm|asm]`: plan, bufferize,
-//! generate code. An `.onnx` model is imported in memory with its own weights.
+//! `tirc compile MODEL.tir|MODEL.onnx -o OUT [--emit exe|obj|lib|llvm|asm] [--guard]`: plan,
+//! bufferize, generate code. An `.onnx` model is imported in memory with its own weights. `lib`
+//! writes a static library at OUT and its C header next to it (`OUT` with extension `.h`);
+//! `--guard` plans padded buffers and checks canaries after every op (`tir_codegen::guard`).
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use tir_passes::pipeline::{parse_pipeline, run_pipeline};
 pub enum Emit {
     Exe,
     Obj,
+    Lib,
     Llvm,
     Asm,
 }
@@ -25,10 +28,25 @@ pub struct Options {
     pub weights: Option<PathBuf>,
     pub seed: u64,
     pub target_cpu: String,
+    pub guard: bool,
+    /// Test-only: inject an out-of-bounds store after the op defining this value.
+    pub guard_fault_op: Option<String>,
+    pub opt_level: u8,
 }
+
+/// Canary bytes after every buffer in guard mode (a cache line, so alignment is kept).
+const GUARD_BYTES: u64 = 64;
 
 pub fn run(o: Options) -> Result<(), Failure> {
     let start = Instant::now();
+    if o.guard && o.emit != Emit::Exe {
+        return Err(Failure::Usage(
+            "--guard needs --emit exe (the executable holds the canary checks' report)".into(),
+        ));
+    }
+    if o.guard_fault_op.is_some() && !o.guard {
+        return Err(Failure::Usage("--guard-fault-op needs --guard".into()));
+    }
     // An `.onnx` model is imported in memory and brings its own weights.
     let (mut module, model_weights) = if import::is_onnx(&o.model) {
         import::load_onnx(&o.model)?
@@ -53,6 +71,9 @@ pub fn run(o: Options) -> Result<(), Failure> {
         },
     };
     let mut plan = format!("sharing={}", !o.no_sharing);
+    if o.guard {
+        plan = format!("guard={GUARD_BYTES},{plan}");
+    }
     if let Some(s) = &o.strategy {
         plan = format!("strategy={s},{plan}");
     }
@@ -70,9 +91,14 @@ pub fn run(o: Options) -> Result<(), Failure> {
     let cg = CgOptions {
         name: symbol.clone(),
         target_cpu: o.target_cpu.clone(),
+        guard: o.guard.then_some(tir_codegen::guard::Guard {
+            bytes: GUARD_BYTES,
+            fault_after: o.guard_fault_op.clone(),
+        }),
+        opt_level: o.opt_level,
     };
     let artifact = match o.emit {
-        Emit::Exe | Emit::Obj => Artifact::Object,
+        Emit::Exe | Emit::Obj | Emit::Lib => Artifact::Object,
         Emit::Llvm => Artifact::Llvm,
         Emit::Asm => Artifact::Asm,
     };
@@ -82,6 +108,11 @@ pub fn run(o: Options) -> Result<(), Failure> {
         Emit::Exe => {
             let main = tir_codegen::exe::main_c(proof.func(), &symbol);
             tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
+        }
+        Emit::Lib => {
+            let header = tir_codegen::embed::header(proof.func(), &symbol);
+            tir_codegen::embed::archive(&bytes, &symbol, &o.output).map_err(err)?;
+            input::write_atomic(&o.output.with_extension("h"), header.as_bytes())?;
         }
         _ => input::write_atomic(&o.output, &bytes)?,
     }

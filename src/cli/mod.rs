@@ -171,6 +171,16 @@ pub enum Command {
         /// `native` (host CPU features), `generic`, or an LLVM CPU name.
         #[arg(long, default_value = "native")]
         target_cpu: String,
+        /// Guard mode: canary bytes after every slab buffer, checked after every op; an op
+        /// writing out of bounds is reported by name and the executable exits with status 3.
+        #[arg(long)]
+        guard: bool,
+        /// Test-only: make the op defining this value write past its result.
+        #[arg(long, hide = true)]
+        guard_fault_op: Option<String>,
+        /// LLVM optimisation level (0-3): lower compiles faster, same results.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+        opt_level: u8,
     },
     /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
     Import {
@@ -245,6 +255,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             weights,
             seed,
             target_cpu,
+            guard,
+            guard_fault_op,
+            opt_level,
         } => compile::run(compile::Options {
             model,
             output,
@@ -254,6 +267,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             weights,
             seed,
             target_cpu,
+            guard,
+            guard_fault_op,
+            opt_level,
         }),
         Command::Import {
             model,

@@ -4,7 +4,9 @@
 //!
 //! Inputs not given on the command line, and every weight when no weights file is given, are
 //! generated deterministically from the seed (`tir_interp::weights`). The engine is chosen
-//! with `--engine`; today the reference interpreter is the only one.
+//! with `--engine`: `interp`, the reference interpreter, or `jit`, the compiled kernels
+//! (planned with buffer sharing, bufferized, LLVM code generation) run in memory through the
+//! LLVM JIT.
 
 use super::{input, Failure};
 use std::path::{Path, PathBuf};
@@ -17,12 +19,15 @@ use tir_ir::{Function, Module};
 pub enum Engine {
     /// The reference interpreter (plain loops, f32).
     Interp,
+    /// The generated kernels through the LLVM JIT (what `tirc compile` would link).
+    Jit,
 }
 
 impl Engine {
     fn name(self) -> &'static str {
         match self {
             Engine::Interp => "interp",
+            Engine::Jit => "jit",
         }
     }
 
@@ -34,8 +39,34 @@ impl Engine {
     ) -> Result<Vec<Tensor>, String> {
         match self {
             Engine::Interp => tir_interp::run(module, weights, inputs).map_err(|e| e.to_string()),
+            Engine::Jit => jit(module, weights, inputs),
         }
     }
+}
+
+/// Plans (with buffer sharing), bufferizes and runs the generated code in memory.
+fn jit(module: &Module, weights: &Weights, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+    use tir_passes::pipeline::{parse_pipeline, run_pipeline};
+    let mut m = module.clone();
+    let passes = parse_pipeline("plan{sharing=true},bufferize").map_err(|e| e.to_string())?;
+    run_pipeline(&mut m, &passes, false, |_, _| {}).map_err(|e| e.to_string())?;
+    let proof = tir_codegen::Bufferized::new(&mut m).map_err(|e| e.to_string())?;
+    let ins: Vec<&[f32]> = inputs
+        .iter()
+        .map(|t| {
+            t.as_f32()
+                .ok_or_else(|| format!("input of type {}: the JIT runs f32 only", t.ty))
+        })
+        .collect::<Result<_, _>>()?;
+    let outs = tir_codegen::jit_run(&proof, weights, &ins).map_err(|e| e.to_string())?;
+    let func = proof.func();
+    func.result_types
+        .iter()
+        .zip(outs)
+        .map(|(t, v)| {
+            Tensor::f32(t.shape.clone(), v).ok_or_else(|| "an output has the wrong size".into())
+        })
+        .collect()
 }
 
 pub struct Options {
