@@ -348,7 +348,10 @@ fn run_one(
             let mut stats = vec![
                 ("scheduler", s.scheduler.name().to_string()),
                 ("candidate", s.chosen.clone()),
-                ("rewrite sites kept", format!("{} of {}", s.sites_kept, s.sites)),
+                (
+                    "rewrite sites kept",
+                    format!("{} of {}", s.sites_kept, s.sites),
+                ),
                 ("sliced weights", s.derived.len().to_string()),
                 ("peak bytes before", s.peak_before.to_string()),
                 ("peak bytes after", s.peak_after.to_string()),

@@ -3,7 +3,7 @@
 //! run, and the goal must land in the start's e-class.
 
 use egg::{Pattern, RecExpr, Runner, Searcher};
-use tir_ir::op::{Conv2d, Slice};
+use tir_ir::op::{Conv2d, Pool2d, Slice};
 use tir_ir::{Activation, BinaryOp, Op, TensorType, UnaryOp};
 use tir_passes::rewrite::lang::{Attrs, EGraph, TirAnalysis, TirNode};
 use tir_passes::rewrite::rules::{rules, RuleSet};
@@ -41,25 +41,53 @@ fn analysis() -> TirAnalysis {
             steps: vec![1],
         })
     };
+    let pool = Pool2d {
+        kernel: [3, 3],
+        strides: [1, 1],
+        pads: [1, 1, 1, 1],
+        ceil_mode: false,
+        count_include_pad: false,
+    };
     let attrs = [
         /* #0 */ Op::Concat { axis: 1 },
         /* #1 */ Op::Conv2d(Conv2d::default()),
-        /* #2 */ Op::Binary { op: BinaryOp::Add, activation: None },
+        /* #2 */
+        Op::Binary {
+            op: BinaryOp::Add,
+            activation: None,
+        },
         /* #3 */ slice(0, 2, 1),
         /* #4 */ slice(2, 5, 1),
         /* #5 */ Op::Unary(UnaryOp::Relu),
-        /* #6 */ Op::Conv2d(Conv2d { activation: Some(Activation::Relu), ..Conv2d::default() }),
-        /* #7 */ Op::Binary { op: BinaryOp::Add, activation: Some(Activation::Relu) },
+        /* #6 */
+        Op::Conv2d(Conv2d {
+            activation: Some(Activation::Relu),
+            ..Conv2d::default()
+        }),
+        /* #7 */
+        Op::Binary {
+            op: BinaryOp::Add,
+            activation: Some(Activation::Relu),
+        },
         /* #8 */ Op::MatMul { activation: None },
         /* #9 */ slice(0, 2, 0),
         /* #10 */ slice(2, 5, 0),
         /* #11 */ Op::BatchNorm { epsilon: 1e-5 },
-        /* #12 */ Op::Transpose { perm: vec![0, 2, 3, 1] },
-        /* #13 */ Op::Transpose { perm: vec![0, 3, 1, 2] },
-        /* #14 */ Op::Reshape { shape: vec![1, 5, 16] },
+        /* #12 */ Op::Transpose {
+            perm: vec![0, 2, 3, 1],
+        },
+        /* #13 */ Op::Transpose {
+            perm: vec![0, 3, 1, 2],
+        },
+        /* #14 */ Op::Reshape {
+            shape: vec![1, 5, 16],
+        },
         /* #15 */ Op::Reshape { shape: vec![1, 80] },
-        /* #16 */ Op::Reshape { shape: vec![1, 5, 4, 4] },
-        /* #17 */ Op::Concat { axis: 1 - 2 }, // the last axis of a rank-2 matmul operand
+        /* #16 */ Op::Reshape {
+            shape: vec![1, 5, 4, 4],
+        },
+        /* #17 */
+        Op::Concat { axis: 1 - 2 }, // the last axis of a rank-2 matmul operand
         /* #18 */ Op::Unary(UnaryOp::Sigmoid),
         /* #19 */ Op::Clip { min: 0.0, max: 6.0 },
         /* #20 */ Op::Unary(UnaryOp::Tanh),
@@ -67,7 +95,14 @@ fn analysis() -> TirAnalysis {
         /* #22 */ Op::Unary(UnaryOp::HardSwish),
         /* #23 */ Op::Unary(UnaryOp::Gelu),
         /* #24 */ Op::Unary(UnaryOp::Exp),
-        /* #25 */ Op::HardSigmoid { alpha: 0.2, beta: 0.5 },
+        /* #25 */ Op::HardSigmoid {
+            alpha: 0.2,
+            beta: 0.5,
+        },
+        /* #26 */ Op::MaxPool(pool.clone()),
+        /* #27 */ Op::AvgPool(pool),
+        /* #28 */ Op::GlobalAvgPool,
+        /* #29 */ Op::Concat { axis: 2 },
     ];
     for (i, op) in attrs.into_iter().enumerate() {
         assert_eq!(a.intern(Attrs::Op(op)) as usize, i);
@@ -84,7 +119,10 @@ fn prove(set: RuleSet, start: &str, goals: &[&str]) {
         .with_iter_limit(8)
         .run(&rules(set));
     let root = runner.egraph.find(runner.roots[0]);
-    assert!(runner.egraph[root].data.is_some(), "the start is well typed");
+    assert!(
+        runner.egraph[root].data.is_some(),
+        "the start is well typed"
+    );
     for g in goals {
         let p: Pattern<TirNode> = g.parse().expect("goal parses");
         assert!(
@@ -134,6 +172,12 @@ start_goal!(clip_over_concat, Split,
     "(clip #19 (concat #0 %a %b))" => "(concat #0 (clip #19 %a) (clip #19 %b))");
 start_goal!(hsigmoid_over_concat, Split,
     "(hard_sigmoid #25 (concat #0 %a %b))" => "(concat #0 (hard_sigmoid #25 %a) (hard_sigmoid #25 %b))");
+start_goal!(maxpool_over_concat, Split,
+    "(max_pool #26 (concat #0 %a %b))" => "(concat #0 (max_pool #26 %a) (max_pool #26 %b))");
+start_goal!(avgpool_over_concat, Split,
+    "(avg_pool #27 (concat #0 %a %b))" => "(concat #0 (avg_pool #27 %a) (avg_pool #27 %b))");
+start_goal!(gap_over_concat, Split,
+    "(global_avg_pool #28 (concat #0 %a %b))" => "(concat #0 (global_avg_pool #28 %a) (global_avg_pool #28 %b))");
 start_goal!(concat_flatten, Split,
     "(concat #0 (concat #0 %a %b) %c)" => "(concat #0 %a (concat #0 %b %c))");
 start_goal!(concat_nest, Split,
@@ -161,7 +205,10 @@ fn refuses(set: RuleSet, start: &str, not: &str) {
         .run(&rules(set));
     let root = runner.egraph.find(runner.roots[0]);
     let p: Pattern<TirNode> = not.parse().expect("pattern parses");
-    assert!(p.search_eclass(&runner.egraph, root).is_none(), "{not} must not be proved");
+    assert!(
+        p.search_eclass(&runner.egraph, root).is_none(),
+        "{not} must not be proved"
+    );
 }
 
 #[test]
@@ -180,3 +227,11 @@ fn conv_over_a_concat_of_activations_only_partitions_weights() {
     refuses(Split, "(conv2d #1 (concat #0 %a %b) %x)", "(add #2 ?l ?r)");
 }
 
+#[test]
+fn pooling_over_a_spatial_concat_stays() {
+    refuses(
+        Split,
+        "(max_pool #26 (concat #29 %x %y))",
+        "(concat #29 ?l ?r)",
+    );
+}

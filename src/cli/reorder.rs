@@ -109,12 +109,12 @@ fn egg_row(
     let Some(func) = module.entry_mut() else {
         return Err(Failure::Reported);
     };
-    let bar = std::io::stderr()
-        .is_terminal()
-        .then(|| indicatif::ProgressBar::new(1).with_style(
+    let bar = std::io::stderr().is_terminal().then(|| {
+        indicatif::ProgressBar::new(1).with_style(
             indicatif::ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} {elapsed}")
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        ));
+        )
+    });
     let mut progress = |phase: &str, done: usize, total: usize| {
         if let Some(b) = &bar {
             b.set_message(phase.to_string());
@@ -141,9 +141,6 @@ fn egg_row(
         b.finish_and_clear();
     }
     let time = start.elapsed();
-    for c in &stats.candidates {
-        eprintln!("  candidate {:<10} peak {:>12} slab {:?}", c.label, c.peak, c.slab);
-    }
     println!(
         "{:<11} {:>14} {:>14} {:>9.3} {:>10.1}  kept `{}` of {} candidates; {} of {} rewrite sites, {} sliced weights; e-graph {} nodes{}",
         "egg",

@@ -52,7 +52,9 @@ pub fn enter(func: &Function) -> Result<Entered, RewriteError> {
         let operands = data
             .operands
             .iter()
-            .map(|&x| class[x.index()].ok_or_else(|| RewriteError::NotTopological(func.value_name(x))))
+            .map(|&x| {
+                class[x.index()].ok_or_else(|| RewriteError::NotTopological(func.value_name(x)))
+            })
             .collect::<Result<Vec<Id>, _>>()?;
         let name = Symbol::from(data.op.name());
         let attr = add_attrs(&mut egraph, Attrs::Op(data.op.clone()));
@@ -239,9 +241,9 @@ impl Builder<'_> {
                     }
                     let n = op.num_results();
                     let names: Vec<String> = (0..n).map(|_| self.name_for(id)).collect();
-                    let opid = self
-                        .func
-                        .push_op(op, vals, names.into_iter().map(|s| (s, None)).collect());
+                    let opid =
+                        self.func
+                            .push_op(op, vals, names.into_iter().map(|s| (s, None)).collect());
                     self.type_op(opid)?;
                     if n == 1 {
                         self.func.ops[opid].results[0]
@@ -303,22 +305,33 @@ impl Builder<'_> {
         else {
             return None;
         };
-        let ([s], [e], [a], [1]) = (starts.as_slice(), ends.as_slice(), axes.as_slice(), steps.as_slice())
-        else {
+        let ([s], [e], [a], [1]) = (
+            starts.as_slice(),
+            ends.as_slice(),
+            axes.as_slice(),
+            steps.as_slice(),
+        ) else {
             return None;
         };
         let inner = (self.choice)(self.eg.find(ch[1]));
         let (source, mut slices) = match &inner {
             TirNode::Leaf(l) => {
                 let v = self.src_value(*l)?;
-                if !matches!(self.src.producer(v).map(|p| &self.src.ops[p].op), Some(Op::Const { .. })) {
+                if !matches!(
+                    self.src.producer(v).map(|p| &self.src.ops[p].op),
+                    Some(Op::Const { .. })
+                ) {
                     return None;
                 }
                 (l.as_str().to_string(), Vec::new())
             }
             _ => self.weight_slice(&inner)?,
         };
-        slices.push((usize::try_from(*a).ok()?, u64::try_from(*s).ok()?, u64::try_from(*e).ok()?));
+        slices.push((
+            usize::try_from(*a).ok()?,
+            u64::try_from(*s).ok()?,
+            u64::try_from(*e).ok()?,
+        ));
         Some((source, slices))
     }
 
@@ -347,7 +360,11 @@ impl Builder<'_> {
         Ok(v)
     }
 
-    fn weight(&mut self, source: String, slices: Vec<(usize, u64, u64)>) -> Result<Value, RewriteError> {
+    fn weight(
+        &mut self,
+        source: String,
+        slices: Vec<(usize, u64, u64)>,
+    ) -> Result<Value, RewriteError> {
         let key = (source.clone(), slices.clone());
         if let Some(&v) = self.weight_of.get(&key) {
             return Ok(v);
@@ -385,7 +402,11 @@ impl Builder<'_> {
         let ins: Vec<&TensorType> = data
             .operands
             .iter()
-            .map(|&x| self.func.ty(x).expect("operands are typed as they are made"))
+            .map(|&x| {
+                self.func
+                    .ty(x)
+                    .expect("operands are typed as they are made")
+            })
             .collect();
         let tys = tir_ir::shape::infer(&data.op, &ins)
             .map_err(|e| RewriteError::Shape(data.op.name(), e.message))?;

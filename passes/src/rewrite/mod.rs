@@ -69,7 +69,7 @@ impl Default for RewriteOptions {
             budget: Budget::default(),
             align: crate::planner::DEFAULT_ALIGNMENT,
             iter_limit: 12,
-            node_limit: 100_000,
+            node_limit: 20_000,
         }
     }
 }
@@ -180,6 +180,12 @@ pub fn rewrite(
     let sets = [RuleSet::Split, RuleSet::All];
     for (i, set) in sets.into_iter().enumerate() {
         progress("saturating", i, sets.len());
+        // The walk and the judging need most of the budget: a rule set starts only while
+        // more than half of it is left.
+        if i > 0 && Instant::now() + opts.budget.time / 2 > deadline {
+            budget_stopped = true;
+            break;
+        }
         // Saturation gets at most a third of what is left, shared by the rule sets.
         let left = deadline.saturating_duration_since(Instant::now());
         let runner = Runner::default()
@@ -188,12 +194,6 @@ pub fn rewrite(
             .with_node_limit(opts.node_limit)
             .with_time_limit(left / (3 * (sets.len() - i) as u32))
             .run(&rules::rules(set));
-        if std::env::var("TIR_EGG_DUMP").is_ok() {
-            eprintln!("{:?} {} iterations", runner.stop_reason, runner.iterations.len());
-            for it in &runner.iterations {
-                eprintln!("{:?}", it.applied);
-            }
-        }
         let eg = runner.egraph;
         nodes = nodes.max(eg.total_number_of_nodes());
         classes = classes.max(eg.number_of_classes());
@@ -203,18 +203,6 @@ pub fn rewrite(
             RuleSet::Split => "split",
             RuleSet::All => "split+add",
         };
-        if std::env::var("TIR_EGG_DUMP").is_ok() {
-            let r = convert::leave(func, &eg, &entered, &best);
-            match r {
-                Ok((f, _)) => {
-                    let mut m = Module::new("dump");
-                    m.funcs.push(f);
-                    eprintln!("{}", tir_ir::print(&m));
-                    let _ = verified(m.funcs.pop().unwrap()).map_err(|e| eprintln!("{e}"));
-                }
-                Err(e) => eprintln!("leave: {e}"),
-            }
-        }
         if let Some(c) = candidate(func, &eg, &entered, &best, label, opts.align) {
             candidates.push(c);
         }
@@ -234,8 +222,10 @@ pub fn rewrite(
         let mut chosen: HashSet<Id> = HashSet::new();
         let mut best_peak = (candidates[0].peak, candidates[0].pressure);
         let mut best_greedy = None;
+        // The walk stops at half the budget; the rest is for the other rule set and judging.
+        let walk_end = deadline - opts.budget.time / 2;
         for (k, &site) in sites.iter().enumerate() {
-            if Instant::now() >= deadline {
+            if Instant::now() >= walk_end {
                 budget_stopped = true;
                 break;
             }

@@ -4,8 +4,8 @@
 //!   matmul over a concat is the sum of partial ops over its pieces, each with its slice of
 //!   the weight, so a piece can be consumed and freed as soon as it exists and the concat
 //!   buffer disappears;
-//! - element-wise ops (and inference batch normalisation, with its parameters sliced)
-//!   distributed over a concat, which brings the concat next to the op that partitions it;
+//! - element-wise ops, per-channel pooling and inference batch normalisation (its parameters
+//!   sliced) distributed over a concat, which brings the concat next to the op that partitions it;
 //! - concat flattening (reassociation of the binary concats of the language);
 //! - add commutation and reassociation, so partial sums can be accumulated in any order;
 //! - transpose/reshape cancellation.
@@ -39,6 +39,9 @@ pub fn rules(set: RuleSet) -> Vec<Rewrite> {
         rewrite!("exp-over-concat";       "(exp ?f (concat ?k ?a ?b))"          => "(concat ?k (exp ?f ?a) (exp ?f ?b))"),
         rewrite!("clip-over-concat";      "(clip ?f (concat ?k ?a ?b))"         => "(concat ?k (clip ?f ?a) (clip ?f ?b))"),
         rewrite!("hsigmoid-over-concat";  "(hard_sigmoid ?f (concat ?k ?a ?b))" => "(concat ?k (hard_sigmoid ?f ?a) (hard_sigmoid ?f ?b))"),
+        rewrite!("maxpool-over-concat";   "(max_pool ?f (concat ?k ?a ?b))"     => "(concat ?k (max_pool ?f ?a) (max_pool ?f ?b))" if on_channels("?k", "?a")),
+        rewrite!("avgpool-over-concat";   "(avg_pool ?f (concat ?k ?a ?b))"     => "(concat ?k (avg_pool ?f ?a) (avg_pool ?f ?b))" if on_channels("?k", "?a")),
+        rewrite!("gap-over-concat";       "(global_avg_pool ?f (concat ?k ?a ?b))" => "(concat ?k (global_avg_pool ?f ?a) (global_avg_pool ?f ?b))" if on_channels("?k", "?a")),
         rewrite!("concat-flatten";        "(concat ?k (concat ?k ?a ?b) ?c)"    => "(concat ?k ?a (concat ?k ?b ?c))"),
         rewrite!("concat-nest";           "(concat ?k ?a (concat ?k ?b ?c))"    => "(concat ?k (concat ?k ?a ?b) ?c)"),
         rewrite!("transpose-cancel";      "(transpose ?p (transpose ?q ?x))"    => "?x" if inverse_perms("?p", "?q")),
@@ -83,6 +86,15 @@ fn same_types(vs: &[&str]) -> Cond {
             .map(|&v| eg[s[v]].data.as_ref().map(|m| &m.ty))
             .collect();
         tys[0].is_some() && tys.iter().all(|t| *t == tys[0])
+    })
+}
+
+/// `?k` concatenates NCHW channels (axis 1 of `?a`'s rank): pooling is per channel.
+fn on_channels(k: &str, a: &str) -> Cond {
+    let (k, a) = (var(k), var(a));
+    Box::new(move |eg, _, s| {
+        let rank = shape(eg, s[a]).map_or(0, <[u64]>::len);
+        rank == 4 && concat_axis(eg, s[k], rank) == Some(1)
     })
 }
 
@@ -223,7 +235,13 @@ impl Applier<TirNode, TirAnalysis> for Partition {
         _ast: Option<&PatternAst<TirNode>>,
         rule: Symbol,
     ) -> Vec<Id> {
-        let (c, k, a, b, w) = (s[var("?c")], s[var("?k")], s[var("?a")], s[var("?b")], s[var("?w")]);
+        let (c, k, a, b, w) = (
+            s[var("?c")],
+            s[var("?k")],
+            s[var("?a")],
+            s[var("?b")],
+            s[var("?w")],
+        );
         if !is_weight(eg, w) {
             return vec![];
         }
@@ -284,7 +302,10 @@ impl Applier<TirNode, TirAnalysis> for BatchNormOverConcat {
     ) -> Vec<Id> {
         let (c, k, a, b) = (s[var("?c")], s[var("?k")], s[var("?a")], s[var("?b")]);
         let params: Vec<Id> = ["?s", "?o", "?m", "?v"].iter().map(|v| s[var(v)]).collect();
-        if !params.iter().all(|&p| is_weight(eg, p) && shape(eg, p).is_some_and(|x| x.len() == 1)) {
+        if !params
+            .iter()
+            .all(|&p| is_weight(eg, p) && shape(eg, p).is_some_and(|x| x.len() == 1))
+        {
             return vec![];
         }
         let (Some(sa), Some(sb)) = (shape(eg, a), shape(eg, b)) else {
