@@ -122,6 +122,9 @@ fn add_attrs(eg: &mut EGraph, a: Attrs) -> Id {
     eg.add(TirNode::Attr(i))
 }
 
+/// A source const and the `(axis, start, end)` slices taken of it, in order.
+type SlicedWeight = (String, Vec<(usize, u64, u64)>);
+
 /// A const made by slicing another along axes, which the rewritten program names; its data
 /// is `source[ranges]` (the weights of the original program sliced, never new numbers).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,7 +194,7 @@ struct Builder<'a> {
     value_of: HashMap<Id, Value>,
     leaf_of: HashMap<Symbol, Value>,
     /// Weight slices already made, by (source const, slices).
-    weight_of: HashMap<(String, Vec<(usize, u64, u64)>), Value>,
+    weight_of: HashMap<SlicedWeight, Value>,
     derived: Vec<DerivedWeight>,
     /// Every name of the original program and every name made since: fresh names avoid them.
     used: HashSet<String>,
@@ -289,7 +292,7 @@ impl Builder<'_> {
 
     /// `slice(...slice(const))` with every slice a single-axis unit-step one: the source
     /// const and the slices.
-    fn weight_slice(&self, node: &TirNode) -> Option<(String, Vec<(usize, u64, u64)>)> {
+    fn weight_slice(&self, node: &TirNode) -> Option<SlicedWeight> {
         let TirNode::Op(name, ch) = node else {
             return None;
         };
