@@ -68,7 +68,7 @@ impl Default for RewriteOptions {
             scheduler: Scheduler::Exact,
             budget: Budget::default(),
             align: crate::planner::DEFAULT_ALIGNMENT,
-            iter_limit: 12,
+            iter_limit: 6,
             node_limit: 20_000,
         }
     }
@@ -270,10 +270,15 @@ pub fn rewrite(
             budget_stopped = true;
             break;
         }
-        // The input gets its full share even when the budget is spent: it is the fallback.
-        let share = Budget {
-            time: (left / (order.len() - k) as u32).max(Duration::from_millis(1)),
-            states: opts.budget.states,
+        // The input is judged as the `reorder` pass alone would judge it (the whole budget),
+        // so rewriting is never worse than reordering; the others share what is left.
+        let share = if k == 0 {
+            opts.budget
+        } else {
+            Budget {
+                time: (left / (order.len() - k) as u32).max(Duration::from_millis(1)),
+                states: opts.budget.states,
+            }
         };
         let c = &candidates[i];
         let dag = Dag::from_function(&c.func, opts.align)?;
