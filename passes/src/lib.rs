@@ -10,3 +10,4 @@ pub mod liveness;
 pub mod pipeline;
 pub mod planner;
 pub mod reorder;
+pub mod rewrite;

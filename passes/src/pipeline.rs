@@ -16,6 +16,8 @@ use tir_ir::{Module, OpId};
 pub enum Pass {
     /// Choose a memory-aware operator order (changes only the layout).
     Reorder(ReorderOptions),
+    /// egg rewriting for memory (issue 8), then the order of its scheduler.
+    Rewrite(crate::rewrite::RewriteOptions),
     /// Assign buffers and plan their offsets; the plan is kept for `bufferize`.
     Plan {
         strategy: OffsetStrategy,
@@ -35,6 +37,7 @@ impl Pass {
     pub fn name(&self) -> &'static str {
         match self {
             Pass::Reorder(_) => "reorder",
+            Pass::Rewrite(_) => "rewrite",
             Pass::Plan { .. } => "plan",
             Pass::Bufferize => "bufferize",
             Pass::Verify => "verify",
@@ -47,7 +50,7 @@ impl Pass {
 pub enum PipelineError {
     #[error("empty pass name in pipeline `{0}`")]
     Empty(String),
-    #[error("unknown pass `{0}`; the passes are: reorder, plan, bufferize, verify")]
+    #[error("unknown pass `{0}`; the passes are: reorder, rewrite, plan, bufferize, verify")]
     UnknownPass(String),
     #[error("pass `{pass}` has no option `{option}`; it takes: {takes}")]
     UnknownOption {
@@ -109,7 +112,7 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
         message,
     };
     match name {
-        "reorder" => {
+        "reorder" | "rewrite" => {
             let mut opts = ReorderOptions::default();
             for (k, v) in options {
                 match k.as_str() {
@@ -139,6 +142,14 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
                         })
                     }
                 }
+            }
+            if name == "rewrite" {
+                return Ok(Pass::Rewrite(crate::rewrite::RewriteOptions {
+                    scheduler: opts.scheduler,
+                    budget: opts.budget,
+                    align: opts.align,
+                    ..Default::default()
+                }));
             }
             Ok(Pass::Reorder(opts))
         }
@@ -333,6 +344,31 @@ fn run_one(
                         ),
                     },
                 ));
+            }
+            Ok(stats)
+        }
+        Pass::Rewrite(opts) => {
+            let func = module
+                .entry_mut()
+                .ok_or_else(|| fail("the module has no `@main` function".into()))?;
+            let s = crate::rewrite::rewrite(func, opts, &mut |_, _, _| {})
+                .map_err(|e| fail(e.to_string()))?;
+            *planned = None;
+            let mut stats = vec![
+                ("scheduler", s.scheduler.name().to_string()),
+                ("candidate", s.chosen.clone()),
+                (
+                    "rewrite sites kept",
+                    format!("{} of {}", s.sites_kept, s.sites),
+                ),
+                ("sliced weights", s.derived.len().to_string()),
+                ("peak bytes before", s.peak_before.to_string()),
+                ("peak bytes after", s.peak_after.to_string()),
+                ("slab bytes before", s.slab_before.to_string()),
+                ("slab bytes after", s.slab_after.to_string()),
+            ];
+            if s.budget_stopped {
+                stats.push(("stopped by", "the time budget".to_string()));
             }
             Ok(stats)
         }

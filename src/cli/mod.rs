@@ -78,12 +78,15 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["records", "json", "emit_csv"])]
         annotate: bool,
         /// Compare operator orders (issue 8) instead of strategies: peak breadth and slab per
-        /// scheduler.
-        #[arg(long, conflicts_with_all = ["records", "json", "emit_csv", "annotate"])]
-        reorder: bool,
+        /// scheduler. `--reorder` (or `=all`) shows every scheduler, `=heuristic` the fast
+        /// ones, `=exact` the exact search, `=egg` every scheduler plus egg rewriting.
+        #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "all",
+              value_parser = ["all", "heuristic", "exact", "egg"],
+              conflicts_with_all = ["records", "json", "emit_csv", "annotate"])]
+        reorder: Option<String>,
         /// With --reorder: input, kahn, list, dfs, post_order, exact, or `all`.
-        #[arg(long, default_value = "all", requires = "reorder")]
-        scheduler: String,
+        #[arg(long, requires = "reorder")]
+        scheduler: Option<String>,
         /// The exact search's time budget, in seconds: with --reorder (default 10), or for the
         /// `exact` offsets strategy (default 5; 1 within `--strategy all`).
         #[arg(long)]
@@ -315,7 +318,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             time_limit,
             states,
         } => {
-            if reorder {
+            if let Some(mode) = reorder {
                 let Some(model) = model else {
                     return Err(Failure::Usage("--reorder needs a model".into()));
                 };
@@ -325,7 +328,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                     })?;
                 return reorder::run(reorder::Options {
                     model,
-                    scheduler,
+                    scheduler: scheduler.unwrap_or_else(|| mode.clone()),
+                    egg: mode == "egg",
                     align,
                     budget: tir_passes::reorder::Budget {
                         time,

@@ -4,21 +4,26 @@
 //! scheduling time, and for `exact` whether the peak is proven optimal.
 
 use super::{input, Failure};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tir_passes::reorder::{self, Budget, Dag, Scheduler};
 
 pub struct Options {
     pub model: PathBuf,
-    /// A scheduler name or `all`.
+    /// A scheduler name, `all`, `heuristic` (the fast ones) or `egg` (all, then egg).
     pub scheduler: String,
+    /// Add a row for egg rewriting (`rewrite::rewrite`, judged with the exact scheduler).
+    pub egg: bool,
     pub align: u64,
     pub budget: Budget,
 }
 
 pub fn run(opts: Options) -> Result<(), Failure> {
-    let schedulers: Vec<Scheduler> = if opts.scheduler == "all" {
+    let schedulers: Vec<Scheduler> = if opts.scheduler == "all" || opts.scheduler == "egg" {
         Scheduler::ALL.to_vec()
+    } else if opts.scheduler == "heuristic" {
+        Scheduler::HEURISTICS.to_vec()
     } else {
         vec![opts
             .scheduler
@@ -30,7 +35,7 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         eprintln!("{src}: error: {e}");
         Failure::Reported
     };
-    let (_, module) = input::load_module(&opts.model)?;
+    let (_, mut module) = input::load_module(&opts.model)?;
     let Some(func) = module.entry() else {
         eprintln!("{src}: error: the module has no `@main` function to plan");
         return Err(Failure::Reported);
@@ -86,5 +91,78 @@ pub fn run(opts: Options) -> Result<(), Failure> {
             time.as_secs_f64() * 1e3
         );
     }
+    if opts.egg {
+        egg_row(&mut module, &opts, input_slab, &src)?;
+    }
+    Ok(())
+}
+
+/// The egg row: rewriting, judged with the exact scheduler, within `--time-limit`; an
+/// indicatif bar on stderr when it is a terminal.
+fn egg_row(
+    module: &mut tir_ir::Module,
+    opts: &Options,
+    input_slab: u64,
+    src: &str,
+) -> Result<(), Failure> {
+    use tir_passes::rewrite::{self, RewriteOptions};
+    let Some(func) = module.entry_mut() else {
+        return Err(Failure::Reported);
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        indicatif::ProgressBar::new(1).with_style(
+            indicatif::ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len} {elapsed}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        )
+    });
+    let mut progress = |phase: &str, done: usize, total: usize| {
+        if let Some(b) = &bar {
+            b.set_message(phase.to_string());
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    };
+    let start = Instant::now();
+    let stats = rewrite::rewrite(
+        func,
+        &RewriteOptions {
+            scheduler: Scheduler::Exact,
+            budget: opts.budget,
+            align: opts.align,
+            ..RewriteOptions::default()
+        },
+        &mut progress,
+    )
+    .map_err(|e| {
+        eprintln!("{src}: error: {e}");
+        Failure::Reported
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let time = start.elapsed();
+    println!(
+        "{:<11} {:>14} {:>14} {:>9.3} {:>10.1}  kept `{}` of {} candidates; {} of {} rewrite sites, {} sliced weights; e-graph {} nodes{}",
+        "egg",
+        stats.peak_after,
+        stats.slab_after,
+        if input_slab == 0 {
+            1.0
+        } else {
+            stats.slab_after as f64 / input_slab as f64
+        },
+        time.as_secs_f64() * 1e3,
+        stats.chosen,
+        stats.candidates.len(),
+        stats.sites_kept,
+        stats.sites,
+        stats.derived.len(),
+        stats.egraph_nodes,
+        if stats.budget_stopped {
+            "; stopped by the time budget"
+        } else {
+            ""
+        }
+    );
     Ok(())
 }
