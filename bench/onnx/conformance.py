@@ -36,14 +36,6 @@ import make_models  # noqa: E402
 # the run says so, so the list only shrinks.
 EXE_PENDING = {
     "concat_split": "bufferize: a split with returned and non-returned results",
-    "pad": "codegen: only constant padding has a kernel (reflect, edge)",
-    "layer_norm_reduce_mean": "codegen: no reduce_mean kernel",
-    "reduce_mean_opset18": "codegen: no reduce_mean kernel",
-    "resize_nearest_scales": "codegen: no resize kernel",
-    "resize_nearest_half_pixel": "codegen: no resize kernel",
-    "resize_linear_align_corners": "codegen: no resize kernel",
-    "resize_linear_half_pixel": "codegen: no resize kernel",
-    "resize_linear_pytorch_half_pixel": "codegen: no resize kernel",
 }
 
 
