@@ -452,7 +452,8 @@ impl<'a, 'ctx> K<'a, 'ctx> {
             .ok_or_else(|| CodegenError::Llvm("call returned no value".into()))
     }
 
-    pub fn exp(&self, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
+    /// `llvm.exp` (a libm call); f32 element-wise code uses the inline [`K::exp`] instead.
+    pub fn exp_libm(&self, x: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
         let f = self.intrinsic("llvm.exp", &[x.get_type().into()])?;
         self.call1(f, x)
     }

@@ -9,14 +9,24 @@ use tir_passes::pipeline::{parse_pipeline, run_pipeline};
 /// Runs `text` through the interpreter and through codegen (after `plan{plan},bufferize`) and
 /// returns both outputs.
 pub fn both(text: &str, plan: &str) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    both_with(text, plan, None)
+}
+
+/// [`both`] with the parameters' values given (`None`: random inputs).
+pub fn both_with(
+    text: &str,
+    plan: &str,
+    given: Option<Vec<Tensor>>,
+) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
     let module = tir_ir::parse_and_verify(text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
     let func = module.entry().expect("entry");
     let weights = Weights::generate(&module, 7).expect("weights");
-    let inputs: Vec<Tensor> = func
-        .params
-        .iter()
-        .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
-        .collect();
+    let inputs: Vec<Tensor> = given.unwrap_or_else(|| {
+        func.params
+            .iter()
+            .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
+            .collect()
+    });
     let expected: Vec<Vec<f32>> = tir_interp::run(&module, &weights, &inputs)
         .expect("interp")
         .into_iter()
@@ -32,7 +42,12 @@ pub fn both(text: &str, plan: &str) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
 }
 
 pub fn check(text: &str) {
-    let (expected, got) = both(text, "sharing=true");
+    check_with(text, None)
+}
+
+/// [`check`] on given parameter values.
+pub fn check_with(text: &str, given: Option<Vec<Tensor>>) {
+    let (expected, got) = both_with(text, "sharing=true", given);
     assert_eq!(expected.len(), got.len());
     for (e, g) in expected.iter().zip(&got) {
         assert_eq!(e.len(), g.len());
@@ -509,4 +524,68 @@ fn unbufferized_modules_are_refused() {
     )
     .unwrap();
     assert!(Bufferized::new(&mut m).is_err());
+}
+
+/// The inline exp (codegen/src/vexp.rs) behind every exp-based op, over the whole float
+/// range: overflow (> 88.72) and underflow (< -103.97) edges, subnormal results, ±0, tiny
+/// magnitudes, and a dense sweep of [-110, 110], against the interpreter's `f32::exp`.
+#[test]
+fn exp_based_ops_over_the_float_range() {
+    let mut xs: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1e-30,
+        -1e-30,
+        f32::MIN_POSITIVE,
+        1e-7,
+        -1e-7,
+        0.5,
+        -0.5,
+        std::f32::consts::LN_2,
+        -std::f32::consts::LN_2,
+        1.0,
+        -1.0,
+        80.0,
+        -80.0,
+        87.0,
+        -87.0,
+        88.7,
+        88.72,
+        88.73,
+        89.0,
+        -88.0,
+        -95.0,
+        -103.0,
+        -103.97,
+        -104.0,
+        100.0,
+        -100.0,
+        1e10,
+        -1e10,
+        f32::MAX,
+        f32::MIN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    let n = 2048;
+    xs.extend((0..n).map(|i| -110.0 + 220.0 * i as f32 / (n - 1) as f32));
+    // Every ulp-scale neighbourhood of a reduction boundary (n·ln2 ± ln2/2).
+    xs.extend((-150..=128).map(|i| (i as f32 + 0.5) * std::f32::consts::LN_2));
+    xs.truncate(xs.len() / 8 * 8);
+    let len = xs.len() as u64;
+    // gelu computes its exp in f64 (as the reference does), the others in f32.
+    for op in [
+        "exp(%x)",
+        "sigmoid(%x)",
+        "gelu(%x)",
+        "softmax(%x) {axis = 1}",
+    ] {
+        let shape = if op.starts_with("softmax") {
+            vec![len / 8, 8]
+        } else {
+            vec![len]
+        };
+        let text = model(&[("x", shape.clone())], &[], op);
+        check_with(&text, Some(vec![Tensor::f32(shape, xs.clone()).unwrap()]));
+    }
 }
