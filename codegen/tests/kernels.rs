@@ -52,8 +52,9 @@ pub fn check_with(text: &str, given: Option<Vec<Tensor>>) {
     for (e, g) in expected.iter().zip(&got) {
         assert_eq!(e.len(), g.len());
         for (i, (a, b)) in e.iter().zip(g).enumerate() {
-            let ok =
-                (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-5 || (a.is_nan() && b.is_nan());
+            let ok = a == b
+                || (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-5
+                || (a.is_nan() && b.is_nan());
             assert!(ok, "element {i}: reference {a}, generated {b}\n{text}");
         }
     }
