@@ -27,7 +27,7 @@ const EXP_LO: f64 = -103.972_084_045_410_16;
 const MAGIC: f64 = 12_582_912.0;
 /// Cody–Waite split of ln 2 (Cephes `expf.c`): C1 has few mantissa bits so `n·C1` is exact.
 const C1: f64 = 0.693_359_375;
-const C2: f64 = -2.121_944_400_546_905_827_68e-4;
+const C2: f64 = -2.121_944_400_546_906e-4;
 /// Cephes `expf.c` minimax coefficients of `P`, highest degree first.
 const P: [f64; 6] = [
     1.987_569_150_0e-4,
