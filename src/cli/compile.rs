@@ -169,7 +169,10 @@ fn reorder_heuristic(module: &mut tir_ir::Module) -> Result<(), String> {
             ..Default::default()
         };
         let s = reorder(&mut f, &opts).map_err(|e| e.to_string())?;
-        if best.as_ref().map_or(true, |(slab, _, _)| s.slab_after < *slab) {
+        if best
+            .as_ref()
+            .map_or(true, |(slab, _, _)| s.slab_after < *slab)
+        {
             best = Some((s.slab_after, f, s.slab_before));
         }
     }
