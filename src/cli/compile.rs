@@ -169,10 +169,11 @@ fn reorder_heuristic(module: &mut tir_ir::Module) -> Result<(), String> {
             ..Default::default()
         };
         let s = reorder(&mut f, &opts).map_err(|e| e.to_string())?;
-        if best
-            .as_ref()
-            .map_or(true, |(slab, _, _)| s.slab_after < *slab)
-        {
+        let better = match &best {
+            None => true,
+            Some((slab, _, _)) => s.slab_after < *slab,
+        };
+        if better {
             best = Some((s.slab_after, f, s.slab_before));
         }
     }
