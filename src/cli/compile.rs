@@ -2,6 +2,8 @@
 //! bufferize, generate code. An `.onnx` model is imported in memory with its own weights. `lib`
 //! writes a static library at OUT and its C header next to it (`OUT` with extension `.h`);
 //! `--guard` plans padded buffers and checks canaries after every op (`tir_codegen::guard`).
+//! `--reorder[=heuristic|exact]` runs the `reorder` pass (issue 8) before planning: the best
+//! heuristic order, or the exact search; never a larger slab than the input order.
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
@@ -32,6 +34,8 @@ pub struct Options {
     /// Test-only: inject an out-of-bounds store after the op defining this value.
     pub guard_fault_op: Option<String>,
     pub opt_level: u8,
+    /// `heuristic` or `exact`: reorder the operators before planning.
+    pub reorder: Option<String>,
 }
 
 /// Canary bytes after every buffer in guard mode (a cache line, so alignment is kept).
@@ -77,6 +81,31 @@ pub fn run(o: Options) -> Result<(), Failure> {
     if let Some(s) = &o.strategy {
         plan = format!("strategy={s},{plan}");
     }
+    match o.reorder.as_deref() {
+        None => {}
+        Some("heuristic") => reorder_heuristic(&mut module).map_err(err)?,
+        Some("exact") => {
+            let passes = parse_pipeline("reorder{scheduler=exact}")
+                .map_err(|e| Failure::Usage(e.to_string()))?;
+            let stats = run_pipeline(&mut module, &passes, false, |_, _| {})
+                .map_err(|e| err(e.to_string()))?;
+            let get = |k: &str| {
+                stats
+                    .iter()
+                    .flat_map(|p| p.stats.iter())
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.clone())
+            };
+            if let (Some(b), Some(a)) = (get("slab bytes before"), get("slab bytes after")) {
+                eprintln!("{name}: reorder (exact): slab {b} -> {a} bytes");
+            }
+        }
+        Some(other) => {
+            return Err(Failure::Usage(format!(
+                "--reorder: expected heuristic or exact, got `{other}`"
+            )))
+        }
+    }
     let passes = parse_pipeline(&format!("plan{{{plan}}},bufferize"))
         .map_err(|e| Failure::Usage(e.to_string()))?;
     run_pipeline(&mut module, &passes, false, |_, _| {}).map_err(|e| err(e.to_string()))?;
@@ -121,5 +150,36 @@ pub fn run(o: Options) -> Result<(), Failure> {
         o.output.display(),
         start.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// `--reorder=heuristic`: the `reorder` pass under every heuristic scheduler, keeping the order
+/// whose plan has the smallest slab (ties keep the earlier scheduler, the input order first).
+/// Each run already keeps the input order when its own order would plan larger.
+fn reorder_heuristic(module: &mut tir_ir::Module) -> Result<(), String> {
+    use tir_passes::reorder::{reorder, ReorderOptions, Scheduler};
+    let func = module
+        .entry_mut()
+        .ok_or_else(|| "the module has no `@main` function".to_string())?;
+    let mut best: Option<(u64, tir_ir::Function, u64)> = None;
+    for scheduler in Scheduler::HEURISTICS {
+        let mut f = func.clone();
+        let opts = ReorderOptions {
+            scheduler,
+            ..Default::default()
+        };
+        let s = reorder(&mut f, &opts).map_err(|e| e.to_string())?;
+        let better = match &best {
+            None => true,
+            Some((slab, _, _)) => s.slab_after < *slab,
+        };
+        if better {
+            best = Some((s.slab_after, f, s.slab_before));
+        }
+    }
+    if let Some((after, f, before)) = best {
+        *func = f;
+        eprintln!("reorder (heuristic): slab {before} -> {after} bytes");
+    }
     Ok(())
 }

@@ -184,6 +184,11 @@ pub enum Command {
         /// LLVM optimisation level (0-3): lower compiles faster, same results.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
         opt_level: u8,
+        /// Reorder the operators before planning (issue 8): `heuristic` (the default) keeps the
+        /// best heuristic order, `exact` runs the exact search; never a larger slab.
+        #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "heuristic",
+              value_parser = ["heuristic", "exact"])]
+        reorder: Option<String>,
     },
     /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
     Import {
@@ -261,6 +266,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             guard,
             guard_fault_op,
             opt_level,
+            reorder,
         } => compile::run(compile::Options {
             model,
             output,
@@ -273,6 +279,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             guard,
             guard_fault_op,
             opt_level,
+            reorder,
         }),
         Command::Import {
             model,
