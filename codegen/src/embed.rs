@@ -78,39 +78,10 @@ pub fn header(func: &Function, name: &str) -> String {
 
 /// An `ar` archive holding `object` as `<name>.o`, written atomically to `out`.
 pub fn archive(object: &[u8], name: &str, out: &Path) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!(
-        "tirc-ar-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let result = (|| {
-        let o = dir.join(format!("{name}.o"));
-        let a = dir.join("lib.a");
-        std::fs::write(&o, object).map_err(|e| format!("{}: {e}", o.display()))?;
-        let st = Command::new("ar")
-            .arg("rcs")
-            .arg(&a)
-            .arg(&o)
-            .output()
-            .map_err(|e| format!("cannot run `ar`: {e}"))?;
-        if !st.status.success() {
-            return Err(format!(
-                "`ar` failed:\n{}",
-                String::from_utf8_lossy(&st.stderr)
-            ));
-        }
-        let staged = out.with_file_name(format!(
-            ".{}.tmp{}",
-            out.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-            std::process::id()
-        ));
-        std::fs::copy(&a, &staged).map_err(|e| format!("{}: {e}", staged.display()))?;
-        std::fs::rename(&staged, out).map_err(|e| format!("{}: {e}", out.display()))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    crate::toolchain::build_then_publish(out, |dir| {
+        let (o, a) = (dir.join(format!("{name}.o")), dir.join("lib.a"));
+        crate::toolchain::write(&o, object)?;
+        crate::toolchain::run(Command::new("ar").arg("rcs").arg(&a).arg(&o), "ar")?;
+        Ok(a)
+    })
 }

@@ -115,47 +115,22 @@ pub fn main_c(func: &Function, name: &str) -> String {
 
 /// Compiles `main.c` and links it with `object` into `out` using `cc`.
 pub fn link(main_c: &str, object: &[u8], out: &Path) -> Result<(), String> {
-    let dir = std::env::temp_dir().join(format!(
-        "tirc-link-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let c = dir.join("main.c");
-    let o = dir.join("model.o");
-    let tmp_out = dir.join("a.out");
-    let result = (|| {
-        std::fs::write(&c, main_c).map_err(|e| format!("{}: {e}", c.display()))?;
-        std::fs::write(&o, object).map_err(|e| format!("{}: {e}", o.display()))?;
-        let status = Command::new("cc")
-            .arg("-O2")
-            .arg(&c)
-            .arg(&o)
-            .arg("-o")
-            .arg(&tmp_out)
-            .arg("-lm")
-            .output()
-            .map_err(|e| format!("cannot run `cc`: {e}"))?;
-        if !status.status.success() {
-            return Err(format!(
-                "`cc` failed:\n{}",
-                String::from_utf8_lossy(&status.stderr)
-            ));
-        }
-        // Atomic: the output appears complete or not at all.
-        let staged = out.with_file_name(format!(
-            ".{}.tmp{}",
-            out.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-            std::process::id()
-        ));
-        std::fs::copy(&tmp_out, &staged).map_err(|e| format!("{}: {e}", staged.display()))?;
-        std::fs::rename(&staged, out).map_err(|e| format!("{}: {e}", out.display()))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    crate::toolchain::build_then_publish(out, |dir| {
+        let (c, o, exe) = (dir.join("main.c"), dir.join("model.o"), dir.join("a.out"));
+        crate::toolchain::write(&c, main_c.as_bytes())?;
+        crate::toolchain::write(&o, object)?;
+        crate::toolchain::run(
+            Command::new("cc")
+                .arg("-O2")
+                .arg(&c)
+                .arg(&o)
+                .arg("-o")
+                .arg(&exe)
+                .arg("-lm"),
+            "cc",
+        )?;
+        Ok(exe)
+    })
 }
 
 const MAIN_C: &str = r##"
