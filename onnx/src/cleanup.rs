@@ -225,16 +225,7 @@ fn fresh_const(
         i += 1;
     }
     let names: HashSet<&str> = f.values.values().map(|v| v.name.as_str()).collect();
-    let base: String = k
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let base = crate::import::identifier_chars(&k);
     let mut vname = base.clone();
     let mut j = 1;
     while names.contains(vname.as_str()) {

@@ -289,16 +289,7 @@ impl Emitter {
 
     /// A valid, unused value name derived from an ONNX name.
     fn unique(&mut self, onnx: &str) -> String {
-        let mut base: String = onnx
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let mut base = identifier_chars(onnx);
         if base.is_empty() {
             base = "v".into();
         }
@@ -1871,9 +1862,9 @@ impl Attrs<'_> {
     }
 }
 
-fn sanitize_symbol(name: &str) -> String {
-    let mut s: String = name
-        .chars()
+/// `name` with every character an IR identifier cannot hold replaced by `_`.
+pub(crate) fn identifier_chars(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
                 c
@@ -1881,7 +1872,11 @@ fn sanitize_symbol(name: &str) -> String {
                 '_'
             }
         })
-        .collect();
+        .collect()
+}
+
+fn sanitize_symbol(name: &str) -> String {
+    let mut s = identifier_chars(name);
     if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         s.insert(0, '_');
     }
