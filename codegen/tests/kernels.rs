@@ -267,6 +267,12 @@ fn conv2d_row_packed_narrow_images() {
             ),
         ));
     }
+    // An input too big to stay in L2 across channel tiles (590 KB): pixel tiles outside.
+    check(&model(
+        &[("x", vec![1, 144, 32, 32])],
+        &[("w", vec![20, 144, 1, 1]), ("b", vec![20])],
+        "conv2d(%x, %w, %b) {strides = [2, 2], activation = relu}",
+    ));
 }
 
 #[test]
