@@ -1043,7 +1043,11 @@ fn conv2d<'a, 'c>(
             pl,
             act: c.activation,
         };
-        crate::im2col::emit(&k, g.width, &d, px, pw, pb, po)?;
+        if crate::rowpack::applies(&d, g.width) {
+            crate::rowpack::emit(&k, g.width, &d, px, pw, pb, po)?;
+        } else {
+            crate::im2col::emit(&k, g.width, &d, px, pw, pb, po)?;
+        }
     }
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])

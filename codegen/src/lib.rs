@@ -25,6 +25,7 @@ pub mod kernels;
 pub mod nest;
 pub mod profile;
 pub mod relocate;
+pub mod rowpack;
 pub mod storage;
 mod toolchain;
 pub mod vexp;

@@ -229,6 +229,53 @@ fn conv2d_wide_rows_implicit_im2col() {
 }
 
 #[test]
+fn conv2d_row_packed_narrow_images() {
+    // Narrow images run row-packed (whole image on the vector lanes): 7/14/17-wide rows,
+    // "valid" convolutions whose output rows are narrower than the input's (per-row masked
+    // stores), 1x7 and 7x1 kernels, strides 2-3 (one strided load per output row a vector
+    // touches, 1x1/2 included), over-padding, dilations, asymmetric padding, groups, output
+    // channels that leave a remainder of the channel tile, and an image just above the
+    // row-packing limit, which takes the row kernel.
+    #[allow(clippy::type_complexity)]
+    let shapes: [(u64, u64, u64, u64, [u64; 2], [u64; 4], u64); 12] = [
+        // (h, w, kh, kw, strides, pads, dilation)
+        (7, 7, 3, 3, [1, 1], [1, 1, 1, 1], 1),
+        (14, 14, 3, 3, [1, 1], [1, 1, 1, 1], 1),
+        (17, 17, 1, 7, [1, 1], [0, 3, 0, 3], 1),
+        (17, 17, 7, 1, [1, 1], [3, 0, 3, 0], 1),
+        (9, 11, 3, 3, [1, 1], [0, 0, 0, 0], 1),
+        (8, 13, 3, 2, [1, 1], [2, 0, 1, 1], 2),
+        (5, 3, 5, 3, [1, 1], [2, 2, 2, 2], 1),
+        (14, 14, 3, 3, [2, 2], [1, 1, 1, 1], 1),
+        (15, 13, 1, 1, [2, 2], [0, 0, 0, 0], 1),
+        (9, 20, 3, 3, [2, 3], [1, 0, 2, 1], 1),
+        (13, 9, 3, 3, [1, 2], [0, 1, 0, 1], 2),
+        (41, 40, 3, 3, [1, 1], [1, 1, 1, 1], 1),
+    ];
+    let mut rng = Rng::new(13);
+    for (case, &(h, w, kh, kw, [sh, sw], pads, dil)) in shapes.iter().enumerate() {
+        let groups = [1, 1, 2][case % 3];
+        let cg = rng.r(1, 4);
+        let m = groups * [3, 8, 11, 17][case % 4];
+        let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
+        check(&model(
+            &[("x", vec![rng.r(1, 2), cg * groups, h, w])],
+            &[("w", vec![m, cg, kh, kw]), ("b", vec![m])],
+            &format!(
+                "conv2d(%x, %w, %b) {{strides = [{sh}, {sw}], dilations = [{dil}, {dil}], pads = [{}, {}, {}, {}], groups = {groups}{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+    // An input too big to stay in L2 across channel tiles (590 KB): pixel tiles outside.
+    check(&model(
+        &[("x", vec![1, 144, 32, 32])],
+        &[("w", vec![20, 144, 1, 1]), ("b", vec![20])],
+        "conv2d(%x, %w, %b) {strides = [2, 2], activation = relu}",
+    ));
+}
+
+#[test]
 fn depthwise_randomised() {
     // Rows wide enough for every path of the depthwise kernel: blocks of four vectors, single
     // vectors, the masked remainder and the scalar border columns; border rows above and
