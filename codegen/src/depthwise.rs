@@ -18,6 +18,9 @@ use tir_ir::Activation;
 
 /// Vectors per interior block.
 const NV: i64 = 4;
+/// Output elements up to which a plane is emitted whole by [`Plane::flat`] (a 14×14 plane,
+/// 13 vectors × the taps, unrolled).
+const FLAT_MAX: i64 = 256;
 
 /// A depthwise convolution's constant extents (NCHW, weight `[M, 1, KH, KW]`).
 pub struct Depthwise {
@@ -65,6 +68,9 @@ pub fn emit<'a, 'c>(
         (0..d.h).contains(&iy)
     };
     let (r0, r1) = interval(d.oh, |oy| (0..d.kh).all(|i| row_in(oy, i)));
+    // A small unit-stride plane whose input rows are as wide as its output rows: see
+    // [`Plane::flat`].
+    let flat = d.sh == 1 && d.sw == 1 && d.wi == d.ow && d.oh * d.ow <= FLAT_MAX;
     k.loop_(0, d.n, &mut |b| {
         k.loop_(0, d.m, &mut |oc| {
             let ic = if mg == 1 {
@@ -91,6 +97,9 @@ pub fn emit<'a, 'c>(
                 tap: &tap,
                 bias,
             };
+            if flat {
+                return plane.flat();
+            }
             let border = |oy: i64| -> Vec<i64> { (0..d.kh).filter(|&i| row_in(oy, i)).collect() };
             for oy in 0..r0 {
                 plane.row(k.c(oy), &border(oy))?;
@@ -155,6 +164,72 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
         Ok(())
     }
 
+    /// The whole plane as one flat run of vectors, for unit strides when the input and output
+    /// rows are equally wide (`W_in = W_out`, "same" padding). Then the input under output
+    /// element `p = oy·W + ox` for tap `(i, j)` is `p + (i·dh − pt)·W + (j·dw − pl)`: one
+    /// contiguous load per tap and vector, whatever rows the vector's lanes span. The lanes
+    /// whose tap falls in the padding (row or column out of the input) are masked off, the
+    /// masks known at compile time. On the 7×7 and 14×14 planes of MobileNet's late blocks
+    /// this replaces rows of one part-filled vector plus scalar border columns (issue 6).
+    fn flat(&self) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let total = d.oh * d.ow;
+        for p0 in (0..total).step_by(w as usize) {
+            let lanes = (total - p0).min(wl);
+            let mut acc = k.splat(self.bias, w)?;
+            for i in 0..d.kh {
+                for j in 0..d.kw {
+                    let off = (i * d.dh - d.pt) * d.wi + (j * d.dw - d.pl);
+                    let on: Vec<bool> = (0..wl)
+                        .map(|l| {
+                            let p = p0 + l;
+                            let (iy, ix) = (p / d.ow + i * d.dh - d.pt, p % d.ow + j * d.dw - d.pl);
+                            l < lanes && (0..d.h).contains(&iy) && (0..d.wi).contains(&ix)
+                        })
+                        .collect();
+                    if !on.contains(&true) {
+                        continue;
+                    }
+                    let x = k.ldv_lanes(self.xplane, k.c(p0 + off), &on)?;
+                    let t = k.splat(self.tap[(i * d.kw + j) as usize], w)?;
+                    acc = k.fma(x, t, acc)?;
+                }
+            }
+            let masked = (lanes < wl).then_some(lanes as u32);
+            self.store(acc, self.oplane, k.c(p0), masked)?;
+        }
+        Ok(())
+    }
+
+    /// Applies the activation to the first `lanes` (all without) lanes of `acc` and stores
+    /// them at `to[at..]`.
+    fn store(
+        &self,
+        acc: VectorValue<'c>,
+        to: PointerValue<'c>,
+        at: IntValue<'c>,
+        lanes: Option<u32>,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let mut out = acc;
+        if d.act.is_some() {
+            for l in 0..lanes.unwrap_or(w) {
+                let y = activation(k, d.act, k.lane(acc, l)?)?;
+                out = llvm(k.b.build_insert_element(
+                    out,
+                    y,
+                    k.ctx.i32_type().const_int(l.into(), false),
+                    "a",
+                ))?;
+            }
+        }
+        match lanes {
+            Some(n) => k.stv_masked(to, at, out, n),
+            None => k.stv(to, at, out),
+        }
+    }
+
     /// One border column: only the kernel columns that land inside the input.
     fn scalar(&self, xrows: &[(i64, PointerValue<'c>)], orow: PointerValue<'c>, ox: i64) -> R<()> {
         let (k, d) = (self.k, self.d);
@@ -196,23 +271,8 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             }
         }
         for (v, a) in acc.into_iter().enumerate() {
-            let mut out = a;
-            if d.act.is_some() {
-                for l in 0..lanes.unwrap_or(w) {
-                    let y = activation(k, d.act, k.lane(a, l)?)?;
-                    out = llvm(k.b.build_insert_element(
-                        out,
-                        y,
-                        k.ctx.i32_type().const_int(l.into(), false),
-                        "a",
-                    ))?;
-                }
-            }
             let at = k.add(ox, k.c(v as i64 * wl))?;
-            match lanes {
-                Some(n) => k.stv_masked(orow, at, out, n)?,
-                None => k.stv(orow, at, out)?,
-            }
+            self.store(a, orow, at, lanes)?;
         }
         Ok(())
     }
