@@ -691,38 +691,39 @@ pub struct Gemm<'c> {
     pub k: i64,
 }
 
-/// Rows of a wide tile: `MR × NV·W` accumulators (24 of the 32 AVX-512 registers, the rest
-/// hold the `NV` B vectors and the broadcast A element). This is BLIS's Skylake-X shape
-/// (12 broadcasts × 2 vectors per K step) with the vectors along the contiguous N.
-const MR: i64 = 12;
+/// Rows of a wide tile: `MR × NV·W` accumulators (24 of the 32 AVX-512 registers; the rest
+/// hold the `NV` B vectors and the broadcast A element). Per K step that is `NV + MR` = 10
+/// loads for 24 FMAs, within the two load ports' reach while the two FMA ports stay busy;
+/// measured against 12 × 2 (BLIS's Skylake-X shape), 8 × 3 and 4 × 6 on this machine's
+/// 512×512×512 GEMM and MobileNet's 1×1 layers, 6 × 4 was fastest (issue 6).
+const MR: i64 = 6;
 /// Vectors of columns per wide tile.
-const NV: u32 = 2;
-/// L1 bytes a K block's B panel (`kc × nv·W` floats) may fill: half of the 48 KiB L1d, the
-/// rest holding the A rows' lines and the C tile. Reused across every row tile of a column
-/// block, the panel must stay in L1 or every FMA waits on L2 (issue 6: the unblocked
-/// 512×512×512 GEMM streamed a 64 KiB panel and ran at half of peak).
-const PANEL_BYTES: i64 = 24 * 1024;
+const NV: u32 = 4;
+/// L1 bytes a K block's B panel (`kc × NV·W` floats) may fill: two thirds of the 48 KiB
+/// L1d, the rest holding the A rows' lines and the C tile. Reused across every row tile of
+/// a column block, the panel must stay in L1 or every FMA waits on L2 (unblocked, a
+/// 512×512×512 GEMM's panel is 128 KiB).
+const PANEL_BYTES: i64 = 32 * 1024;
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
 ///   fully connected layer): a bandwidth-bound matrix-vector product ([`gemv`]);
 /// - narrow N (at most [`NARROW`] vectors): every column in one tile of up to [`ACC_REGS`]
-///   accumulators, so A is read once per K block;
+///   accumulators over the whole K, so A — the big operand there — streams once (K blocks
+///   measured slower: they cut A's rows into short runs);
 /// - otherwise `MR × NV·W` tiles, then one tile of the remaining columns (the last vector
-///   masked with `llvm.masked.*`, never a latency-bound scalar chain). With a short K
-///   ([`SHORT_K`]) the output rows, not the B panel, are what streams, so the row tiles go
-///   outside; otherwise the column blocks go outside so the B panel stays in L1 across the
-///   row tiles.
-///
-/// K is cut into blocks whose B panel fits [`PANEL_BYTES`] ([`k_blocks`]): a block after
-/// the first resumes from the partial sums it stored in C, so every output is still one
-/// FMA chain in K order, and only the last block applies the epilogue.
+///   masked with `llvm.masked.*`, never a latency-bound scalar chain) with as many rows as
+///   fit [`ACC_REGS`]. With a short K ([`SHORT_K`]) the output rows, not the B panel, are
+///   what streams, so the row tiles go outside; otherwise K is cut into blocks whose B panel
+///   fits [`PANEL_BYTES`] ([`k_blocks`]) and the column blocks go outside, so the panel
+///   stays in L1 across the row tiles. A block after the first resumes from the partial
+///   sums it stored in C, so every output is still one FMA chain in K order, and only the
+///   last block applies the epilogue.
 pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
         return gemv::emit(k, w, gm, epi);
     }
     let wl = w as i64;
-    let kc = |nv: i64| (PANEL_BYTES / (nv * wl * 4)).max(8);
     let j0 = k.c(0);
     if gm.n <= NARROW * wl {
         // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
@@ -731,26 +732,15 @@ pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> 
         let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
         let mr = (ACC_REGS / nv).min(12);
         let mfull = gm.m / mr * mr;
-        return k_blocks(k, gm.k, kc(nv), &mut |kb| {
-            k.loop_step(0, mfull, mr, &mut |i0| {
-                tile(k, w, gm, epi, kb, i0, j0, mr, nv as u32, lanes)
-            })?;
-            if mfull < gm.m {
-                tile(
-                    k,
-                    w,
-                    gm,
-                    epi,
-                    kb,
-                    k.c(mfull),
-                    j0,
-                    gm.m - mfull,
-                    nv as u32,
-                    lanes,
-                )?;
-            }
-            Ok(())
-        });
+        let kb = KBlock::whole(k, gm.k);
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv as u32, lanes)
+        })?;
+        if mfull < gm.m {
+            let tail = gm.m - mfull;
+            tile(k, w, gm, epi, kb, k.c(mfull), j0, tail, nv as u32, lanes)?;
+        }
+        return Ok(());
     }
     let nr = NV as i64 * wl;
     let nfull = gm.n / nr * nr;
@@ -760,12 +750,15 @@ pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> 
     let lanes_rest = (rest % wl != 0).then_some((rest % wl) as u32);
     let mfull = gm.m / MR * MR;
     let rows_tail = gm.m - mfull;
+    // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
     let rows = |kb: KBlock<'c>, j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
-        k.loop_step(0, mfull, MR, &mut |i0| {
-            tile(k, w, gm, epi, kb, i0, j0, MR, nv, lanes)
+        let mr = (ACC_REGS / nv as i64).min(12);
+        let mfull = gm.m / mr * mr;
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv, lanes)
         })?;
-        if rows_tail > 0 {
-            tile(k, w, gm, epi, kb, k.c(mfull), j0, rows_tail, nv, lanes)?;
+        if mfull < gm.m {
+            tile(k, w, gm, epi, kb, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
         }
         Ok(())
     };
@@ -786,7 +779,8 @@ pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> 
         }
         return Ok(());
     }
-    k_blocks(k, gm.k, kc(NV as i64), &mut |kb| {
+    let kc = (PANEL_BYTES / (NV as i64 * wl * 4)).max(8);
+    k_blocks(k, gm.k, kc, &mut |kb| {
         k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, NV, None))?;
         if rest > 0 {
             rows(kb, k.c(nfull), nrest, lanes_rest)?;

@@ -639,9 +639,9 @@ fn depthwise_stride_two_and_small_planes() {
 #[test]
 fn pointwise_small_spatial_k_blocked_and_gemv() {
     // 1×1 convolutions on the spatial sizes of late layers (N = H·W in {1, 7, 49, 50, 196})
-    // with odd K, long enough to be cut into K blocks (first, middle loop and last block
-    // resuming from C) on the narrow and the wide paths; N = 1 is the unrolled gemv (with a
-    // K tail and a row tail).
+    // with odd K: the narrow path (N <= 64, one column block), the wide path with K long
+    // enough to be cut into K blocks (first, middle loop and last block resuming from C) and
+    // a masked column remainder; N = 1 is the unrolled gemv (with a K tail and a row tail).
     for (c, m, h, w) in [
         (1283, 13, 1, 1),
         (97, 6, 1, 1),
