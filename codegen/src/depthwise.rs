@@ -143,25 +143,63 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             ix >= 0 && ix + d.sw - 1 < d.wi
         };
         let (c0, c1) = interval(d.ow, |ox| (0..d.kw).all(|j| col_in(ox, j)));
-        for ox in (0..d.ow).filter(|&ox| ox < c0 || ox >= c1) {
-            self.scalar(&xrows, orow, ox)?;
-        }
+        // The border columns go into whole vectors with their padding lanes masked off
+        // ([`Plane::edge`]): `[0, lead)` before the interior, `[end, ow)` after its whole
+        // vectors. A scalar border column (up to `KH·KW` dependent FMAs) cost about as much
+        // as a whole vector of interior outputs.
         let wl = self.w as i64;
-        let len = c1 - c0;
+        let lead = if c0 > 0 && c1 > c0 {
+            ((c0 + wl - 1) / wl * wl).min(d.ow)
+        } else {
+            0
+        };
+        let len = if c1 > lead { (c1 - lead) / wl * wl } else { 0 };
+        let end = lead + len;
+        for ox in (0..lead).step_by(self.w as usize) {
+            self.edge(&xrows, orow, ox, (lead - ox).min(wl))?;
+        }
         let big = len / (NV * wl) * NV * wl;
-        let single = (len - big) / wl * wl;
-        let rest = len - big - single;
-        k.loop_step(c0, c0 + big, NV * wl, &mut |ox| {
+        k.loop_step(lead, lead + big, NV * wl, &mut |ox| {
             self.vectors(&xrows, orow, ox, NV as u32, None)
         })?;
-        k.loop_step(c0 + big, c0 + big + single, wl, &mut |ox| {
+        k.loop_step(lead + big, end, wl, &mut |ox| {
             self.vectors(&xrows, orow, ox, 1, None)
         })?;
-        if rest > 0 {
-            let ox = k.c(c0 + big + single);
-            self.vectors(&xrows, orow, ox, 1, Some(rest as u32))?;
+        for ox in (end..d.ow).step_by(self.w as usize) {
+            self.edge(&xrows, orow, ox, (d.ow - ox).min(wl))?;
         }
         Ok(())
+    }
+
+    /// The `lanes` outputs from column `ox` of a row (a constant column: the borders), each
+    /// tap's load masked to the lanes whose input is inside the row; for a stride `s` the
+    /// load spans `s·W` inputs of which only every `s`-th lane is loaded.
+    fn edge(
+        &self,
+        xrows: &[(i64, PointerValue<'c>)],
+        orow: PointerValue<'c>,
+        ox: i64,
+        lanes: i64,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let s = d.sw;
+        let mut acc = k.splat(self.bias, w)?;
+        for &(i, xrow) in xrows {
+            for j in 0..d.kw {
+                let at = ox * s + j * d.dw - d.pl;
+                let on: Vec<bool> = (0..s * w as i64)
+                    .map(|q| q % s == 0 && q / s < lanes && (0..d.wi).contains(&(at + q)))
+                    .collect();
+                if !on.contains(&true) {
+                    continue;
+                }
+                let x = self.pick(k.ldv_lanes(xrow, k.c(at), &on)?)?;
+                let t = k.splat(self.tap[(i * d.kw + j) as usize], w)?;
+                acc = k.fma(x, t, acc)?;
+            }
+        }
+        let masked = (lanes < w as i64).then_some(lanes as u32);
+        self.store(acc, orow, k.c(ox), masked)
     }
 
     /// The whole plane as one flat run of vectors, for unit strides when the input and output
@@ -230,22 +268,6 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
         }
     }
 
-    /// One border column: only the kernel columns that land inside the input.
-    fn scalar(&self, xrows: &[(i64, PointerValue<'c>)], orow: PointerValue<'c>, ox: i64) -> R<()> {
-        let (k, d) = (self.k, self.d);
-        let mut acc = self.bias;
-        for &(i, xrow) in xrows {
-            for j in 0..d.kw {
-                let ix = ox * d.sw + j * d.dw - d.pl;
-                if (0..d.wi).contains(&ix) {
-                    let x = k.ld(xrow, k.c(ix))?;
-                    acc = k.fma(x, self.tap[(i * d.kw + j) as usize], acc)?;
-                }
-            }
-        }
-        k.st(orow, k.c(ox), activation(k, d.act, acc)?)
-    }
-
     /// `nv` vectors of outputs from column `ox` on (the first `lanes` of one when masked).
     fn vectors(
         &self,
@@ -290,6 +312,13 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             Some(n) => k.ldv_masked(xrow, at, s * w, n * s)?,
             None => k.ldv(xrow, at, s * w)?,
         };
+        self.pick(wide)
+    }
+
+    /// Every `sw`-th lane of a `sw·W`-lane load.
+    fn pick(&self, wide: VectorValue<'c>) -> R<VectorValue<'c>> {
+        let (k, w) = (self.k, self.w);
+        let s = self.d.sw as u32;
         if s == 1 {
             return Ok(wide);
         }
