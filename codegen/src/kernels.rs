@@ -11,6 +11,7 @@
 //!   (`W` f32 lanes of the target), the contiguous output dimension innermost, bias and
 //!   activation in the epilogue.
 
+mod gap;
 mod gather;
 mod gemv;
 
@@ -447,7 +448,7 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::MaxPool(p) | Op::AvgPool(p) => {
             pool(g, func, st, op, p, matches!(op.op, Op::MaxPool(_)), name)
         }
-        Op::GlobalAvgPool => global_avg_pool(g, func, st, op, name),
+        Op::GlobalAvgPool => gap::global_avg_pool(g, func, st, op, name),
         Op::Softmax { axis } => softmax(g, func, st, op, *axis, name),
         Op::Concat { axis } => {
             let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
@@ -1350,48 +1351,6 @@ fn pool<'a, 'c>(
                 k.st(op_, k.add(k.mul(oy, ow)?, ox)?, out)
             })
         })
-    })?;
-    llvm(g.builder.build_return(None))?;
-    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
-}
-
-fn global_avg_pool<'a, 'c>(
-    g: &Gen<'a, 'c>,
-    func: &Function,
-    st: &Storage,
-    op: &tir_ir::OpData,
-    name: &str,
-) -> R<Vec<Call<'c>>> {
-    let (x, r) = (op.operands[0], op.results[0]);
-    let xd = dims(func, x)?;
-    if xd.len() < 2 {
-        return Err(unsupported(func, op, "rank below 2"));
-    }
-    let planes = xd[0] * xd[1];
-    let size: i64 = xd[2..].iter().product();
-    let args: Vec<Arg> = [x, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
-    let f = g.kernel(name, &args, &[false, true]);
-    let k = g.k(f);
-    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
-    let d = k.ctx.f64_type();
-    k.loop_(0, planes, &mut |pl| {
-        let base = k.mul(pl, size)?;
-        let zero: BasicValueEnum = d.const_float(0.0).into();
-        let s = k.loop_carry(0, size, 1, vec![zero], &mut |i, cur| {
-            let v = k.ld(px, k.add(base, i)?)?;
-            let v = llvm(k.b.build_float_ext(v, d, "e"))?;
-            Ok(vec![k.fadd(cur[0].into_float_value(), v)?.into()])
-        })?;
-        let mean = k.fdiv(s[0].into_float_value(), d.const_float(size as f64))?;
-        k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
     })?;
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])

@@ -664,3 +664,18 @@ fn pointwise_small_spatial_k_blocked_and_gemv() {
         "matmul(%a, %bw)",
     ));
 }
+
+#[test]
+fn global_avg_pool_vectorised_planes() {
+    // Plane sizes for every part of the vectorised sum: unrolled steps of two vectors, a
+    // single vector, the masked remainder, and planes of one element or one vector.
+    for shape in [
+        vec![1, 3, 13, 11],
+        vec![2, 2, 37, 37],
+        vec![1, 4, 1, 1],
+        vec![1, 2, 4, 4],
+        vec![1, 3, 112, 112],
+    ] {
+        check(&model(&[("x", shape)], &[], "global_avg_pool(%x)"));
+    }
+}
