@@ -18,6 +18,9 @@ use tir_ir::Activation;
 
 /// Vectors per interior block.
 const NV: i64 = 4;
+/// Output elements up to which a plane is emitted whole by [`Plane::flat`] (a 14×14 plane,
+/// 13 vectors × the taps, unrolled).
+const FLAT_MAX: i64 = 256;
 
 /// A depthwise convolution's constant extents (NCHW, weight `[M, 1, KH, KW]`).
 pub struct Depthwise {
@@ -65,6 +68,9 @@ pub fn emit<'a, 'c>(
         (0..d.h).contains(&iy)
     };
     let (r0, r1) = interval(d.oh, |oy| (0..d.kh).all(|i| row_in(oy, i)));
+    // A small unit-stride plane whose input rows are as wide as its output rows: see
+    // [`Plane::flat`].
+    let flat = d.sh == 1 && d.sw == 1 && d.wi == d.ow && d.oh * d.ow <= FLAT_MAX;
     k.loop_(0, d.n, &mut |b| {
         k.loop_(0, d.m, &mut |oc| {
             let ic = if mg == 1 {
@@ -91,6 +97,9 @@ pub fn emit<'a, 'c>(
                 tap: &tap,
                 bias,
             };
+            if flat {
+                return plane.flat();
+            }
             let border = |oy: i64| -> Vec<i64> { (0..d.kh).filter(|&i| row_in(oy, i)).collect() };
             for oy in 0..r0 {
                 plane.row(k.c(oy), &border(oy))?;
@@ -134,41 +143,129 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             ix >= 0 && ix + d.sw - 1 < d.wi
         };
         let (c0, c1) = interval(d.ow, |ox| (0..d.kw).all(|j| col_in(ox, j)));
-        for ox in (0..d.ow).filter(|&ox| ox < c0 || ox >= c1) {
-            self.scalar(&xrows, orow, ox)?;
-        }
+        // The border columns go into whole vectors with their padding lanes masked off
+        // ([`Plane::edge`]): `[0, lead)` before the interior, `[end, ow)` after its whole
+        // vectors. A scalar border column (up to `KH·KW` dependent FMAs) cost about as much
+        // as a whole vector of interior outputs.
         let wl = self.w as i64;
-        let len = c1 - c0;
+        let lead = if c0 > 0 && c1 > c0 {
+            ((c0 + wl - 1) / wl * wl).min(d.ow)
+        } else {
+            0
+        };
+        let len = if c1 > lead { (c1 - lead) / wl * wl } else { 0 };
+        let end = lead + len;
+        for ox in (0..lead).step_by(self.w as usize) {
+            self.edge(&xrows, orow, ox, (lead - ox).min(wl))?;
+        }
         let big = len / (NV * wl) * NV * wl;
-        let single = (len - big) / wl * wl;
-        let rest = len - big - single;
-        k.loop_step(c0, c0 + big, NV * wl, &mut |ox| {
+        k.loop_step(lead, lead + big, NV * wl, &mut |ox| {
             self.vectors(&xrows, orow, ox, NV as u32, None)
         })?;
-        k.loop_step(c0 + big, c0 + big + single, wl, &mut |ox| {
+        k.loop_step(lead + big, end, wl, &mut |ox| {
             self.vectors(&xrows, orow, ox, 1, None)
         })?;
-        if rest > 0 {
-            let ox = k.c(c0 + big + single);
-            self.vectors(&xrows, orow, ox, 1, Some(rest as u32))?;
+        for ox in (end..d.ow).step_by(self.w as usize) {
+            self.edge(&xrows, orow, ox, (d.ow - ox).min(wl))?;
         }
         Ok(())
     }
 
-    /// One border column: only the kernel columns that land inside the input.
-    fn scalar(&self, xrows: &[(i64, PointerValue<'c>)], orow: PointerValue<'c>, ox: i64) -> R<()> {
-        let (k, d) = (self.k, self.d);
-        let mut acc = self.bias;
+    /// The `lanes` outputs from column `ox` of a row (a constant column: the borders), each
+    /// tap's load masked to the lanes whose input is inside the row; for a stride `s` the
+    /// load spans `s·W` inputs of which only every `s`-th lane is loaded.
+    fn edge(
+        &self,
+        xrows: &[(i64, PointerValue<'c>)],
+        orow: PointerValue<'c>,
+        ox: i64,
+        lanes: i64,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let s = d.sw;
+        let mut acc = k.splat(self.bias, w)?;
         for &(i, xrow) in xrows {
             for j in 0..d.kw {
-                let ix = ox * d.sw + j * d.dw - d.pl;
-                if (0..d.wi).contains(&ix) {
-                    let x = k.ld(xrow, k.c(ix))?;
-                    acc = k.fma(x, self.tap[(i * d.kw + j) as usize], acc)?;
+                let at = ox * s + j * d.dw - d.pl;
+                let on: Vec<bool> = (0..s * w as i64)
+                    .map(|q| q % s == 0 && q / s < lanes && (0..d.wi).contains(&(at + q)))
+                    .collect();
+                if !on.contains(&true) {
+                    continue;
                 }
+                let x = self.pick(k.ldv_lanes(xrow, k.c(at), &on)?)?;
+                let t = k.splat(self.tap[(i * d.kw + j) as usize], w)?;
+                acc = k.fma(x, t, acc)?;
             }
         }
-        k.st(orow, k.c(ox), activation(k, d.act, acc)?)
+        let masked = (lanes < w as i64).then_some(lanes as u32);
+        self.store(acc, orow, k.c(ox), masked)
+    }
+
+    /// The whole plane as one flat run of vectors, for unit strides when the input and output
+    /// rows are equally wide (`W_in = W_out`, "same" padding). Then the input under output
+    /// element `p = oy·W + ox` for tap `(i, j)` is `p + (i·dh − pt)·W + (j·dw − pl)`: one
+    /// contiguous load per tap and vector, whatever rows the vector's lanes span. The lanes
+    /// whose tap falls in the padding (row or column out of the input) are masked off, the
+    /// masks known at compile time. On the 7×7 and 14×14 planes of MobileNet's late blocks
+    /// this replaces rows of one part-filled vector plus scalar border columns (issue 6).
+    fn flat(&self) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let total = d.oh * d.ow;
+        for p0 in (0..total).step_by(w as usize) {
+            let lanes = (total - p0).min(wl);
+            let mut acc = k.splat(self.bias, w)?;
+            for i in 0..d.kh {
+                for j in 0..d.kw {
+                    let off = (i * d.dh - d.pt) * d.wi + (j * d.dw - d.pl);
+                    let on: Vec<bool> = (0..wl)
+                        .map(|l| {
+                            let p = p0 + l;
+                            let (iy, ix) = (p / d.ow + i * d.dh - d.pt, p % d.ow + j * d.dw - d.pl);
+                            l < lanes && (0..d.h).contains(&iy) && (0..d.wi).contains(&ix)
+                        })
+                        .collect();
+                    if !on.contains(&true) {
+                        continue;
+                    }
+                    let x = k.ldv_lanes(self.xplane, k.c(p0 + off), &on)?;
+                    let t = k.splat(self.tap[(i * d.kw + j) as usize], w)?;
+                    acc = k.fma(x, t, acc)?;
+                }
+            }
+            let masked = (lanes < wl).then_some(lanes as u32);
+            self.store(acc, self.oplane, k.c(p0), masked)?;
+        }
+        Ok(())
+    }
+
+    /// Applies the activation to the first `lanes` (all without) lanes of `acc` and stores
+    /// them at `to[at..]`.
+    fn store(
+        &self,
+        acc: VectorValue<'c>,
+        to: PointerValue<'c>,
+        at: IntValue<'c>,
+        lanes: Option<u32>,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let mut out = acc;
+        if d.act.is_some() {
+            for l in 0..lanes.unwrap_or(w) {
+                let y = activation(k, d.act, k.lane(acc, l)?)?;
+                out = llvm(k.b.build_insert_element(
+                    out,
+                    y,
+                    k.ctx.i32_type().const_int(l.into(), false),
+                    "a",
+                ))?;
+            }
+        }
+        match lanes {
+            Some(n) => k.stv_masked(to, at, out, n),
+            None => k.stv(to, at, out),
+        }
     }
 
     /// `nv` vectors of outputs from column `ox` on (the first `lanes` of one when masked).
@@ -196,23 +293,8 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             }
         }
         for (v, a) in acc.into_iter().enumerate() {
-            let mut out = a;
-            if d.act.is_some() {
-                for l in 0..lanes.unwrap_or(w) {
-                    let y = activation(k, d.act, k.lane(a, l)?)?;
-                    out = llvm(k.b.build_insert_element(
-                        out,
-                        y,
-                        k.ctx.i32_type().const_int(l.into(), false),
-                        "a",
-                    ))?;
-                }
-            }
             let at = k.add(ox, k.c(v as i64 * wl))?;
-            match lanes {
-                Some(n) => k.stv_masked(orow, at, out, n)?,
-                None => k.stv(orow, at, out)?,
-            }
+            self.store(a, orow, at, lanes)?;
         }
         Ok(())
     }
@@ -230,6 +312,13 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             Some(n) => k.ldv_masked(xrow, at, s * w, n * s)?,
             None => k.ldv(xrow, at, s * w)?,
         };
+        self.pick(wide)
+    }
+
+    /// Every `sw`-th lane of a `sw·W`-lane load.
+    fn pick(&self, wide: VectorValue<'c>) -> R<VectorValue<'c>> {
+        let (k, w) = (self.k, self.w);
+        let s = self.d.sw as u32;
         if s == 1 {
             return Ok(wide);
         }

@@ -11,7 +11,9 @@
 //!   (`W` f32 lanes of the target), the contiguous output dimension innermost, bias and
 //!   activation in the epilogue.
 
+mod gap;
 mod gather;
+mod gemv;
 
 use crate::nest::{llvm, K, R};
 use crate::storage::{is_view, Loc, Storage};
@@ -446,7 +448,7 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::MaxPool(p) | Op::AvgPool(p) => {
             pool(g, func, st, op, p, matches!(op.op, Op::MaxPool(_)), name)
         }
-        Op::GlobalAvgPool => global_avg_pool(g, func, st, op, name),
+        Op::GlobalAvgPool => gap::global_avg_pool(g, func, st, op, name),
         Op::Softmax { axis } => softmax(g, func, st, op, *axis, name),
         Op::Concat { axis } => {
             let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
@@ -690,152 +692,175 @@ pub struct Gemm<'c> {
     pub k: i64,
 }
 
+/// Rows of a wide tile: `MR × NV·W` accumulators (24 of the 32 AVX-512 registers; the rest
+/// hold the `NV` B vectors and the broadcast A element). Per K step that is `NV + MR` = 10
+/// loads for 24 FMAs, within the two load ports' reach while the two FMA ports stay busy;
+/// measured against 12 × 2 (BLIS's Skylake-X shape), 8 × 3 and 4 × 6 on this machine's
+/// 512×512×512 GEMM and MobileNet's 1×1 layers, 6 × 4 was fastest (issue 6).
 const MR: i64 = 6;
+/// Vectors of columns per wide tile.
+const NV: u32 = 4;
+/// L1 bytes a K block's B panel (`kc × NV·W` floats) may fill: two thirds of the 48 KiB
+/// L1d, the rest holding the A rows' lines and the C tile. Reused across every row tile of
+/// a column block, the panel must stay in L1 or every FMA waits on L2 (unblocked, a
+/// 512×512×512 GEMM's panel is 128 KiB).
+const PANEL_BYTES: i64 = 32 * 1024;
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
-///   fully connected layer): a matrix-vector product vectorised along K ([`gemv`]);
+///   fully connected layer): a bandwidth-bound matrix-vector product ([`gemv`]);
 /// - narrow N (at most [`NARROW`] vectors): every column in one tile of up to [`ACC_REGS`]
-///   accumulators, so A is read once;
-/// - otherwise `MR × 2W` tiles with `2·MR` vector accumulators over the whole K, a one-vector
-///   column block and the last `< W` columns as one masked vector (`llvm.masked.*`), never a
-///   latency-bound scalar chain. With a long K the B panel (`K × 2W` floats) stays in cache
-///   across the row tiles; with a short one ([`SHORT_K`]) the row tiles go outside.
+///   accumulators over the whole K, so A — the big operand there — streams once (K blocks
+///   measured slower: they cut A's rows into short runs);
+/// - otherwise `MR × NV·W` tiles, then one tile of the remaining columns (the last vector
+///   masked with `llvm.masked.*`, never a latency-bound scalar chain) with as many rows as
+///   fit [`ACC_REGS`]. With a short K ([`SHORT_K`]) the output rows, not the B panel, are
+///   what streams, so the row tiles go outside; otherwise K is cut into blocks whose B panel
+///   fits [`PANEL_BYTES`] ([`k_blocks`]) and the column blocks go outside, so the panel
+///   stays in L1 across the row tiles. A block after the first resumes from the partial
+///   sums it stored in C, so every output is still one FMA chain in K order, and only the
+///   last block applies the epilogue.
 pub fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv(k, w, gm, epi);
+        return gemv::emit(k, w, gm, epi);
     }
     let wl = w as i64;
+    let j0 = k.c(0);
     if gm.n <= NARROW * wl {
         // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
         // tile, more rows per tile, so A — the big operand here — is read once.
-        let nv = ((gm.n + wl - 1) / wl) as u32;
+        let nv = (gm.n + wl - 1) / wl;
         let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
-        let mr = (ACC_REGS / nv as i64).min(12);
+        let mr = (ACC_REGS / nv).min(12);
         let mfull = gm.m / mr * mr;
-        let j0 = k.c(0);
+        let kb = KBlock::whole(k, gm.k);
         k.loop_step(0, mfull, mr, &mut |i0| {
-            tile(k, w, gm, epi, i0, j0, mr, nv, lanes)
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv as u32, lanes)
         })?;
         if mfull < gm.m {
-            tile(k, w, gm, epi, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
+            let tail = gm.m - mfull;
+            tile(k, w, gm, epi, kb, k.c(mfull), j0, tail, nv as u32, lanes)?;
         }
         return Ok(());
     }
-    let nr = 2 * wl;
-    let n2 = gm.n / nr * nr;
-    let n1 = n2 + (gm.n - n2) / wl * wl;
+    let nr = NV as i64 * wl;
+    let nfull = gm.n / nr * nr;
+    // The columns after the full blocks: one tile of `nrest` vectors, the last one masked.
+    let rest = gm.n - nfull;
+    let nrest = ((rest + wl - 1) / wl) as u32;
+    let lanes_rest = (rest % wl != 0).then_some((rest % wl) as u32);
     let mfull = gm.m / MR * MR;
     let rows_tail = gm.m - mfull;
-    // A column block's row tiles; with a short K the output rows, not the B panel, are what
-    // streams, so the row tiles go outside and each tile's stores continue the last one's.
-    let short_k = gm.k <= SHORT_K;
-    let rows = |j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
-        k.loop_step(0, mfull, MR, &mut |i0| {
-            tile(k, w, gm, epi, i0, j0, MR, nv, lanes)
+    // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
+    let rows = |kb: KBlock<'c>, j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
+        let mr = (ACC_REGS / nv as i64).min(12);
+        let mfull = gm.m / mr * mr;
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv, lanes)
         })?;
-        if rows_tail > 0 {
-            tile(k, w, gm, epi, k.c(mfull), j0, rows_tail, nv, lanes)?;
+        if mfull < gm.m {
+            tile(k, w, gm, epi, kb, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
         }
         Ok(())
     };
-    let cols = |i0: IntValue<'c>, mr: i64| -> R<()> {
-        k.loop_step(0, n2, nr, &mut |j0| {
-            tile(k, w, gm, epi, i0, j0, mr, 2, None)
+    let cols = |kb: KBlock<'c>, i0: IntValue<'c>, mr: i64| -> R<()> {
+        k.loop_step(0, nfull, nr, &mut |j0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, NV, None)
         })?;
-        if n1 > n2 {
-            tile(k, w, gm, epi, i0, k.c(n2), mr, 1, None)?;
-        }
-        if n1 < gm.n {
-            tile(k, w, gm, epi, i0, k.c(n1), mr, 1, Some((gm.n - n1) as u32))?;
+        if rest > 0 {
+            tile(k, w, gm, epi, kb, i0, k.c(nfull), mr, nrest, lanes_rest)?;
         }
         Ok(())
     };
-    if short_k {
-        k.loop_step(0, mfull, MR, &mut |i0| cols(i0, MR))?;
+    if gm.k <= SHORT_K {
+        let kb = KBlock::whole(k, gm.k);
+        k.loop_step(0, mfull, MR, &mut |i0| cols(kb, i0, MR))?;
         if rows_tail > 0 {
-            cols(k.c(mfull), rows_tail)?;
+            cols(kb, k.c(mfull), rows_tail)?;
         }
         return Ok(());
     }
-    // Full-width column blocks, then the single-vector block, then the last `< W` columns as
-    // one masked vector.
-    k.loop_step(0, n2, nr, &mut |j0| rows(j0, 2, None))?;
-    if n1 > n2 {
-        rows(k.c(n2), 1, None)?;
-    }
-    if n1 < gm.n {
-        rows(k.c(n1), 1, Some((gm.n - n1) as u32))?;
-    }
-    Ok(())
+    let kc = (PANEL_BYTES / (NV as i64 * wl * 4)).max(8);
+    k_blocks(k, gm.k, kc, &mut |kb| {
+        k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, NV, None))?;
+        if rest > 0 {
+            rows(kb, k.c(nfull), nrest, lanes_rest)?;
+        }
+        Ok(())
+    })
 }
 
 /// At most this many vectors of columns make a GEMM narrow (one column block).
 const NARROW: i64 = 4;
-/// Vector accumulators a tile may hold (of 32 registers with AVX-512; the rest hold B
-/// vectors and the broadcast A element).
+/// Vector accumulators a narrow tile may hold (of 32 registers with AVX-512; the rest hold
+/// B vectors and the broadcast A element).
 const ACC_REGS: i64 = 24;
 /// K up to which the row tiles go outside the column blocks.
 const SHORT_K: i64 = 32;
 
-/// Rows per block of [`gemv`]: independent accumulators hide the FMA latency.
-const GEMV_ROWS: i64 = 4;
-
-/// `C[i] = epi(Σ_k A[i, k] · B[k])` with `W`-lane partial sums along K, reduced at the end
-/// (the summation order differs from the reference's, within float rounding).
-fn gemv<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
-    let wl = w as i64;
-    let kv = gm.k / wl * wl;
-    let block = |i0: IntValue<'c>, rows: i64| -> R<()> {
-        let rs: Vec<IntValue> = (0..rows)
-            .map(|r| k.mul(k.add(i0, k.c(r))?, gm.a_rs))
-            .collect::<R<_>>()?;
-        let zero: BasicValueEnum = k.vty(w).const_zero().into();
-        let acc = k.loop_carry(0, kv, wl, vec![zero; rows as usize], &mut |kk, cur| {
-            let b = k.ldv(gm.b, kk, w)?;
-            let mut next = Vec::with_capacity(cur.len());
-            for (r, &ar) in rs.iter().enumerate() {
-                let a = k.ldv(gm.a, k.add(ar, kk)?, w)?;
-                next.push(k.fma(a, b, cur[r].into_vector_value())?.into());
-            }
-            Ok(next)
-        })?;
-        for (r, &ar) in rs.iter().enumerate() {
-            let v = acc[r].into_vector_value();
-            // Pairwise lane sum, then the scalar K tail.
-            let mut parts: Vec<FloatValue> = (0..w).map(|l| k.lane(v, l)).collect::<R<_>>()?;
-            while parts.len() > 1 {
-                parts = parts
-                    .chunks(2)
-                    .map(|p| {
-                        if p.len() == 2 {
-                            k.fadd(p[0], p[1])
-                        } else {
-                            Ok(p[0])
-                        }
-                    })
-                    .collect::<R<_>>()?;
-            }
-            let mut s = parts[0];
-            for kk in kv..gm.k {
-                let a = k.ld(gm.a, k.add(ar, k.c(kk))?)?;
-                s = k.fma(a, k.ld(gm.b, k.c(kk))?, s)?;
-            }
-            let row = k.add(i0, k.c(r as i64))?;
-            let out = finish(k, epi, s, row)?;
-            k.st(gm.c, k.mul(row, gm.c_rs)?, out)?;
-        }
-        Ok(())
-    };
-    let mfull = gm.m / GEMV_ROWS * GEMV_ROWS;
-    k.loop_step(0, mfull, GEMV_ROWS, &mut |i0| block(i0, GEMV_ROWS))?;
-    if mfull < gm.m {
-        block(k.c(mfull), gm.m - mfull)?;
-    }
-    Ok(())
+/// The K steps `k0 .. k0 + len` of a tile; the first block starts from zero, later ones
+/// from the partial sums stored in C, and only the last applies the epilogue.
+#[derive(Clone, Copy)]
+struct KBlock<'c> {
+    k0: IntValue<'c>,
+    len: i64,
+    first: bool,
+    last: bool,
 }
 
-fn finish<'a, 'c>(
+impl<'c> KBlock<'c> {
+    fn whole<'a>(k: &K<'a, 'c>, len: i64) -> Self {
+        KBlock {
+            k0: k.c(0),
+            len,
+            first: true,
+            last: true,
+        }
+    }
+}
+
+/// Runs `body` over K blocks of at most `kc` steps (balanced: equal blocks but the last):
+/// the first and last are emitted apart, the middle ones as one loop.
+fn k_blocks<'a, 'c>(
+    k: &K<'a, 'c>,
+    kk: i64,
+    kc: i64,
+    body: &mut dyn FnMut(KBlock<'c>) -> R<()>,
+) -> R<()> {
+    let nb = (kk + kc - 1) / kc;
+    if nb <= 1 {
+        return body(KBlock::whole(k, kk));
+    }
+    let balanced = (kk + nb - 1) / nb;
+    let kc = if balanced * (nb - 1) < kk {
+        balanced
+    } else {
+        kc
+    };
+    let last = kc * (nb - 1);
+    body(KBlock {
+        k0: k.c(0),
+        len: kc,
+        first: true,
+        last: false,
+    })?;
+    k.loop_step(kc, last, kc, &mut |k0| {
+        body(KBlock {
+            k0,
+            len: kc,
+            first: false,
+            last: false,
+        })
+    })?;
+    body(KBlock {
+        k0: k.c(last),
+        len: kk - last,
+        first: false,
+        last: true,
+    })
+}
+
+pub(crate) fn finish<'a, 'c>(
     k: &K<'a, 'c>,
     epi: Epilogue<'c>,
     acc: FloatValue<'c>,
@@ -851,14 +876,15 @@ fn finish<'a, 'c>(
     activation(k, epi.act, v)
 }
 
-/// One `mr × nv·W` tile; with `lanes = Some(n)` only the first `n` columns of the last vector
-/// are loaded and stored (masked).
+/// One `mr × nv·W` tile over the K block `kb`; with `lanes = Some(n)` only the first `n`
+/// columns of the last vector are loaded and stored (masked).
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
+    kb: KBlock<'c>,
     i0: IntValue<'c>,
     j0: IntValue<'c>,
     mr: i64,
@@ -866,16 +892,39 @@ fn tile<'a, 'c>(
     lanes: Option<u32>,
 ) -> R<()> {
     let wl = w as i64;
-    let zero: BasicValueEnum = k.vty(w).const_zero().into();
-    let init = vec![zero; (mr as usize) * nv as usize];
     let rows: Vec<IntValue> = (0..mr).map(|r| k.add(i0, k.c(r))).collect::<R<_>>()?;
     let a_rows: Vec<IntValue> = rows.iter().map(|&r| k.mul(r, gm.a_rs)).collect::<R<_>>()?;
-    let acc = k.loop_carry(0, gm.k, 1, init, &mut |kk, cur| {
+    let c_at = |r: usize, v: u32| -> R<IntValue<'c>> {
+        let ci = k.add(k.mul(rows[r], gm.c_rs)?, j0)?;
+        k.add(ci, k.c(v as i64 * wl))
+    };
+    let masked = |v: u32| lanes.filter(|_| v + 1 == nv);
+    let init: Vec<BasicValueEnum> = if kb.first {
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        vec![zero; (mr as usize) * nv as usize]
+    } else {
+        let mut init = Vec::with_capacity((mr as usize) * nv as usize);
+        for r in 0..mr as usize {
+            for v in 0..nv {
+                let at = c_at(r, v)?;
+                init.push(
+                    match masked(v) {
+                        Some(n) => k.ldv_masked(gm.c, at, w, n)?,
+                        None => k.ldv(gm.c, at, w)?,
+                    }
+                    .into(),
+                );
+            }
+        }
+        init
+    };
+    let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
+        let kk = k.add(kb.k0, kk)?;
         let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
         let bv: Vec<_> = (0..nv)
             .map(|v| {
                 let at = k.add(bi, k.c(v as i64 * wl))?;
-                match lanes.filter(|_| v + 1 == nv) {
+                match masked(v) {
                     Some(n) => k.ldv_masked(gm.b, at, w, n),
                     None => k.ldv(gm.b, at, w),
                 }
@@ -883,32 +932,35 @@ fn tile<'a, 'c>(
             .collect::<R<_>>()?;
         let ak = k.mul(kk, gm.a_cs)?;
         let mut next = Vec::with_capacity(cur.len());
-        for (r, &ar) in a_rows.iter().enumerate() {
+        for &ar in &a_rows {
             let a = k.splat(k.ld(gm.a, k.add(ar, ak)?)?, w)?;
-            for (v, &b) in bv.iter().enumerate() {
-                let c = cur[r * nv as usize + v].into_vector_value();
+            for &b in &bv {
+                let c = cur[next.len()].into_vector_value();
                 next.push(k.fma(a, b, c)?.into());
             }
         }
         Ok(next)
     })?;
     for (r, &row) in rows.iter().enumerate() {
-        let ci = k.add(k.mul(row, gm.c_rs)?, j0)?;
         for v in 0..nv {
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
-            let masked = lanes.filter(|_| v + 1 == nv);
-            let mut out = k.vty(w).get_undef();
-            for l in 0..masked.unwrap_or(w) {
-                let x = finish(k, epi, k.lane(vec, l)?, row)?;
-                out = llvm(k.b.build_insert_element(
-                    out,
-                    x,
-                    k.ctx.i32_type().const_int(l.into(), false),
-                    "o",
-                ))?;
-            }
-            let at = k.add(ci, k.c(v as i64 * wl))?;
-            match masked {
+            let out = if kb.last {
+                let mut out = k.vty(w).get_undef();
+                for l in 0..masked(v).unwrap_or(w) {
+                    let x = finish(k, epi, k.lane(vec, l)?, row)?;
+                    out = llvm(k.b.build_insert_element(
+                        out,
+                        x,
+                        k.ctx.i32_type().const_int(l.into(), false),
+                        "o",
+                    ))?;
+                }
+                out
+            } else {
+                vec
+            };
+            let at = c_at(r, v)?;
+            match masked(v) {
                 Some(n) => k.stv_masked(gm.c, at, out, n)?,
                 None => k.stv(gm.c, at, out)?,
             }
@@ -1303,48 +1355,6 @@ fn pool<'a, 'c>(
                 k.st(op_, k.add(k.mul(oy, ow)?, ox)?, out)
             })
         })
-    })?;
-    llvm(g.builder.build_return(None))?;
-    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
-}
-
-fn global_avg_pool<'a, 'c>(
-    g: &Gen<'a, 'c>,
-    func: &Function,
-    st: &Storage,
-    op: &tir_ir::OpData,
-    name: &str,
-) -> R<Vec<Call<'c>>> {
-    let (x, r) = (op.operands[0], op.results[0]);
-    let xd = dims(func, x)?;
-    if xd.len() < 2 {
-        return Err(unsupported(func, op, "rank below 2"));
-    }
-    let planes = xd[0] * xd[1];
-    let size: i64 = xd[2..].iter().product();
-    let args: Vec<Arg> = [x, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
-    let f = g.kernel(name, &args, &[false, true]);
-    let k = g.k(f);
-    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
-    let d = k.ctx.f64_type();
-    k.loop_(0, planes, &mut |pl| {
-        let base = k.mul(pl, size)?;
-        let zero: BasicValueEnum = d.const_float(0.0).into();
-        let s = k.loop_carry(0, size, 1, vec![zero], &mut |i, cur| {
-            let v = k.ld(px, k.add(base, i)?)?;
-            let v = llvm(k.b.build_float_ext(v, d, "e"))?;
-            Ok(vec![k.fadd(cur[0].into_float_value(), v)?.into()])
-        })?;
-        let mean = k.fdiv(s[0].into_float_value(), d.const_float(size as f64))?;
-        k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
     })?;
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])

@@ -637,3 +637,92 @@ fn exp_based_ops_over_the_float_range() {
         check_with(&text, Some(vec![Tensor::f32(shape, xs.clone()).unwrap()]));
     }
 }
+
+#[test]
+fn depthwise_stride_two_and_small_planes() {
+    // Stride 2 on every odd width 1..39 (lane-picking loads, masked remainders, scalar
+    // borders), with channel multipliers and padding; then small unit-stride planes with
+    // "same" padding, which take the flat path (one masked load per tap and vector, the
+    // vectors spanning rows): 7×7 and 14×14 as in MobileNet's late blocks, odd sizes, 5×5
+    // kernels, dilation, and a plane just under and one just over the flat limit.
+    let mut rng = Rng::new(23);
+    for w in (1..40).step_by(2) {
+        let c = rng.r(1, 3);
+        let mult = rng.r(1, 2);
+        let k = if w < 3 { 1 } else { 3 };
+        let pad = rng.r(0, k / 2);
+        let h = rng.r(k, 9);
+        let act = ["", ", activation = relu6"][w as usize % 4 / 2];
+        check(&model(
+            &[("x", vec![1, c, h, w])],
+            &[("w", vec![c * mult, 1, k, k]), ("b", vec![c * mult])],
+            &format!(
+                "conv2d(%x, %w, %b) {{strides = [2, 2], pads = [{pad}, {pad}, {pad}, {pad}], groups = {c}{act}}}"
+            ),
+        ));
+    }
+    for (h, w, k, d, mult, act) in [
+        (7, 7, 3, 1, 1, ", activation = relu6"),
+        (14, 14, 3, 1, 1, ", activation = relu6"),
+        (7, 7, 5, 1, 1, ", activation = hard_swish"),
+        (5, 9, 3, 2, 2, ""),
+        (3, 17, 5, 1, 1, ", activation = relu"),
+        (1, 1, 3, 1, 1, ""),
+        (16, 16, 3, 1, 1, ""),
+        (17, 16, 3, 1, 2, ", activation = relu6"),
+    ] {
+        let c = 3;
+        let p = d * (k - 1) / 2;
+        check(&model(
+            &[("x", vec![2, c, h, w])],
+            &[("w", vec![c * mult, 1, k, k]), ("b", vec![c * mult])],
+            &format!(
+                "conv2d(%x, %w, %b) {{dilations = [{d}, {d}], pads = [{p}, {p}, {p}, {p}], groups = {c}{act}}}"
+            ),
+        ));
+    }
+}
+
+#[test]
+fn pointwise_small_spatial_k_blocked_and_gemv() {
+    // 1×1 convolutions on the spatial sizes of late layers (N = H·W in {1, 7, 49, 50, 196})
+    // with odd K: the narrow path (N <= 64, one column block), the wide path with K long
+    // enough to be cut into K blocks (first, middle loop and last block resuming from C) and
+    // a masked column remainder; N = 1 is the unrolled gemv (with a K tail and a row tail).
+    for (c, m, h, w) in [
+        (1283, 13, 1, 1),
+        (97, 6, 1, 1),
+        (301, 7, 1, 7),
+        (305, 17, 7, 7),
+        (33, 30, 5, 10),
+        (401, 14, 14, 14),
+        (35, 25, 14, 14),
+    ] {
+        check(&model(
+            &[("x", vec![1, c, h, w])],
+            &[("w", vec![m, c, 1, 1]), ("b", vec![m])],
+            "conv2d(%x, %w, %b) {activation = relu6}",
+        ));
+    }
+    // A K-blocked matmul with row and column tails.
+    check(&model(
+        &[("a", vec![13, 389])],
+        &[("bw", vec![389, 70])],
+        "matmul(%a, %bw)",
+    ));
+}
+
+#[test]
+fn global_avg_pool_vectorised_planes() {
+    // Plane sizes for every part of the vectorised sum: unrolled steps of two vectors, a
+    // single vector, the masked remainder, and planes of one element or one vector.
+    for shape in [
+        vec![1, 3, 13, 11],
+        vec![2, 2, 37, 37],
+        vec![1, 4, 1, 1],
+        vec![1, 2, 4, 4],
+        vec![1, 3, 112, 112],
+    ] {
+        check(&model(&[("x", shape)], &[], "global_avg_pool(%x)"));
+    }
+}

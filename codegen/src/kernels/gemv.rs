@@ -1,0 +1,116 @@
+//! The matrix-vector product `C[i] = epi(Σ_k A[i, k] · B[k])` (a 1×1 convolution on a 1×1
+//! image, a fully connected layer; issue 6).
+//!
+//! It does two flops per A element loaded, so it is bound by the bandwidth at which A — the
+//! weights, 5 MB for MobileNet's `logits` — streams from memory, not by the FMA units. The
+//! kernel therefore keeps many loads in flight: [`ROWS`] rows at once (independent
+//! streams for the hardware prefetcher) and [`UNROLL`] vectors of K per row per step, each
+//! into its own accumulator, so no FMA waits on the previous one. The `ROWS × UNROLL`
+//! partial sums of a row are added at the end (the summation order differs from the
+//! reference's, within float rounding).
+
+use super::{finish, Epilogue, Gemm};
+use crate::nest::{llvm, K, R};
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue, VectorValue};
+
+/// Rows per block: independent A streams.
+const ROWS: i64 = 4;
+/// Vectors of K per row and step: independent accumulators per row.
+const UNROLL: i64 = 4;
+
+pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    let mfull = gm.m / ROWS * ROWS;
+    k.loop_step(0, mfull, ROWS, &mut |i0| block(k, w, gm, epi, i0, ROWS))?;
+    if mfull < gm.m {
+        block(k, w, gm, epi, k.c(mfull), gm.m - mfull)?;
+    }
+    Ok(())
+}
+
+/// Rows `i0 .. i0 + rows`: unrolled steps of `UNROLL` vectors, then single vectors, then
+/// the scalar K tail.
+fn block<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    i0: IntValue<'c>,
+    rows: i64,
+) -> R<()> {
+    let wl = w as i64;
+    let step = UNROLL * wl;
+    let kun = gm.k / step * step;
+    let kv = gm.k / wl * wl;
+    let rs: Vec<IntValue> = (0..rows)
+        .map(|r| k.mul(k.add(i0, k.c(r))?, gm.a_rs))
+        .collect::<R<_>>()?;
+    let zero: BasicValueEnum = k.vty(w).const_zero().into();
+    let un = UNROLL as usize;
+    // Accumulator `r·UNROLL + u` of row `r` sums the K vectors `u (mod UNROLL)`.
+    let acc = k.loop_carry(
+        0,
+        kun,
+        step,
+        vec![zero; rows as usize * un],
+        &mut |kk, cur| {
+            let bs: Vec<VectorValue> = (0..UNROLL)
+                .map(|u| k.ldv(gm.b, k.add(kk, k.c(u * wl))?, w))
+                .collect::<R<_>>()?;
+            let mut next = Vec::with_capacity(cur.len());
+            for &ar in &rs {
+                let at = k.add(ar, kk)?;
+                for (u, &b) in bs.iter().enumerate() {
+                    let a = k.ldv(gm.a, k.add(at, k.c(u as i64 * wl))?, w)?;
+                    next.push(k.fma(a, b, cur[next.len()].into_vector_value())?.into());
+                }
+            }
+            Ok(next)
+        },
+    )?;
+    // The remaining whole vectors go to each row's first accumulator.
+    let firsts: Vec<BasicValueEnum> = acc.iter().step_by(un).copied().collect();
+    let firsts = k.loop_carry(kun, kv, wl, firsts, &mut |kk, cur| {
+        let b = k.ldv(gm.b, kk, w)?;
+        rs.iter()
+            .zip(cur)
+            .map(|(&ar, c)| {
+                let a = k.ldv(gm.a, k.add(ar, kk)?, w)?;
+                Ok(k.fma(a, b, c.into_vector_value())?.into())
+            })
+            .collect()
+    })?;
+    for (r, &ar) in rs.iter().enumerate() {
+        let mut v = firsts[r].into_vector_value();
+        for u in 1..un {
+            let o = acc[r * un + u].into_vector_value();
+            v = llvm(k.b.build_float_add(v, o, "s"))?;
+        }
+        let mut s = lane_sum(k, w, v)?;
+        for kk in kv..gm.k {
+            let a = k.ld(gm.a, k.add(ar, k.c(kk))?)?;
+            s = k.fma(a, k.ld(gm.b, k.c(kk))?, s)?;
+        }
+        let row = k.add(i0, k.c(r as i64))?;
+        let out = finish(k, epi, s, row)?;
+        k.st(gm.c, k.mul(row, gm.c_rs)?, out)?;
+    }
+    Ok(())
+}
+
+/// Pairwise sum of the lanes.
+fn lane_sum<'a, 'c>(k: &K<'a, 'c>, w: u32, v: VectorValue<'c>) -> R<FloatValue<'c>> {
+    let mut parts: Vec<FloatValue> = (0..w).map(|l| k.lane(v, l)).collect::<R<_>>()?;
+    while parts.len() > 1 {
+        parts = parts
+            .chunks(2)
+            .map(|p| {
+                if p.len() == 2 {
+                    k.fadd(p[0], p[1])
+                } else {
+                    Ok(p[0])
+                }
+            })
+            .collect::<R<_>>()?;
+    }
+    Ok(parts[0])
+}
