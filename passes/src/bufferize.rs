@@ -5,7 +5,9 @@
 //! buffer, `alloc_tensor(%slab) {offset}`; a value living inside a larger buffer (a view, a
 //! slice of a concat's output) gets `alloc_tensor(%buffer) {offset}` with its own type; every
 //! producing op names its destinations with `outs(...)`. Parameters and returned values stay
-//! caller-owned, weights stay constants.
+//! caller-owned, weights stay constants. A `split` whose results go to both (some returned,
+//! some intermediates) becomes one `slice` per result first, since `outs` names the
+//! destinations of all of an op's results or of none.
 
 use crate::buffers::BufferAssignment;
 use crate::planner::OffsetsPlan;
