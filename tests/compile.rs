@@ -9,10 +9,6 @@ fn tirc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tirc"))
 }
 
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("examples/{name}.tir"))
-}
-
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tirc-compile-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
