@@ -9,10 +9,6 @@ fn tirc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tirc"))
 }
 
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("examples/{name}.tir"))
-}
-
 fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("tirc-compile-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -46,36 +42,61 @@ fn compile(model: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     c.output().unwrap()
 }
 
+/// Guard mode on the whole zoo at the test sizes (`tirc zoo --size test`, each model's
+/// smallest meaningful input) plus `SMALL`: every model compiles with `--guard` and its
+/// executable runs without a canary hit (exit 0; a hit exits 3 naming the op). Two models at a
+/// time: compile time dominates.
 #[test]
 fn the_zoo_runs_clean_under_guard() {
     let dir = scratch("guard");
+    let zoo_dir = dir.join("zoo");
+    let out = tirc()
+        .args(["zoo", "--size", "test", "--out"])
+        .arg(&zoo_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut models = vec![small(&dir)];
-    // Concat sharing, in-place ops, resize, pad, several outputs.
-    for m in [
-        "squeezenet",
-        "unet_small",
-        "blazeface",
-        "mobilenet_v3_small",
-    ] {
-        models.push(example(m));
-    }
-    for m in models {
-        let bin = dir.join("model");
-        let out = compile(&m, &bin, &["--guard", "--opt-level", "1"]);
+    for spec in tir_zoo::models() {
+        let path = zoo_dir.join(spec.file);
+        let text = std::fs::read_to_string(&path).unwrap();
         assert!(
-            out.status.success(),
-            "{}: {}",
-            m.display(),
-            String::from_utf8_lossy(&out.stderr)
+            text.contains(&format!("Input: size {}, reduced", spec.test_size)),
+            "{}",
+            path.display()
         );
-        let run = Command::new(&bin).output().unwrap();
-        assert!(
-            run.status.success(),
-            "{}: {}",
-            m.display(),
-            String::from_utf8_lossy(&run.stderr)
-        );
+        models.push(path);
     }
+    assert_eq!(models.len(), 18);
+    let next = std::sync::Mutex::new(models.into_iter().enumerate());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| loop {
+                let Some((k, m)) = next.lock().unwrap().next() else {
+                    break;
+                };
+                let bin = dir.join(format!("model{k}"));
+                let out = compile(&m, &bin, &["--guard", "--opt-level", "1"]);
+                assert!(
+                    out.status.success(),
+                    "{}: {}",
+                    m.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let run = Command::new(&bin).output().unwrap();
+                assert!(
+                    run.status.success(),
+                    "{}: {}",
+                    m.display(),
+                    String::from_utf8_lossy(&run.stderr)
+                );
+            });
+        }
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }
 

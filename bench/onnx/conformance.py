@@ -34,9 +34,7 @@ import make_models  # noqa: E402
 # case) the interpreter has: their `exe` column says `pending` and the interpreter still checks
 # them. An entry that compiles after all is compared like any other model (and must pass), and
 # the run says so, so the list only shrinks.
-EXE_PENDING = {
-    "concat_split": "bufferize: a split with returned and non-returned results",
-}
+EXE_PENDING = {}
 
 
 def find_tirc(explicit):

@@ -216,6 +216,10 @@ pub enum Command {
         /// List the models instead of writing them.
         #[arg(long)]
         list: bool,
+        /// Input size: `published` (default, what examples/ holds), `test` (each model's
+        /// smallest meaningful size, the tests' size), or N (image side, BERT's sequence).
+        #[arg(long, value_name = "N|test", default_value = "published", value_parser = zoo::parse_size)]
+        size: zoo::Size,
         /// Models to write (default: all).
         names: Vec<String>,
     },
@@ -253,7 +257,12 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             stats,
             output,
         }),
-        Command::Zoo { out, list, names } => zoo::run(&out, &names, list),
+        Command::Zoo {
+            out,
+            list,
+            size,
+            names,
+        } => zoo::run(&out, &names, list, size),
         Command::Compile {
             model,
             output,

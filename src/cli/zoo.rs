@@ -1,9 +1,35 @@
-//! `tirc zoo [--out DIR] [--list] [NAME...]`: writes the model zoo's `.tir` files.
+//! `tirc zoo [--out DIR] [--list] [--size N|test] [NAME...]`: writes the model zoo's `.tir`
+//! files, at the published input sizes (what `examples/` holds) or another one.
 
 use super::{input, Failure};
 use std::path::Path;
 
-pub fn run(out: &Path, names: &[String], list: bool) -> Result<(), Failure> {
+/// `--size`: a number (the image side, or BERT's sequence length) or `test`, each model's
+/// smallest meaningful size ([`tir_zoo::ModelSpec::test_size`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    Published,
+    Test,
+    Exactly(u64),
+}
+
+/// clap's parser for `--size`.
+pub fn parse_size(s: &str) -> Result<Size, String> {
+    match s {
+        "published" => Ok(Size::Published),
+        "test" => Ok(Size::Test),
+        n => n
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n > 0)
+            .map(Size::Exactly)
+            .ok_or_else(|| {
+                format!("expected a positive integer, `test` or `published`, got `{s}`")
+            }),
+    }
+}
+
+pub fn run(out: &Path, names: &[String], list: bool, size: Size) -> Result<(), Failure> {
     let all = tir_zoo::models();
     if list {
         for m in &all {
@@ -29,7 +55,12 @@ pub fn run(out: &Path, names: &[String], list: bool) -> Result<(), Failure> {
     }
     let mut failed = false;
     for spec in &selected {
-        let text = match tir_zoo::generate_spec(spec) {
+        let at = match size {
+            Size::Published => spec.size,
+            Size::Test => spec.test_size,
+            Size::Exactly(n) => n,
+        };
+        let text = match tir_zoo::generate_spec_at(spec, at) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("error: {e}");

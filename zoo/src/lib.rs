@@ -49,8 +49,15 @@ pub struct ModelSpec {
     pub notes: &'static [&'static str],
     /// The seed paper's figures, for the six networks of its evaluation.
     pub reference: Option<PaperFigures>,
-    /// Builds the module.
-    pub build: fn() -> NetResult<Module>,
+    /// The published input size, the one `examples/` holds: the side of the square input
+    /// image (H = W) for vision models, the sequence length for BERT.
+    pub size: u64,
+    /// The smallest size at which every op of the architecture stays meaningful (no pool or
+    /// strided conv reduced to a single position, every kernel tap reading real data): the
+    /// size the end-to-end tests run at. Each model's spec says why.
+    pub test_size: u64,
+    /// Builds the module at an input size.
+    pub build: fn(u64) -> NetResult<Module>,
 }
 
 /// The memory figures of a model, all over float32 unaligned sizes.
@@ -113,9 +120,16 @@ pub fn find(name: &str) -> Result<ModelSpec, ZooError> {
         })
 }
 
-/// Builds a model's module (without the header).
+/// Builds a model's module (without the header) at its published size.
 pub fn build(spec: &ModelSpec) -> Result<Module, ZooError> {
-    (spec.build)().map_err(|source| ZooError::Build {
+    build_at(spec, spec.size)
+}
+
+/// Builds a model's module at input size `size` (see [`ModelSpec::size`]); a size the
+/// architecture cannot take (a map shrinking to nothing, skips that do not line up) is an
+/// error naming the op.
+pub fn build_at(spec: &ModelSpec, size: u64) -> Result<Module, ZooError> {
+    (spec.build)(size).map_err(|source| ZooError::Build {
         model: spec.name,
         source,
     })
@@ -217,8 +231,27 @@ pub fn generate(name: &str) -> Result<String, ZooError> {
 
 /// The `.tir` text of a model.
 pub fn generate_spec(spec: &ModelSpec) -> Result<String, ZooError> {
-    let mut module = build(spec)?;
+    generate_spec_at(spec, spec.size)
+}
+
+/// The `.tir` text of a model built at input size `size`. Away from the published size the
+/// header says so and leaves out the seed paper's figures (they are for the published size).
+pub fn generate_spec_at(spec: &ModelSpec, size: u64) -> Result<String, ZooError> {
+    let mut module = build_at(spec, size)?;
     let f = figures(spec, &module)?;
-    module.doc = header(spec, &f);
+    let mut h = header(spec, &f);
+    if size != spec.size {
+        if let Some(line) = h.iter_mut().find(|l| l.starts_with("Input: ")) {
+            *line = format!(
+                "Input: size {size}, reduced from the published {} (float32, batch 1, NCHW)",
+                spec.input
+            );
+        }
+        if let Some(k) = h.iter().position(|l| l.starts_with("Seed paper")) {
+            // The blank line before the paper's figures, and the figures.
+            h.truncate(k.saturating_sub(1));
+        }
+    }
+    module.doc = h;
     Ok(tir_ir::print(&module))
 }

@@ -29,6 +29,11 @@ pub fn spec() -> ModelSpec {
             offsets: 0.492,
             shared_objects: 0.518,
         }),
+        size: 128,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the 8x8 head (at 128)
+        // runs at 2x2; below, the stride-2 blocks' max-pool shortcuts no longer line up with their
+        // convs (the model cannot be built) or the 5x5 depthwise convs read only padding.
+        test_size: 23,
         build,
     }
 }
@@ -64,9 +69,9 @@ fn head(net: &mut Net, name: &str, x: Value, anchors: u64, values: u64) -> NetRe
     net.reshape(&format!("{name}.reshape"), h, &[1, -1, values as i64])
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("blazeface");
-    let input = net.input("input", &[1, 3, 128, 128])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let mut x = net.conv("conv0", input, &Conv::new(24, 5).stride(2).relu())?;
     let blocks: [(u64, u64); 16] = [
         (24, 1),

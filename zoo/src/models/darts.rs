@@ -21,6 +21,11 @@ pub fn spec() -> ModelSpec {
             "Batch norm folded; no auxiliary head (inference).",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the last cells run at
+        // 3x3; below, either a tap of their 5x5 dilated convs reads only padding or the
+        // factorized-reduce paths of odd-sized maps no longer line up (the model cannot be built).
+        test_size: 93,
         build,
     }
 }
@@ -160,11 +165,11 @@ fn cell(
     net.concat(&format!("{n}.concat"), &states[2..], 1)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     const C: u64 = 48;
     const LAYERS: usize = 14;
     let mut net = Net::new("darts_imagenet");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let s = net.conv(
         "stem0.conv1",
         input,
@@ -194,7 +199,9 @@ fn build() -> NetResult<Module> {
         s0 = s1;
         s1 = out;
     }
-    let x = net.avg_pool("global_pooling", s1, 7, 1, Padding::Valid)?;
+    // 7x7 at 224: the whole final map.
+    let [h, _] = net.hw(s1);
+    let x = net.avg_pool("global_pooling", s1, h, 1, Padding::Valid)?;
     let x = net.reshape("flatten", x, &[1, -1])?;
     let x = net.dense("classifier", x, 1000, None)?;
     let y = net.softmax("predictions", x, -1)?;

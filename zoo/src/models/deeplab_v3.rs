@@ -29,13 +29,18 @@ pub fn spec() -> ModelSpec {
             offsets: 4.320,
             shared_objects: 6.105,
         }),
+        size: 257,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the atrous features are
+        // 5x5; at 32 they are 4x4 and the rate-4 3x3 depthwise block14_dw has a tap that reads
+        // only padding.
+        test_size: 33,
         build,
     }
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("deeplab_v3");
-    let input = net.input("input", &[1, 3, 257, 257])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = mobilenet_v2::backbone(&mut net, input, 0.5, Some(8))?;
     let [h, w] = net.hw(x);
     let pool = net.avg_pool("image_pooling.pool", x, h, 1, Padding::Valid)?;
@@ -45,6 +50,6 @@ fn build() -> NetResult<Module> {
     let x = net.concat("aspp.concat", &[pool, aspp0], 1)?;
     let x = net.conv("concat_projection", x, &Conv::new(256, 1).relu())?;
     let x = net.conv("logits", x, &Conv::new(21, 1))?;
-    let y = net.resize_bilinear("logits.resize", x, [257, 257], true)?;
+    let y = net.resize_bilinear("logits.resize", x, [size, size], true)?;
     Ok(net.finish(&[y]))
 }

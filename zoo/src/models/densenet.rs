@@ -19,6 +19,10 @@ pub fn spec() -> ModelSpec {
             "Transitions: BN, ReLU, 1x1 conv halving channels, 2x2/2 average pool.",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): dense block 4 runs at
+        // 2x2; below, it is 1x1 and the 3x3 convs read only padding off their centre tap.
+        test_size: 61,
         build,
     }
 }
@@ -50,9 +54,9 @@ fn dense_block(net: &mut Net, name: &str, x: Value, layers: usize) -> NetResult<
     net.concat(&format!("{name}.concat"), &features, 1)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("densenet121");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = net.conv("conv0", input, &Conv::new(64, 7).stride(2).pad(3).relu())?;
     let mut x = net.max_pool("pool0", x, 3, 2, Padding::Explicit([1; 4]))?;
     let blocks = [6, 12, 24, 16];

@@ -19,6 +19,11 @@ pub fn spec() -> ModelSpec {
             "runs it; squeeze-and-excite reduces to input/4 channels and gates with a sigmoid.",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the last stages run at
+        // 3x3; below, they are 2x2 and a tap of their 5x5 depthwise conv (block12) reads only
+        // padding.
+        test_size: 65,
         build,
     }
 }
@@ -52,9 +57,9 @@ fn squeeze_excite(net: &mut Net, name: &str, x: Value, squeeze: u64) -> NetResul
     net.mul(&format!("{name}.scale"), x, gate)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("efficientnet_b0");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = net.conv("stem", input, &Conv::new(32, 3).stride(2))?;
     let mut x = swish(&mut net, "stem", x)?;
     let mut block = 0;

@@ -19,6 +19,10 @@ pub fn spec() -> ModelSpec {
             "Pools are ceil-mode (Caffe); the auxiliary classifiers are training-only and omitted.",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the inception 5 blocks
+        // run at 3x3; below, they are 2x2 and a tap of their 5x5 branch reads only padding.
+        test_size: 95,
         build,
     }
 }
@@ -37,9 +41,9 @@ fn inception(net: &mut Net, n: &str, x: Value, c: Inception) -> NetResult<Value>
     net.concat(&format!("{n}.concat"), &[b0, b1, b2, b3], 1)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("googlenet");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = net.conv("conv1", input, &Conv::new(64, 7).stride(2).pad(3).relu())?;
     let x = net.max_pool_ceil("pool1", x, 3, 2, 0)?;
     let x = net.conv("conv2_reduce", x, &Conv::new(64, 1).relu())?;

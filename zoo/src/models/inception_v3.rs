@@ -29,6 +29,11 @@ pub fn spec() -> ModelSpec {
             offsets: 7.914,
             shared_objects: 8.955,
         }),
+        size: 299,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the Mixed_7 maps are 2x2
+        // (8x8 at 299); below, the VALID stem leaves them 1x1 and the 1x3/3x1 convs of Mixed_7b
+        // read only padding off their centre taps.
+        test_size: 107,
         build,
     }
 }
@@ -128,9 +133,9 @@ fn mixed_7(net: &mut Net, n: &str, x: Value) -> NetResult<Value> {
     module(net, n, b)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("inception_v3");
-    let input = net.input("input", &[1, 3, 299, 299])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = conv_s2v(&mut net, "conv_1a_3x3", input, 32, 3)?;
     let x = net.conv("conv_2a_3x3", x, &Conv::new(32, 3).valid().relu())?;
     let x = conv(&mut net, "conv_2b_3x3", x, 64, 3, 3)?;
@@ -189,7 +194,9 @@ fn build() -> NetResult<Module> {
     let x = module(&mut net, n, b)?;
     let x = mixed_7(&mut net, "mixed_7b", x)?;
     let x = mixed_7(&mut net, "mixed_7c", x)?;
-    let x = net.avg_pool("avg_pool", x, 8, 2, Padding::Valid)?;
+    // 8x8 at 299: the whole final map.
+    let [h, _] = net.hw(x);
+    let x = net.avg_pool("avg_pool", x, h, 2, Padding::Valid)?;
     let x = net.conv("logits", x, &Conv::new(1001, 1))?;
     let x = net.reshape("logits.reshape", x, &[1, 1001])?;
     let y = net.softmax("predictions", x, -1)?;

@@ -20,6 +20,11 @@ pub fn spec() -> ModelSpec {
             offsets: 4.594,
             shared_objects: 4.594,
         }),
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the last stage runs at
+        // 2x2; at 32 it is 1x1 and the 3x3 depthwise conv12_dw reads only padding off its centre
+        // tap.
+        test_size: 33,
         build,
     }
 }
@@ -73,11 +78,13 @@ pub fn backbone(net: &mut Net, x: Value, output_stride: Option<u64>) -> NetResul
     Ok(x)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("mobilenet_v1");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = backbone(&mut net, input, None)?;
-    let x = net.avg_pool("avg_pool", x, 7, 2, Padding::Valid)?;
+    // 7x7 at 224: the whole final map.
+    let [h, _] = net.hw(x);
+    let x = net.avg_pool("avg_pool", x, h, 2, Padding::Valid)?;
     let x = net.conv("logits", x, &Conv::new(1001, 1))?;
     let x = net.reshape("logits.reshape", x, &[1, 1001])?;
     let y = net.softmax("predictions", x, -1)?;

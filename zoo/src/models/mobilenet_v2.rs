@@ -20,6 +20,11 @@ pub fn spec() -> ModelSpec {
             offsets: 5.742,
             shared_objects: 6.604,
         }),
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the last stages run at
+        // 2x2; at 32 they are 1x1 and the 3x3 depthwise block13_dw reads only padding off its
+        // centre tap.
+        test_size: 33,
         build,
     }
 }
@@ -99,12 +104,14 @@ pub fn backbone(
     Ok(x)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("mobilenet_v2");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = backbone(&mut net, input, 1.0, None)?;
     let x = net.conv("conv_last", x, &Conv::new(1280, 1).relu6())?;
-    let x = net.avg_pool("avg_pool", x, 7, 2, Padding::Valid)?;
+    // 7x7 at 224: the whole final map.
+    let [h, _] = net.hw(x);
+    let x = net.avg_pool("avg_pool", x, h, 2, Padding::Valid)?;
     let x = net.conv("logits", x, &Conv::new(1001, 1))?;
     let x = net.reshape("logits.reshape", x, &[1, 1001])?;
     let y = net.softmax("predictions", x, -1)?;

@@ -20,6 +20,11 @@ pub fn spec() -> ModelSpec {
             "hard-sigmoid (relu6(x + 3) / 6), multiply.",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the last bottlenecks run
+        // at 3x3; below, they are 2x2 and a tap of their 5x5 depthwise conv (bneck9) reads only
+        // padding.
+        test_size: 65,
         build,
     }
 }
@@ -67,9 +72,9 @@ pub fn squeeze_excite(
     net.mul(&format!("{name}.scale"), x, gate)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("mobilenet_v3_small");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let hs = Activation::HardSwish;
     let mut x = net.conv("conv0", input, &Conv::new(16, 3).stride(2).act(hs))?;
     for (i, &(k, exp, out, se, hswish, s)) in BNECKS.iter().enumerate() {

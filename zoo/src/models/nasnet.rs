@@ -22,6 +22,11 @@ pub fn spec() -> ModelSpec {
             "they precede the convs (pre-activation). No auxiliary head (inference).",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the last cells run at 4x4
+        // after the VALID stem; below, a tap of the 5x5/7x7 separable convs of reduction_cell_1
+        // reads only padding.
+        test_size: 99,
         build,
     }
 }
@@ -206,10 +211,10 @@ fn cell(
     net.concat(&format!("{n}.concat"), &unused, 1)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     const FILTERS: f64 = 44.0;
     let mut net = Net::new("nasnet_a_mobile");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let stem = net.conv("stem.conv", input, &Conv::new(32, 3).stride(2).valid())?;
     let mut outputs: Vec<Option<Value>> = vec![None, Some(stem)];
     let mut x = stem;

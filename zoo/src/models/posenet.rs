@@ -30,13 +30,18 @@ pub fn spec() -> ModelSpec {
             offsets: 6.271,
             shared_objects: 6.347,
         }),
+        size: 257,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the output-stride-16
+        // features are 3x3; at 32 they are 2x2 and the rate-2 3x3 depthwise conv13_dw has a tap
+        // that reads only padding.
+        test_size: 33,
         build,
     }
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("posenet");
-    let input = net.input("input", &[1, 3, 257, 257])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = mobilenet_v1::backbone(&mut net, input, Some(16))?;
     let heatmaps = net.conv("heatmap", x, &Conv::new(17, 1))?;
     let offsets = net.conv("offset", x, &Conv::new(34, 1))?;

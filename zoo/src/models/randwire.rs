@@ -21,6 +21,10 @@ pub fn spec() -> ModelSpec {
             "input with stride 2; the stage output averages the nodes without successors.",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): stage conv5 runs at 2x2;
+        // at 32 it is 1x1 and its 3x3 depthwise convs read only padding off their centre tap.
+        test_size: 33,
         build,
     }
 }
@@ -147,10 +151,10 @@ fn stage(net: &mut Net, name: &str, x: Value, channels: u64, seed: u64) -> NetRe
     Ok(acc)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     const C: u64 = 78;
     let mut net = Net::new("randwire_ws");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = net.conv("conv1", input, &Conv::new(C / 2, 3).stride(2).pad(1).relu())?;
     let x = net.conv("conv2", x, &Conv::new(C, 3).stride(2).pad(1))?;
     let x = stage(&mut net, "conv3", x, C, 1)?;

@@ -17,6 +17,10 @@ pub fn spec() -> ModelSpec {
             "carries the ReLU; global average pool, fully connected 1000, softmax (the output).",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): layer4 runs at 2x2; at 32
+        // it is 1x1 and the 3x3 conv of layer4.0 reads only padding off its centre tap.
+        test_size: 33,
         build,
     }
 }
@@ -48,9 +52,9 @@ fn bottleneck(net: &mut Net, name: &str, x: Value, width: u64, stride: u64) -> N
     )
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("resnet50");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = net.conv("conv1", input, &Conv::new(64, 7).stride(2).pad(3).relu())?;
     let mut x = net.max_pool("maxpool", x, 3, 2, Padding::Explicit([1; 4]))?;
     for (stage, &(width, blocks, stride)) in [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]

@@ -17,6 +17,11 @@ pub fn spec() -> ModelSpec {
             "concatenated; 1x1 conv 1000 with ReLU, global average pool, reshape, softmax (output).",
         ],
         reference: None,
+        size: 224,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): fire9 runs at 3x3 after
+        // the VALID stem and three ceil-mode pools; below, it is 2x2 or less and a tap of its 3x3
+        // expand conv reads only padding.
+        test_size: 37,
         build,
     }
 }
@@ -32,9 +37,9 @@ fn fire(net: &mut Net, name: &str, x: Value, s: u64, e: u64) -> NetResult<Value>
     net.concat(&format!("{name}.concat"), &[e1, e3], 1)
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("squeezenet");
-    let input = net.input("input", &[1, 3, 224, 224])?;
+    let input = net.input("input", &[1, 3, size, size])?;
     let x = net.conv("conv1", input, &Conv::new(96, 7).stride(2).valid().relu())?;
     let x = net.max_pool_ceil("maxpool1", x, 3, 2, 0)?;
     let x = fire(&mut net, "fire2", x, 16, 64)?;

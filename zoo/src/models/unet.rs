@@ -19,6 +19,11 @@ pub fn spec() -> ModelSpec {
             "The long-lived skip tensors make the bounds order-sensitive.",
         ],
         reference: None,
+        size: 128,
+        // Smallest meaningful input (zoo/tests/test_sizes.rs checks it): the bottleneck runs at
+        // 2x2; below, the four 2x2 pools leave it 1x1 and its 3x3 convs read only padding off
+        // their centre tap.
+        test_size: 32,
         build,
     }
 }
@@ -28,9 +33,9 @@ fn double_conv(net: &mut Net, name: &str, x: Value, c: u64) -> NetResult<Value> 
     net.conv(&format!("{name}.conv2"), h, &Conv::new(c, 3).pad(1).relu())
 }
 
-fn build() -> NetResult<Module> {
+fn build(size: u64) -> NetResult<Module> {
     let mut net = Net::new("unet_small");
-    let input = net.input("input", &[1, 1, 128, 128])?;
+    let input = net.input("input", &[1, 1, size, size])?;
     let mut x = input;
     let mut skips = Vec::new();
     for (i, c) in [16, 32, 64, 128].into_iter().enumerate() {
