@@ -147,11 +147,28 @@ fn row(name: &str, records: &[UsageRecord], align: u64, options: &Options) -> bo
     } else {
         cells.push(format!("{:>10} {:>9}", "skip", "-"));
     }
+    // Gergov's algorithm (phase 1 skyline + Best Fit, `offsets/gergov.rs`) on the same
+    // records: its time as a ratio to greedy_by_size's and its slab against the same bound.
+    match timed(runs, || plan_offsets(records, OffsetStrategy::Gergov, align)) {
+        Ok((time, plan)) => {
+            ok &= check_offsets(records, &plan, align).is_ok();
+            cells.push(format!(
+                "{:>8.4} {:>10} {:>8.1}x {:>8.4}",
+                new_plan.total_size as f64 / bound.max(1) as f64,
+                ms(time),
+                time.as_secs_f64() / new_time.as_secs_f64().max(1e-9),
+                plan.total_size as f64 / bound.max(1) as f64
+            ));
+        }
+        Err(e) => {
+            ok = false;
+            cells.push(format!("gergov error: {e}"));
+        }
+    }
     println!(
-        "{name:<28} {n:>9} {:>10} {} {:>8.4}{}",
+        "{name:<28} {n:>9} {:>10} {}{}",
         ms(new_time),
         cells.join(" "),
-        new_plan.total_size as f64 / bound.max(1) as f64,
         if ok { "" } else { "  INVALID" }
     );
     ok
@@ -169,12 +186,23 @@ fn main() -> ExitCode {
         "greedy_by_size offsets: new = this planner, old = placement before the start-block \
          tree, textbook = Alg. 3 as printed; times in ms of CPU time (best of {} runs below 100k \
          records), \
-         ratios = peer time / new time; slab/LB = footprint over the max-breadth bound",
+         ratios = peer time / new time; slab/LB = footprint over the max-breadth bound; \
+         gergov = Gergov's algorithm (skyline + Best Fit) on the same records",
         options.runs
     );
     println!(
-        "{:<28} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9} {:>8}",
-        "instance", "records", "new ms", "old ms", "old/new", "textbk ms", "tb/new", "slab/LB"
+        "{:<28} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9} {:>8} {:>10} {:>9} {:>8}",
+        "instance",
+        "records",
+        "new ms",
+        "old ms",
+        "old/new",
+        "textbk ms",
+        "tb/new",
+        "slab/LB",
+        "gergov ms",
+        "gv/new",
+        "gv/LB"
     );
     let mut ok = true;
     for n in [1_000, 10_000, 100_000, 1_000_000] {

@@ -60,8 +60,14 @@ pub(crate) fn place(
     fit: Fit,
     align: u64,
 ) -> Result<OffsetsPlan, PlanError> {
-    let timeline = Timeline::new(items);
-    let spans = timeline.spans(items);
+    if items.len() >= u32::MAX as usize {
+        return Err(PlanError::TooLarge {
+            strategy: "greedy placement",
+            records: items.len(),
+            reason: "its index stores start points in 32 bits",
+        });
+    }
+    let (timeline, spans) = Timeline::with_spans(items);
     let mut index = TimeIndex::new(items, &spans, timeline.len());
     let mut offsets = vec![0u64; items.len()];
     let mut total_size = 0u64;
@@ -133,11 +139,10 @@ fn find_gap(ranges: &[(u64, u64)], size: u64, fit: Fit, align: u64) -> Result<u6
     }
 }
 
-/// One tensor in the start-point buckets: its span and, once placed, its range.
+/// One tensor in the start-point buckets once placed: its address range. Only the range, 16
+/// bytes: the scans stream through these, so their density is what the scans cost.
 #[derive(Clone, Copy)]
 struct Slot {
-    lo: usize,
-    hi: usize,
     offset: u64,
     end: u64,
 }
@@ -188,8 +193,8 @@ fn merge_unions(a: &[(u64, u64)], b: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
 
 /// Sorts `ranges` and merges overlapping or touching ones in place.
 fn coalesce(ranges: &mut Vec<(u64, u64)>) {
-    // Often two sorted runs (an inner node's children): see `place`.
-    ranges.sort();
+    // Equal pairs are indistinguishable, so the faster unstable sort gives the same result.
+    ranges.sort_unstable();
     let mut kept = 0;
     for i in 0..ranges.len() {
         let (offset, end) = ranges[i];
@@ -213,7 +218,12 @@ fn insert_range(ranges: &mut Vec<(u64, u64)>, (mut offset, mut end): (u64, u64))
         end = end.max(ranges[last].1);
         last += 1;
     }
-    ranges.splice(first..last, [(offset, end)]);
+    if first == last {
+        ranges.insert(first, (offset, end));
+    } else {
+        ranges[first] = (offset, end);
+        ranges.drain(first + 1..last);
+    }
 }
 
 /// Canonical cover of the leaves `[lo, hi]` of a bottom-up segment tree with `size` leaves.
@@ -239,8 +249,9 @@ struct TimeIndex {
     slots: Vec<Slot>,
     /// `reach[slot]`: one past the slot's last point once placed, 0 before; the scans read
     /// only this dense array (and a slot's range only when it intersects), which keeps the
-    /// memory each placement touches small.
-    reach: Vec<usize>,
+    /// memory each placement touches small. `u32` for the same reason (`place` refuses more
+    /// records than that).
+    reach: Vec<u32>,
     bucket: Vec<usize>,
     slot_of: Vec<usize>,
     points: usize,
@@ -277,32 +288,17 @@ impl TimeIndex {
         // Counting sort by start point into the buckets.
         let mut next = bucket.clone();
         let mut slot_of = vec![0usize; items.len()];
-        let mut slots = vec![
-            Slot {
-                lo: 0,
-                hi: 0,
-                offset: 0,
-                end: 0,
-            };
-            items.len()
-        ];
-        for (i, &(lo, hi)) in spans.iter().enumerate() {
-            let slot = next[lo];
+        for (i, &(lo, _)) in spans.iter().enumerate() {
+            slot_of[i] = next[lo];
             next[lo] += 1;
-            slot_of[i] = slot;
-            slots[slot] = Slot {
-                lo,
-                hi,
-                offset: 0,
-                end: 0,
-            };
         }
+        let slots = vec![Slot { offset: 0, end: 0 }; items.len()];
 
         let size = points.max(1).next_power_of_two();
         let mut covered = vec![false; 2 * size];
-        for s in &slots {
-            if s.hi - s.lo > SHORT_SPAN {
-                cover(s.lo, s.hi, size, |node| covered[node] = true);
+        for &(lo, hi) in spans {
+            if hi - lo > SHORT_SPAN {
+                cover(lo, hi, size, |node| covered[node] = true);
             }
         }
         let mut union_of = vec![NO_UNION; 2 * size];
@@ -359,7 +355,7 @@ impl TimeIndex {
 
     fn place(&mut self, step: &Step, offset: u64, end: u64) {
         let (lo, hi) = (step.lo, step.hi);
-        self.reach[step.slot] = hi + 1;
+        self.reach[step.slot] = (hi + 1) as u32;
         let slot = &mut self.slots[step.slot];
         slot.offset = offset;
         slot.end = end;
@@ -397,6 +393,7 @@ impl TimeIndex {
 
     /// Placed tensors in slots `[first, last)` that are live at `lo`.
     fn scan_slots(&self, first: usize, last: usize, lo: usize, out: &mut Vec<(u64, u64)>) {
+        let lo = lo as u32;
         for (k, &reach) in self.reach[first..last].iter().enumerate() {
             if reach > lo {
                 let s = &self.slots[first + k];
