@@ -56,6 +56,9 @@ fn unknown_names_list_the_choices() {
     assert_eq!(name, "buchsbaum");
     assert!(expected.contains("greedy_by_size") && expected.contains("objects:min_cost_flow"));
     assert!(expected.contains("gergov"));
-    assert_eq!("gergov".parse::<OffsetStrategy>().ok(), Some(OffsetStrategy::Gergov));
+    assert_eq!(
+        "gergov".parse::<OffsetStrategy>().ok(),
+        Some(OffsetStrategy::Gergov)
+    );
     assert!("Greedy_By_Size".parse::<SharedObjectStrategy>().is_err());
 }

@@ -149,7 +149,9 @@ fn row(name: &str, records: &[UsageRecord], align: u64, options: &Options) -> bo
     }
     // Gergov's algorithm (phase 1 skyline + Best Fit, `offsets/gergov.rs`) on the same
     // records: its time as a ratio to greedy_by_size's and its slab against the same bound.
-    match timed(runs, || plan_offsets(records, OffsetStrategy::Gergov, align)) {
+    match timed(runs, || {
+        plan_offsets(records, OffsetStrategy::Gergov, align)
+    }) {
         Ok((time, plan)) => {
             ok &= check_offsets(records, &plan, align).is_ok();
             cells.push(format!(

@@ -107,7 +107,9 @@ pub(crate) fn first_solution(items: &[Item]) -> Result<FirstSolution, PlanError>
             let right = skyline.range(end + 1..).next().map(|(_, s)| s.height);
             let Some(raised) = left.into_iter().chain(right).min() else {
                 // One segment over every point contains every tensor, so this cannot be.
-                return Err(PlanError::Internal("gergov: an unplaced tensor fits nowhere"));
+                return Err(PlanError::Internal(
+                    "gergov: an unplaced tensor fits nowhere",
+                ));
             };
             skyline.remove(&start);
             put(&mut skyline, &mut lowest, start, end, raised);
