@@ -339,8 +339,8 @@ mod tests {
             let plan = gergov(&items, 8).unwrap();
             check_offsets(&recs, &plan, 8).unwrap();
             assert!(plan.total_size <= phase1.total_size);
-            for i in 0..n {
-                assert!(plan.offsets[i] <= first.offsets[i]);
+            for (final_offset, first_offset) in plan.offsets.iter().zip(&first.offsets) {
+                assert!(final_offset <= first_offset);
             }
         }
     }

@@ -71,7 +71,7 @@ pub(crate) fn place(
     let mut index = TimeIndex::new(items, &spans, timeline.len());
     let mut offsets = vec![0u64; items.len()];
     let mut total_size = 0u64;
-    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    let mut gather = Gather::default();
     // Everything a placement reads about its own tensor (size, span, bucket bounds, first
     // stabbing-tree union) is gathered up front in one independent pass, whose cache misses
     // overlap, so that the placement loop, where each step waits for the last, reads it
@@ -82,17 +82,9 @@ pub(crate) fn place(
         .map(|&i| index.step(i, items[i].size, spans[i]))
         .collect();
     for step in &sequence {
-        ranges.clear();
-        index.intersecting(step, &mut ranges);
-        // Long lists arrive as a few already sorted runs (the unions), which the standard
-        // library's run-detecting stable sort merges in near-linear time; short ones sort
-        // faster unstably.
-        if ranges.len() > 64 {
-            ranges.sort();
-        } else {
-            ranges.sort_unstable();
-        }
-        let offset = find_gap(&ranges, step.size, fit, align)?;
+        index.intersecting(step, &mut gather);
+        let ranges = gather.merged();
+        let offset = find_gap(ranges, step.size, fit, align)?;
         let end = offset
             .checked_add(step.size)
             .ok_or_else(|| overflow("slab size"))?;
@@ -147,6 +139,80 @@ struct Slot {
     end: u64,
 }
 
+/// The address ranges of the tensors intersecting one placement, as sorted runs, merged into
+/// their union without sorting everything: the lists of long queries run to thousands of
+/// ranges, but they are a few sorted unions, and merging them pairwise (coalescing as it goes)
+/// costs O(n log runs) and usually much less, since a densely packed slab's unions collapse
+/// into few ranges. [`find_gap`] gives the same answer on the union as on the list (see the
+/// module comment).
+#[derive(Default)]
+struct Gather {
+    /// The runs, one after another; `ends[k]` is where run k ends.
+    ranges: Vec<(u64, u64)>,
+    ends: Vec<usize>,
+    /// Block unions read while the first run (the scan) is still being filled.
+    unions: Vec<(u64, u64)>,
+    union_ends: Vec<usize>,
+    scratch: Vec<(u64, u64)>,
+    scratch_ends: Vec<usize>,
+}
+
+impl Gather {
+    fn clear(&mut self) {
+        self.ranges.clear();
+        self.ends.clear();
+        self.unions.clear();
+        self.union_ends.clear();
+    }
+
+    /// Ends the run being filled (the first also takes in the block unions read meanwhile).
+    fn end_run(&mut self) {
+        if self.ends.last().copied().unwrap_or(0) < self.ranges.len() {
+            self.ends.push(self.ranges.len());
+        }
+        if !self.union_ends.is_empty() {
+            let base = self.ranges.len();
+            self.ranges.extend_from_slice(&self.unions);
+            self.ends.extend(
+                self.union_ends
+                    .iter()
+                    .map(|&e| base + e)
+                    .filter(|&e| e > base),
+            );
+            self.ends.dedup();
+            self.unions.clear();
+            self.union_ends.clear();
+        }
+    }
+
+    /// The union of all runs, sorted by offset, merging adjacent runs pairwise.
+    fn merged(&mut self) -> &[(u64, u64)] {
+        while self.ends.len() > 1 {
+            self.scratch.clear();
+            self.scratch_ends.clear();
+            let mut start = 0;
+            let mut k = 0;
+            while k < self.ends.len() {
+                let a = &self.ranges[start..self.ends[k]];
+                if k + 1 < self.ends.len() {
+                    let b = &self.ranges[self.ends[k]..self.ends[k + 1]];
+                    merge_unions(a, b, &mut self.scratch);
+                    start = self.ends[k + 1];
+                    k += 2;
+                } else {
+                    merge_unions(a, &[], &mut self.scratch);
+                    start = self.ends[k];
+                    k += 1;
+                }
+                self.scratch_ends.push(self.scratch.len());
+            }
+            std::mem::swap(&mut self.ranges, &mut self.scratch);
+            std::mem::swap(&mut self.ends, &mut self.scratch_ends);
+        }
+        &self.ranges
+    }
+}
+
 /// One placement of the loop in [`place`], gathered before the loop starts.
 struct Step {
     item: usize,
@@ -163,31 +229,35 @@ struct Step {
 
 const NO_UNION: u32 = u32::MAX;
 
-/// Appends `[offset, end)` to a coalesced union being built in offset order.
-fn push_coalesced(ranges: &mut Vec<(u64, u64)>, (offset, end): (u64, u64)) {
-    if let Some(last) = ranges.last_mut() {
-        if offset <= last.1 {
-            last.1 = last.1.max(end);
-            return;
+/// Appends `[offset, end)` to a coalesced union being built in offset order in
+/// `ranges[from..]` (what lies before `from` belongs to another run and is left alone).
+fn push_coalesced(ranges: &mut Vec<(u64, u64)>, from: usize, (offset, end): (u64, u64)) {
+    if ranges.len() > from {
+        if let Some(last) = ranges.last_mut() {
+            if offset <= last.1 {
+                last.1 = last.1.max(end);
+                return;
+            }
         }
     }
     ranges.push((offset, end));
 }
 
-/// The coalesced union of two coalesced unions, by a linear merge (no sort).
+/// Appends to `out` the coalesced union of two runs sorted by offset, by a linear merge.
 fn merge_unions(a: &[(u64, u64)], b: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
+    let from = out.len();
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         if a[i].0 <= b[j].0 {
-            push_coalesced(out, a[i]);
+            push_coalesced(out, from, a[i]);
             i += 1;
         } else {
-            push_coalesced(out, b[j]);
+            push_coalesced(out, from, b[j]);
             j += 1;
         }
     }
     for &r in a[i..].iter().chain(&b[j..]) {
-        push_coalesced(out, r);
+        push_coalesced(out, from, r);
     }
 }
 
@@ -373,20 +443,26 @@ impl TimeIndex {
         }
     }
 
-    fn intersecting(&mut self, step: &Step, out: &mut Vec<(u64, u64)>) {
+    /// Gathers the ranges of the placed tensors intersecting `step`'s span into `g`, as sorted
+    /// runs: the scanned tensors (sorted here), then each union read.
+    fn intersecting(&mut self, step: &Step, g: &mut Gather) {
+        g.clear();
         let (lo, hi) = (step.lo, step.hi);
         // Short tensors live at `lo` start in [lo - SHORT_SPAN, lo]; a short query also takes
         // everything starting up to `hi` in the same scan.
-        self.scan_slots(step.scan_first, step.scan_last, lo, out);
+        self.scan_slots(step.scan_first, step.scan_last, lo, &mut g.ranges);
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
         if scan_end <= hi {
-            self.starting_in(scan_end, hi + 1, out);
+            self.starting_in(scan_end, hi + 1, g);
         }
+        g.ranges.sort_unstable();
+        g.end_run();
         // Long tensors live at `lo`; those starting in the window are found twice, which
         // changes no union.
         let mut id = step.union;
         while id != NO_UNION {
-            out.extend_from_slice(&self.long_unions[id as usize]);
+            g.ranges.extend_from_slice(&self.long_unions[id as usize]);
+            g.end_run();
             id = self.parent_union[id as usize];
         }
     }
@@ -409,30 +485,36 @@ impl TimeIndex {
 
     /// Placed tensors starting at points `[from, to)`: whole blocks from the start-block tree,
     /// the partial blocks at either end scanned.
-    fn starting_in(&mut self, from: usize, to: usize, out: &mut Vec<(u64, u64)>) {
+    fn starting_in(&mut self, from: usize, to: usize, g: &mut Gather) {
         let first_block = from.div_ceil(BLOCK);
         let end_block = to / BLOCK;
         if first_block >= end_block {
-            self.scan(from, to, 0, out);
+            self.scan(from, to, 0, &mut g.ranges);
             return;
         }
-        self.scan(from, first_block * BLOCK, 0, out);
-        self.scan(end_block * BLOCK, to, 0, out);
+        self.scan(from, first_block * BLOCK, 0, &mut g.ranges);
+        self.scan(end_block * BLOCK, to, 0, &mut g.ranges);
+        // The scanned ranges so far form the first run (sorted by the caller); the block
+        // unions, each already sorted, are kept after it as runs of their own.
+        let scanned = g.ranges.len();
         let (mut l, mut r) = (first_block + self.blocks, end_block + self.blocks);
         while l < r {
             if l & 1 == 1 {
                 self.refresh_block(l);
-                out.extend_from_slice(&self.block_unions[l]);
+                g.unions.extend_from_slice(&self.block_unions[l]);
+                g.union_ends.push(g.unions.len());
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
                 self.refresh_block(r);
-                out.extend_from_slice(&self.block_unions[r]);
+                g.unions.extend_from_slice(&self.block_unions[r]);
+                g.union_ends.push(g.unions.len());
             }
             l /= 2;
             r /= 2;
         }
+        debug_assert_eq!(scanned, g.ranges.len());
     }
 
     fn refresh_block(&mut self, node: usize) {
