@@ -43,17 +43,22 @@ fn names_are_unique_snake_case_and_best_is_not_in_all() {
     assert!(!OffsetStrategy::ALL.contains(&OffsetStrategy::Best));
     assert_eq!(
         OffsetStrategy::ALL.len(),
-        6 + SharedObjectStrategy::ALL.len()
+        7 + SharedObjectStrategy::ALL.len()
     );
 }
 
 #[test]
 fn unknown_names_list_the_choices() {
-    let Err(PlanError::UnknownStrategy { name, expected }) = "gergov".parse::<OffsetStrategy>()
+    let Err(PlanError::UnknownStrategy { name, expected }) = "buchsbaum".parse::<OffsetStrategy>()
     else {
-        panic!("gergov is not implemented and must not parse");
+        panic!("buchsbaum is not implemented and must not parse");
     };
-    assert_eq!(name, "gergov");
+    assert_eq!(name, "buchsbaum");
     assert!(expected.contains("greedy_by_size") && expected.contains("objects:min_cost_flow"));
+    assert!(expected.contains("gergov"));
+    assert_eq!(
+        "gergov".parse::<OffsetStrategy>().ok(),
+        Some(OffsetStrategy::Gergov)
+    );
     assert!("Greedy_By_Size".parse::<SharedObjectStrategy>().is_err());
 }

@@ -9,7 +9,7 @@
 //! side as ratios.
 //!
 //! Usage: `cargo run --release -p tir-passes --example greedy_scaling -- [--max N]
-//! [--textbook-max N] [--runs N] [--only chain|fan_out|random] [FILE.csv...]` (run by `bench/greedy_scaling.sh`).
+//! [--textbook-max N] [--runs N] [--only chain|fan_out|random] [--no-old] [FILE.csv...]` (run by `bench/greedy_scaling.sh`).
 
 #[path = "../../benches/common/instances.rs"]
 mod instances;
@@ -29,6 +29,8 @@ struct Options {
     textbook_max: usize,
     runs: usize,
     only: Option<String>,
+    /// `--no-old`: skip the previous placement (for profiling the new one alone).
+    no_old: bool,
     files: Vec<String>,
 }
 
@@ -38,6 +40,7 @@ fn parse_args() -> Result<Options, String> {
         textbook_max: 10_000,
         runs: 3,
         only: None,
+        no_old: false,
         files: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -52,6 +55,7 @@ fn parse_args() -> Result<Options, String> {
             "--textbook-max" => options.textbook_max = number("--textbook-max")?,
             "--runs" => options.runs = number("--runs")?.max(1),
             "--only" => options.only = Some(args.next().ok_or("--only needs a kind")?),
+            "--no-old" => options.no_old = true,
             _ if a.starts_with("--") => return Err(format!("unknown option {a}")),
             _ => options.files.push(a),
         }
@@ -114,44 +118,68 @@ fn row(name: &str, records: &[UsageRecord], align: u64, options: &Options) -> bo
     let mut ok = check_offsets(records, &new_plan, align).is_ok();
     let bound = lower_bounds(records, align).map(|b| b.offsets).unwrap_or(0);
     let mut cells = Vec::new();
-    let mut peer = |label: &str, result: Result<(Duration, OffsetsPlan), String>| match result {
-        Ok((time, plan)) => {
-            let same = plan == new_plan;
-            ok &= same;
-            cells.push(format!(
-                "{:>10} {:>8.1}x{}",
-                ms(time),
-                time.as_secs_f64() / new_time.as_secs_f64().max(1e-9),
-                if same { "" } else { " DIFFERS" }
-            ));
-            let _ = label;
-        }
-        Err(e) => {
-            ok = false;
-            cells.push(format!("{label} error: {e}"));
-        }
-    };
-    peer("old", timed(runs, || old::greedy_by_size(records, align)));
+    let mut peer =
+        |label: &str, result: Option<Result<(Duration, OffsetsPlan), String>>| match result {
+            None => cells.push(format!("{:>10} {:>9}", "skip", "-")),
+            Some(Ok((time, plan))) => {
+                let same = plan == new_plan;
+                ok &= same;
+                cells.push(format!(
+                    "{:>10} {:>8.1}x{}",
+                    ms(time),
+                    time.as_secs_f64() / new_time.as_secs_f64().max(1e-9),
+                    if same { "" } else { " DIFFERS" }
+                ));
+                let _ = label;
+            }
+            Some(Err(e)) => {
+                ok = false;
+                cells.push(format!("{label} error: {e}"));
+            }
+        };
+    peer(
+        "old",
+        (!options.no_old).then(|| timed(runs, || old::greedy_by_size(records, align))),
+    );
     if n <= options.textbook_max {
         peer(
             "textbook",
-            timed(1, || {
+            Some(timed(1, || {
                 Ok::<_, String>(textbook::textbook_offsets(
                     records,
                     textbook::Order::BySize,
                     textbook::Fit::Best,
                     align,
                 ))
-            }),
+            })),
         );
     } else {
         cells.push(format!("{:>10} {:>9}", "skip", "-"));
     }
+    // Gergov's algorithm (phase 1 skyline + Best Fit, `offsets/gergov.rs`) on the same
+    // records: its time as a ratio to greedy_by_size's and its slab against the same bound.
+    match timed(runs, || {
+        plan_offsets(records, OffsetStrategy::Gergov, align)
+    }) {
+        Ok((time, plan)) => {
+            ok &= check_offsets(records, &plan, align).is_ok();
+            cells.push(format!(
+                "{:>8.4} {:>10} {:>8.1}x {:>8.4}",
+                new_plan.total_size as f64 / bound.max(1) as f64,
+                ms(time),
+                time.as_secs_f64() / new_time.as_secs_f64().max(1e-9),
+                plan.total_size as f64 / bound.max(1) as f64
+            ));
+        }
+        Err(e) => {
+            ok = false;
+            cells.push(format!("gergov error: {e}"));
+        }
+    }
     println!(
-        "{name:<28} {n:>9} {:>10} {} {:>8.4}{}",
+        "{name:<28} {n:>9} {:>10} {}{}",
         ms(new_time),
         cells.join(" "),
-        new_plan.total_size as f64 / bound.max(1) as f64,
         if ok { "" } else { "  INVALID" }
     );
     ok
@@ -169,12 +197,23 @@ fn main() -> ExitCode {
         "greedy_by_size offsets: new = this planner, old = placement before the start-block \
          tree, textbook = Alg. 3 as printed; times in ms of CPU time (best of {} runs below 100k \
          records), \
-         ratios = peer time / new time; slab/LB = footprint over the max-breadth bound",
+         ratios = peer time / new time; slab/LB = footprint over the max-breadth bound; \
+         gergov = Gergov's algorithm (skyline + Best Fit) on the same records",
         options.runs
     );
     println!(
-        "{:<28} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9} {:>8}",
-        "instance", "records", "new ms", "old ms", "old/new", "textbk ms", "tb/new", "slab/LB"
+        "{:<28} {:>9} {:>10} {:>10} {:>9} {:>10} {:>9} {:>8} {:>10} {:>9} {:>8}",
+        "instance",
+        "records",
+        "new ms",
+        "old ms",
+        "old/new",
+        "textbk ms",
+        "tb/new",
+        "slab/LB",
+        "gergov ms",
+        "gv/new",
+        "gv/LB"
     );
     let mut ok = true;
     for n in [1_000, 10_000, 100_000, 1_000_000] {

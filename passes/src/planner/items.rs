@@ -69,6 +69,28 @@ impl Timeline {
     ///
     /// Computed by sorting the lifetime ends and sweeping the points once: a binary search per
     /// item misses the cache at every step once the points outgrow it.
+    /// The timeline of `items` and their spans (see [`Timeline::spans`]) from one sort of the
+    /// first ops instead of two: the points are the distinct keys of that sort.
+    pub fn with_spans(items: &[Item]) -> (Self, Vec<(usize, usize)>) {
+        let mut spans = vec![(0usize, 0usize); items.len()];
+        let mut ends: Vec<(usize, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| (item.first_op, i))
+            .collect();
+        ends.sort_unstable();
+        let mut points: Vec<usize> = Vec::new();
+        for &(first_op, i) in &ends {
+            if points.last() != Some(&first_op) {
+                points.push(first_op);
+            }
+            spans[i].0 = points.len() - 1;
+        }
+        let timeline = Timeline { points };
+        timeline.fill_last_points(items, &mut ends, &mut spans);
+        (timeline, spans)
+    }
+
     pub fn spans(&self, items: &[Item]) -> Vec<(usize, usize)> {
         let mut spans = vec![(0usize, 0usize); items.len()];
         let mut ends: Vec<(usize, usize)> = items
@@ -84,6 +106,17 @@ impl Timeline {
             }
             spans[i].0 = point;
         }
+        self.fill_last_points(items, &mut ends, &mut spans);
+        spans
+    }
+
+    /// Sets every span's end; `ends` is scratch of the items' length.
+    fn fill_last_points(
+        &self,
+        items: &[Item],
+        ends: &mut [(usize, usize)],
+        spans: &mut [(usize, usize)],
+    ) {
         // `ends` was a permutation of the items; refill it with the last ops, in item order.
         for (i, item) in items.iter().enumerate() {
             ends[i] = (item.last_op, i);
@@ -91,12 +124,11 @@ impl Timeline {
         ends.sort_unstable();
         // Points <= last_op; at least the item's own first point.
         let mut below = 0;
-        for &(last_op, i) in &ends {
+        for &(last_op, i) in ends.iter() {
             while below < self.points.len() && self.points[below] <= last_op {
                 below += 1;
             }
             spans[i].1 = below.saturating_sub(1).max(spans[i].0);
         }
-        spans
     }
 }

@@ -97,6 +97,9 @@ pub enum OffsetStrategy {
     /// Longest-lived first, then by size, best-fitting gap (the temporal order of XLA's
     /// heap simulator, PyTorch's GREEDY_BY_LONGEST_AND_SIZE).
     GreedyByLifetime,
+    /// Gergov's algorithm as the memory-planning thesis describes it: a skyline solution `α′`,
+    /// then Best Fit in increasing `α′` (see `offsets/gergov.rs` for what was chosen).
+    Gergov,
     /// A shared-objects plan with its objects laid end to end in id order (TFLite
     /// `ObjectsToOffsets`).
     ObjectsToOffsets(SharedObjectStrategy),
@@ -110,13 +113,14 @@ pub enum OffsetStrategy {
 impl OffsetStrategy {
     /// Every concrete strategy, in the order `Best` tries them (ties go to the earlier one).
     /// `Best` and `objects:best` are not listed.
-    pub const ALL: [OffsetStrategy; 13] = [
+    pub const ALL: [OffsetStrategy; 14] = [
         OffsetStrategy::Naive,
         OffsetStrategy::GreedyBySize,
         OffsetStrategy::GreedyByBreadth,
         OffsetStrategy::StripPackingBestFit,
         OffsetStrategy::FirstFit,
         OffsetStrategy::GreedyByLifetime,
+        OffsetStrategy::Gergov,
         OffsetStrategy::ObjectsToOffsets(SharedObjectStrategy::Naive),
         OffsetStrategy::ObjectsToOffsets(SharedObjectStrategy::Equality),
         OffsetStrategy::ObjectsToOffsets(SharedObjectStrategy::GreedyInOrder),
@@ -134,6 +138,7 @@ impl OffsetStrategy {
             OffsetStrategy::StripPackingBestFit => "strip_packing_best_fit",
             OffsetStrategy::FirstFit => "first_fit",
             OffsetStrategy::GreedyByLifetime => "greedy_by_lifetime",
+            OffsetStrategy::Gergov => "gergov",
             OffsetStrategy::ObjectsToOffsets(s) => s.objects_name(),
             OffsetStrategy::Best => "best",
             OffsetStrategy::Exact => "exact",

@@ -1,6 +1,7 @@
 //! Offset strategies (paper §5): each tensor gets a range in one slab.
 
 mod first_fit;
+mod gergov;
 mod greedy_by_breadth;
 mod greedy_by_lifetime;
 mod greedy_by_size;
@@ -26,6 +27,7 @@ pub(crate) fn plan(
         OffsetStrategy::StripPackingBestFit => strip_packing::strip_packing_best_fit(items),
         OffsetStrategy::FirstFit => first_fit::first_fit(items, align),
         OffsetStrategy::GreedyByLifetime => greedy_by_lifetime::greedy_by_lifetime(items, align),
+        OffsetStrategy::Gergov => gergov::gergov(items, align),
         OffsetStrategy::ObjectsToOffsets(_) | OffsetStrategy::Best | OffsetStrategy::Exact => Err(
             PlanError::Internal("composite offset strategies are resolved by the caller"),
         ),
