@@ -2,6 +2,7 @@
 
 mod check;
 mod compile;
+mod egg;
 mod fmt;
 mod heapmap;
 mod import;
@@ -9,7 +10,6 @@ pub mod input;
 mod opt;
 mod plan;
 mod records;
-mod egg;
 mod reorder;
 mod run;
 mod zoo;

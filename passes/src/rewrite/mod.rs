@@ -389,7 +389,10 @@ pub fn compile_slab(func: &Function, align: u64, full: bool) -> Result<u64, Rewr
                 .plan
         } else {
             let mut fast: Option<planner::OffsetsPlan> = None;
-            for s in OffsetStrategy::ALL.into_iter().filter(|s| !s.is_quadratic()) {
+            for s in OffsetStrategy::ALL
+                .into_iter()
+                .filter(|s| !s.is_quadratic())
+            {
                 let p = planner::plan_offsets(&records, s, align)
                     .map_err(|e| plan_err(e.to_string()))?;
                 if fast.as_ref().is_none_or(|f| p.total_size < f.total_size) {
