@@ -172,7 +172,9 @@ fn npy_f32(bytes: &[u8]) -> Vec<f32> {
 
 #[test]
 fn egg_rewriting_lowers_the_compiled_slab_and_computes_the_same() {
-    let dir = scratch();
+    // Its own directory: the other tests remove theirs while this one runs.
+    let dir = std::env::temp_dir().join(format!("tirc-reorder-egg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let model = dir.join("dense.tir");
     std::fs::write(&model, DENSE).unwrap();
     let (base, base_slab, _) = build_and_run(&dir, &model, "dense_input", &[]);

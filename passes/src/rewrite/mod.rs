@@ -62,6 +62,9 @@ pub struct RewriteOptions {
     /// Saturation limits per rule set.
     pub iter_limit: usize,
     pub node_limit: usize,
+    /// Keep the best rewritten candidate even when the input plans smaller (to inspect or
+    /// test what the rules make; the pass itself never sets it).
+    pub force_rewrite: bool,
 }
 
 impl Default for RewriteOptions {
@@ -74,6 +77,7 @@ impl Default for RewriteOptions {
             // limit is what usually stops saturation.
             iter_limit: 64,
             node_limit: 60_000,
+            force_rewrite: false,
         }
     }
 }
@@ -291,7 +295,7 @@ pub fn rewrite(
         }
     }
     if let Some((slab, i, o, peak)) = other {
-        if slab < best.0 {
+        if slab < best.0 || opts.force_rewrite {
             best = (slab, i, o, peak);
         }
     }
