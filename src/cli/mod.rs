@@ -2,6 +2,7 @@
 
 mod check;
 mod compile;
+mod egg;
 mod fmt;
 mod heapmap;
 mod import;
@@ -185,10 +186,14 @@ pub enum Command {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
         opt_level: u8,
         /// Reorder the operators before planning (issue 8): `heuristic` (the default) keeps the
-        /// best heuristic order, `exact` runs the exact search; never a larger slab.
+        /// best heuristic order, `exact` runs the exact search, `egg` also rewrites the program
+        /// (partitioning over concats, weights sliced); never a larger slab.
         #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "heuristic",
-              value_parser = ["heuristic", "exact"])]
+              value_parser = ["heuristic", "exact", "egg"])]
         reorder: Option<String>,
+        /// With --reorder=egg: the rewrite pass's time budget in seconds (default 10).
+        #[arg(long, requires = "reorder")]
+        time_limit: Option<f64>,
     },
     /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
     Import {
@@ -276,6 +281,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             guard_fault_op,
             opt_level,
             reorder,
+            time_limit,
         } => compile::run(compile::Options {
             model,
             output,
@@ -289,6 +295,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             guard_fault_op,
             opt_level,
             reorder,
+            time_limit: std::time::Duration::try_from_secs_f64(time_limit.unwrap_or(10.0))
+                .map_err(|_| Failure::Usage("--time-limit must be a non-negative number".into()))?,
         }),
         Command::Import {
             model,

@@ -115,7 +115,11 @@ fn egg_row(
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         )
     });
+    let t0 = Instant::now();
     let mut progress = |phase: &str, done: usize, total: usize| {
+        if std::env::var_os("TIR_EGG_TRACE").is_some() {
+            eprintln!("{:8.2} {phase} {done}/{total}", t0.elapsed().as_secs_f64());
+        }
         if let Some(b) = &bar {
             b.set_message(phase.to_string());
             b.set_length(total as u64);
@@ -141,8 +145,11 @@ fn egg_row(
         b.finish_and_clear();
     }
     let time = start.elapsed();
+    // Slabs here are compile's (`plan{sharing=true}`), which the pass judges by; the last
+    // figures are the exact order of the input program and the kept program's, both in
+    // compile's slab, and their ratio.
     println!(
-        "{:<11} {:>14} {:>14} {:>9.3} {:>10.1}  kept `{}` of {} candidates; {} of {} rewrite sites, {} sliced weights; e-graph {} nodes{}",
+        "{:<11} {:>14} {:>14} {:>9.3} {:>10.1}  compile slab: reordered {} rewritten {} ({:.3}); kept `{}` of {} candidates; {} of {} rewrite sites, {} sliced weights; e-graph {} nodes{}",
         "egg",
         stats.peak_after,
         stats.slab_after,
@@ -152,6 +159,13 @@ fn egg_row(
             stats.slab_after as f64 / input_slab as f64
         },
         time.as_secs_f64() * 1e3,
+        stats.slab_reordered,
+        stats.slab_after,
+        if stats.slab_reordered == 0 {
+            1.0
+        } else {
+            stats.slab_after as f64 / stats.slab_reordered as f64
+        },
         stats.chosen,
         stats.candidates.len(),
         stats.sites_kept,
@@ -164,5 +178,15 @@ fn egg_row(
             ""
         }
     );
+    // Every candidate's guide (lowest heuristic peak) and, for the judged ones, its slab.
+    let cands: Vec<String> = stats
+        .candidates
+        .iter()
+        .map(|c| match c.slab {
+            Some(s) => format!("{} peak {} slab {s}", c.label, c.peak),
+            None => format!("{} peak {}", c.label, c.peak),
+        })
+        .collect();
+    println!("{:<11} candidates: {}", "", cands.join("; "));
     Ok(())
 }

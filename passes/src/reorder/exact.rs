@@ -397,6 +397,14 @@ impl<'a> Piece<'a> {
             let mut next: Vec<State> = Vec::new();
             let mut index: HashMap<Set, usize> = HashMap::new();
             for (si, s) in layer.iter().enumerate() {
+                // Past the deadline a layer is not finished: the states expanded so far (the
+                // layer is sorted best first once it has been cut) already make a next layer,
+                // so a wide layer cannot overrun the time budget by its whole width.
+                if si % 64 == 63 && !next.is_empty() && Instant::now() > deadline {
+                    stopped = Some(Stopped::Time);
+                    width = width.min(64);
+                    break;
+                }
                 for i in 0..m {
                     if contains(&s.set, i) || !subset(&self.preds[i], &s.set) {
                         continue;

@@ -45,6 +45,8 @@ pub enum RewriteError {
     Shape(&'static str, String),
     #[error("the rewritten program does not verify: {0}")]
     Verify(String),
+    #[error("planning a candidate: {0}")]
+    Plan(String),
     #[error(transparent)]
     Reorder(#[from] ReorderError),
 }
@@ -60,6 +62,9 @@ pub struct RewriteOptions {
     /// Saturation limits per rule set.
     pub iter_limit: usize,
     pub node_limit: usize,
+    /// Keep the best rewritten candidate even when the input plans smaller (to inspect or
+    /// test what the rules make; the pass itself never sets it).
+    pub force_rewrite: bool,
 }
 
 impl Default for RewriteOptions {
@@ -68,8 +73,11 @@ impl Default for RewriteOptions {
             scheduler: Scheduler::Exact,
             budget: Budget::default(),
             align: crate::planner::DEFAULT_ALIGNMENT,
-            iter_limit: 6,
-            node_limit: 20_000,
+            // Partitioning an n-piece concat takes n iterations (one prefix each); the time
+            // limit is what usually stops saturation.
+            iter_limit: 64,
+            node_limit: 60_000,
+            force_rewrite: false,
         }
     }
 }
@@ -80,7 +88,7 @@ pub struct CandidateStats {
     pub label: String,
     /// Lowest peak breadth over the fast schedulers.
     pub peak: u64,
-    /// Planned slab on the requested scheduler's order, for finalists.
+    /// Compile slab on the requested scheduler's order, for the judged ones.
     pub slab: Option<u64>,
 }
 
@@ -89,8 +97,13 @@ pub struct CandidateStats {
 pub struct RewriteStats {
     pub scheduler: Scheduler,
     pub peak_before: u64,
+    /// Slabs are compile's ([`compile_slab`]): of the input as laid out, ...
     pub slab_before: u64,
+    /// ... of the input program under the requested scheduler's order (what reordering
+    /// alone gives compile), ...
+    pub slab_reordered: u64,
     pub peak_after: u64,
+    /// ... and of the kept program under its order.
     pub slab_after: u64,
     /// Label of the kept candidate (`input` when no rewrite lowered the slab).
     pub chosen: String,
@@ -162,7 +175,7 @@ pub fn rewrite(
     let input_dag = Dag::from_function(func, opts.align)?;
     let input_order = reorder::input::schedule(&input_dag);
     let peak_before = input_dag.peak(&input_order);
-    let slab_before = reorder::score(&input_dag, &input_order, opts.align)?;
+    let slab_before = compile_slab(func, opts.align, false)?;
 
     let entered = convert::enter(func)?;
     let guide = fast_peak(func, opts.align)?;
@@ -177,33 +190,42 @@ pub fn rewrite(
     let mut sites_kept = 0;
     let mut budget_stopped = false;
     let (mut nodes, mut classes) = (0, 0);
+    // The input is judged first, as the `reorder` pass would judge it but with a share of
+    // the budget, so the pass is never worse than its own input order and stays within
+    // `budget.time` (the exact search overruns its own limit by up to one DP layer, so
+    // every search here gets a share with slack).
+    let total = opts.budget.time;
+    progress("judging input", 0, 1);
+    let (input_slab, input_order, input_peak) = judge(func, opts, total.mul_f64(0.35))?;
+    let mut stats_slab: Vec<Option<u64>> = vec![Some(input_slab)];
+    let mut best: (u64, usize, Vec<usize>, u64) = (input_slab, 0, input_order, input_peak);
+    let mut other: Option<(u64, usize, Vec<usize>, u64)> = None;
     let sets = [RuleSet::Split, RuleSet::All];
     for (i, set) in sets.into_iter().enumerate() {
         progress("saturating", i, sets.len());
-        // The walk and the judging need most of the budget: a rule set starts only while
-        // more than half of it is left.
-        if i > 0 && Instant::now() + opts.budget.time / 2 > deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        // Judging the finalists needs what is left after the search; `All` runs only while
+        // more than 45% of the budget is left.
+        if i > 0 && left < total.mul_f64(0.45) {
             budget_stopped = true;
             break;
         }
-        // Saturation gets at most a third of what is left, shared by the rule sets.
-        let left = deadline.saturating_duration_since(Instant::now());
         let runner = Runner::default()
             .with_egraph(entered.egraph.clone())
             .with_iter_limit(opts.iter_limit)
             .with_node_limit(opts.node_limit)
-            .with_time_limit(left / (3 * (sets.len() - i) as u32))
+            .with_time_limit(left.mul_f64(0.2))
             .run(&rules::rules(set));
         let eg = runner.egraph;
         nodes = nodes.max(eg.total_number_of_nodes());
         classes = classes.max(eg.number_of_classes());
         let extractor = Extractor::new(&eg, ConcatAverse { egraph: &eg });
-        let best = |id: Id| extractor.find_best_node(id).clone();
+        let best_node = |id: Id| extractor.find_best_node(id).clone();
         let label = match set {
             RuleSet::Split => "split",
             RuleSet::All => "split+add",
         };
-        if let Some(c) = candidate(func, &eg, &entered, &best, label, opts.align) {
+        if let Some(c) = candidate(func, &eg, &entered, &best_node, label, opts.align) {
             candidates.push(c);
         }
         if set != RuleSet::Split {
@@ -216,14 +238,14 @@ pub fn rewrite(
             .original
             .iter()
             .map(|(id, _)| eg.find(*id))
-            .filter(|id| seen.insert(*id) && orig.get(id) != Some(&best(*id)))
+            .filter(|id| seen.insert(*id) && orig.get(id) != Some(&best_node(*id)))
             .collect();
         sites_total = sites.len();
         let mut chosen: HashSet<Id> = HashSet::new();
         let mut best_peak = (candidates[0].peak, candidates[0].pressure);
         let mut best_greedy = None;
-        // The walk stops at half the budget; the rest is for the other rule set and judging.
-        let walk_end = deadline - opts.budget.time / 2;
+        // The walk stops when half the budget is left, for the other rule set and judging.
+        let walk_end = deadline.checked_sub(total / 2).unwrap_or(start);
         for (k, &site) in sites.iter().enumerate() {
             if Instant::now() >= walk_end {
                 budget_stopped = true;
@@ -233,7 +255,7 @@ pub fn rewrite(
             chosen.insert(site);
             let choice = |id: Id| match orig.get(&id) {
                 Some(n) if !chosen.contains(&id) => n.clone(),
-                _ => best(id),
+                _ => best_node(id),
             };
             match candidate(func, &eg, &entered, &choice, "greedy", opts.align) {
                 Some(c) if (c.peak, c.pressure) < best_peak => {
@@ -249,47 +271,44 @@ pub fn rewrite(
         candidates.extend(best_greedy);
     }
 
-    // Finalists: the input and the lowest-peak others, judged by the slab.
+    // Finalists: the lowest-peak candidates other than the input, judged by the slab with
+    // what is left of the budget.
     let mut order: Vec<usize> = (1..candidates.len()).collect();
     order.sort_by_key(|&i| candidates[i].peak);
     order.truncate(3);
-    order.insert(0, 0);
-    let mut stats: Vec<CandidateStats> = candidates
-        .iter()
-        .map(|c| CandidateStats {
-            label: c.label.clone(),
-            peak: c.peak,
-            slab: None,
-        })
-        .collect();
-    let mut best: Option<(u64, usize, Vec<usize>, u64)> = None;
+    stats_slab.resize(candidates.len(), None);
     for (k, &i) in order.iter().enumerate() {
         progress("judging", k, order.len());
         let left = deadline.saturating_duration_since(Instant::now());
-        if k > 0 && left.is_zero() {
+        if left.is_zero() {
             budget_stopped = true;
             break;
         }
-        // The input is judged as the `reorder` pass alone would judge it (the whole budget),
-        // so rewriting is never worse than reordering; the others share what is left.
-        let share = if k == 0 {
-            opts.budget
-        } else {
-            Budget {
-                time: (left / (order.len() - k) as u32).max(Duration::from_millis(1)),
-                states: opts.budget.states,
-            }
-        };
-        let c = &candidates[i];
-        let dag = Dag::from_function(&c.func, opts.align)?;
-        let s = reorder::schedule(&dag, opts.scheduler, share, opts.align)?;
-        let slab = reorder::score(&dag, &s.order, opts.align)?;
-        stats[i].slab = Some(slab);
-        if best.as_ref().is_none_or(|b| slab < b.0) {
-            best = Some((slab, i, s.order, s.peak));
+        let (slab, o, peak) = judge(
+            &candidates[i].func,
+            opts,
+            (left / (order.len() - k) as u32).mul_f64(0.6),
+        )?;
+        stats_slab[i] = Some(slab);
+        if other.as_ref().is_none_or(|b| slab < b.0) {
+            other = Some((slab, i, o, peak));
         }
     }
-    let (slab_after, i, order, peak_after) = best.expect("the input is always judged");
+    if let Some((slab, i, o, peak)) = other {
+        if slab < best.0 || opts.force_rewrite {
+            best = (slab, i, o, peak);
+        }
+    }
+    let stats: Vec<CandidateStats> = candidates
+        .iter()
+        .zip(&stats_slab)
+        .map(|(c, &slab)| CandidateStats {
+            label: c.label.clone(),
+            peak: c.peak,
+            slab,
+        })
+        .collect();
+    let (slab_after, i, order, peak_after) = best;
     let winner = candidates.swap_remove(i);
     let dag = Dag::from_function(&winner.func, opts.align)?;
     let mut out = winner.func;
@@ -299,6 +318,7 @@ pub fn rewrite(
         scheduler: opts.scheduler,
         peak_before,
         slab_before,
+        slab_reordered: input_slab,
         peak_after,
         slab_after,
         chosen: winner.label,
@@ -344,6 +364,105 @@ fn candidate(
         peak,
         pressure,
     })
+}
+
+/// Above this many buffers a candidate is judged without the quadratic offsets strategies:
+/// shared objects by min-cost flow takes about half a second on DARTS' 548 buffers and
+/// minutes on the thousands of a fully partitioned DenseNet, and every order of every
+/// candidate is judged. The slab is then an upper bound of what compile's `plan` finds.
+pub const JUDGE_FULL_LIMIT: usize = 256;
+
+/// How `tirc compile` plans a function: `plan{sharing=true}` plans the three sharing
+/// variants with the best offsets strategy and keeps the smallest slab. Candidates are judged
+/// by this slab, so the program the pass keeps is the one compile plans smallest (the peak
+/// breadth of the DAG, which has no sharing, is only the search's guide). Every plan goes
+/// through the independent checker.
+/// `full` plans every variant with the best strategy whatever its size, as `plan` does.
+pub fn compile_slab(func: &Function, align: u64, full: bool) -> Result<u64, RewriteError> {
+    use crate::buffers::{assign_buffers, Sharing};
+    use crate::planner::{self, checker::check_offsets, OffsetStrategy};
+    let plan_err = |e: String| RewriteError::Plan(e);
+    let mut best = u64::MAX;
+    for variant in [Sharing::ALL, Sharing::NO_CONCAT, Sharing::NONE] {
+        let records = assign_buffers(func, variant)
+            .map_err(|e| plan_err(e.to_string()))?
+            .records();
+        let plan = if full || records.len() <= JUDGE_FULL_LIMIT {
+            planner::best_offsets(&records, align)
+                .map_err(|e| plan_err(e.to_string()))?
+                .plan
+        } else {
+            let mut fast: Option<planner::OffsetsPlan> = None;
+            for s in OffsetStrategy::ALL
+                .into_iter()
+                .filter(|s| !s.is_quadratic())
+            {
+                let p = planner::plan_offsets(&records, s, align)
+                    .map_err(|e| plan_err(e.to_string()))?;
+                if fast.as_ref().is_none_or(|f| p.total_size < f.total_size) {
+                    fast = Some(p);
+                }
+            }
+            fast.ok_or_else(|| plan_err("no offsets strategy ran".into()))?
+        };
+        check_offsets(&records, &plan, align).map_err(|es| {
+            plan_err(
+                es.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })?;
+        best = best.min(plan.total_size);
+    }
+    Ok(best)
+}
+
+/// The compile slab of a program under the requested scheduler within `time` (at least
+/// 1 ms), with that order and its peak breadth. For `exact`, the exact search's order and the
+/// heuristics' orders are all planned and the smallest slab kept (the peak guides, the
+/// planner judges, as in `reorder::schedule`).
+fn judge(
+    func: &Function,
+    opts: &RewriteOptions,
+    time: Duration,
+) -> Result<(u64, Vec<usize>, u64), RewriteError> {
+    let dag = Dag::from_function(func, opts.align)?;
+    let share = Budget {
+        time: time.max(Duration::from_millis(1)),
+        states: opts.budget.states,
+    };
+    let mut orders: Vec<Vec<usize>> = Vec::new();
+    if opts.scheduler == Scheduler::Exact {
+        for h in Scheduler::HEURISTICS {
+            orders.push(reorder::schedule(&dag, h, share, opts.align)?.order);
+        }
+        let incumbent = orders
+            .iter()
+            .min_by_key(|o| dag.peak(o))
+            .cloned()
+            .unwrap_or_default();
+        let exact = reorder::exact::schedule(&dag, &incumbent, share);
+        if !dag.is_topological(&exact.order) {
+            return Err(ReorderError::InvalidOrder("exact").into());
+        }
+        orders.insert(0, exact.order);
+    } else {
+        orders.push(reorder::schedule(&dag, opts.scheduler, share, opts.align)?.order);
+    }
+    let mut seen = HashSet::new();
+    orders.retain(|o| seen.insert(o.clone()));
+    let mut best: Option<(u64, Vec<usize>, u64)> = None;
+    let mut f = func.clone();
+    for o in orders {
+        f.layout = reorder::layout_of(func, &dag, &o);
+        let slab = compile_slab(&f, opts.align, false)?;
+        let peak = dag.peak(&o);
+        if best.as_ref().is_none_or(|b| (slab, peak) < (b.0, b.2)) {
+            best = Some((slab, o, peak));
+        }
+    }
+    best.ok_or_else(|| RewriteError::Plan("no order to judge".into()))
 }
 
 /// Runs the IR verifier on a rewritten function.

@@ -18,9 +18,11 @@ use tir_ir::{Activation, BinaryOp, Op, TensorType};
 /// Which rules a run uses; the pass extracts candidates from each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RuleSet {
-    /// Partitioning, distribution over concat, flattening and cancellation.
+    /// Partitioning, distribution over concat and cancellation. Linear in the pieces: an
+    /// n-ary concat enters left-nested, and each prefix is partitioned once.
     Split,
-    /// `Split` plus add commutation and reassociation.
+    /// `Split` plus concat re-bracketing and add commutation and reassociation, which
+    /// enumerate every bracketing (Catalan many) and so only run within the node limit.
     All,
 }
 
@@ -42,14 +44,14 @@ pub fn rules(set: RuleSet) -> Vec<Rewrite> {
         rewrite!("maxpool-over-concat";   "(max_pool ?f (concat ?k ?a ?b))"     => "(concat ?k (max_pool ?f ?a) (max_pool ?f ?b))" if on_channels("?k", "?a")),
         rewrite!("avgpool-over-concat";   "(avg_pool ?f (concat ?k ?a ?b))"     => "(concat ?k (avg_pool ?f ?a) (avg_pool ?f ?b))" if on_channels("?k", "?a")),
         rewrite!("gap-over-concat";       "(global_avg_pool ?f (concat ?k ?a ?b))" => "(concat ?k (global_avg_pool ?f ?a) (global_avg_pool ?f ?b))" if on_channels("?k", "?a")),
-        rewrite!("concat-flatten";        "(concat ?k (concat ?k ?a ?b) ?c)"    => "(concat ?k ?a (concat ?k ?b ?c))"),
-        rewrite!("concat-nest";           "(concat ?k ?a (concat ?k ?b ?c))"    => "(concat ?k (concat ?k ?a ?b) ?c)"),
         rewrite!("transpose-cancel";      "(transpose ?p (transpose ?q ?x))"    => "?x" if inverse_perms("?p", "?q")),
         rewrite!("reshape-reshape";       "(reshape ?s (reshape ?t ?x))"        => "(reshape ?s ?x)"),
         rewrite!("reshape-noop";          "(reshape ?s ?x)"                     => "?x" if keeps_type("?x")),
     ];
     if set == RuleSet::All {
         rules.extend([
+            rewrite!("concat-flatten";    "(concat ?k (concat ?k ?a ?b) ?c)"    => "(concat ?k ?a (concat ?k ?b ?c))"),
+            rewrite!("concat-nest";       "(concat ?k ?a (concat ?k ?b ?c))"    => "(concat ?k (concat ?k ?a ?b) ?c)"),
             rewrite!("add-comm";          "(add ?t ?a ?b)"                      => "(add ?t ?b ?a)" if is_plain_add("?t")),
             rewrite!("add-assoc";         "(add ?t (add ?t ?a ?b) ?c)"          => "(add ?t ?a (add ?t ?b ?c))" if is_plain_add("?t") if same_types(&["?a", "?b", "?c"])),
         ]);

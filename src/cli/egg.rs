@@ -1,0 +1,89 @@
+//! `tirc compile --reorder=egg`: the `rewrite` pass (issue 8) before planning, and the
+//! weights of the consts it made. A partitioned convolution or a distributed batch norm reads
+//! a slice of an original weight ([`DerivedWeight`]); its data is cut from the weights the
+//! original program was given (file or generated), never generated anew, so the executable
+//! computes what the original computes up to summation order.
+
+use tir_interp::{Data, Tensor, Weights};
+use tir_passes::reorder::{Budget, Scheduler};
+use tir_passes::rewrite::{self, DerivedWeight, RewriteOptions};
+
+/// Rewrites `@main` within `budget` (judged by compile's own sharing planner, see
+/// `rewrite::compile_slab`) and adds the derived consts' data to `weights`.
+pub fn rewrite_for_compile(
+    module: &mut tir_ir::Module,
+    weights: &mut Weights,
+    budget: Budget,
+    name: &str,
+) -> Result<(), String> {
+    let func = module
+        .entry_mut()
+        .ok_or_else(|| "the module has no `@main` function".to_string())?;
+    let stats = rewrite::rewrite(
+        func,
+        &RewriteOptions {
+            scheduler: Scheduler::Exact,
+            budget,
+            ..RewriteOptions::default()
+        },
+        &mut |_, _, _| {},
+    )
+    .map_err(|e| e.to_string())?;
+    for d in &stats.derived {
+        let t = derived_tensor(weights, d)?;
+        weights.insert(d.name.clone(), t);
+    }
+    eprintln!(
+        "{name}: reorder (egg): slab {} -> {} bytes (reordering alone {}), kept `{}`, {} sliced weights{}",
+        stats.slab_before,
+        stats.slab_after,
+        stats.slab_reordered,
+        stats.chosen,
+        stats.derived.len(),
+        if stats.budget_stopped {
+            "; stopped by the time budget"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+/// `source[slices]`: each `(axis, start, end)` keeps a contiguous range of one axis
+/// (row-major data).
+pub fn derived_tensor(weights: &Weights, d: &DerivedWeight) -> Result<Tensor, String> {
+    let src = weights
+        .get(&d.source)
+        .ok_or_else(|| format!("the sliced weight `{}` has no data", d.source))?;
+    let mut ty = src.ty.clone();
+    let mut data = src.data.clone();
+    for &(axis, start, end) in &d.slices {
+        if axis >= ty.shape.len() || start > end || end > ty.shape[axis] {
+            return Err(format!(
+                "slice {start}..{end} of axis {axis} is outside `{}` ({:?})",
+                d.source, ty.shape
+            ));
+        }
+        let outer: u64 = ty.shape[..axis].iter().product();
+        let inner: u64 = ty.shape[axis + 1..].iter().product();
+        let dim = ty.shape[axis];
+        let ranges: Vec<std::ops::Range<usize>> = (0..outer)
+            .map(|o| {
+                let base = o * dim * inner;
+                (base + start * inner) as usize..(base + end * inner) as usize
+            })
+            .collect();
+        data = match data {
+            Data::F32(v) => Data::F32(ranges.iter().flat_map(|r| v[r.clone()].to_vec()).collect()),
+            other => {
+                return Err(format!(
+                    "`{}` is {:?}: only f32 weights are sliced",
+                    d.source,
+                    other.dtype()
+                ))
+            }
+        };
+        ty.shape[axis] = end - start;
+    }
+    Tensor::new(ty, data).ok_or_else(|| format!("the slice of `{}` is inconsistent", d.source))
+}
