@@ -84,6 +84,11 @@ pub fn run(o: Options) -> Result<(), Failure> {
     if let Some(s) = &o.strategy {
         plan = format!("strategy={s},{plan}");
     }
+    // Issue 8: "reordering never makes a model's slab larger". Each mode judges its candidates
+    // with a planner, but the judge may differ from this compile's (guard bytes, a chosen
+    // strategy, egg's cheaper judge on large programs), so the input program is planned here
+    // too and the reordered one kept only when its compiled slab is not larger.
+    let original = o.reorder.is_some().then(|| module.clone());
     match o.reorder.as_deref() {
         None => {}
         Some("heuristic") => reorder_heuristic(&mut module).map_err(err)?,
@@ -120,6 +125,18 @@ pub fn run(o: Options) -> Result<(), Failure> {
     let passes = parse_pipeline(&format!("plan{{{plan}}},bufferize"))
         .map_err(|e| Failure::Usage(e.to_string()))?;
     run_pipeline(&mut module, &passes, false, |_, _| {}).map_err(|e| err(e.to_string()))?;
+    if let Some(mut original) = original {
+        run_pipeline(&mut original, &passes, false, |_, _| {}).map_err(|e| err(e.to_string()))?;
+        let (reordered, input) = (slab_of(&mut module), slab_of(&mut original));
+        if matches!((reordered, input), (Some(r), Some(i)) if r > i) {
+            eprintln!(
+                "{name}: the reordered program plans larger ({} bytes) than the input order ({} bytes) under this compile's planner: keeping the input order",
+                reordered.unwrap_or_default(),
+                input.unwrap_or_default()
+            );
+            module = original;
+        }
+    }
     let symbol = tir_codegen::symbol_name(
         o.model
             .file_stem()
@@ -162,6 +179,12 @@ pub fn run(o: Options) -> Result<(), Failure> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The slab of a bufferized module (`None` when it does not bufferize-verify; the caller's
+/// own `Bufferized::new` then reports why).
+fn slab_of(module: &mut tir_ir::Module) -> Option<u64> {
+    Bufferized::new(module).ok().map(|p| p.slab_size())
 }
 
 /// `--reorder=heuristic`: the `reorder` pass under every heuristic scheduler, keeping the order
