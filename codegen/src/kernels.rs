@@ -73,6 +73,18 @@ fn broadcast(shape: &[i64], target: &[i64]) -> Vec<i64> {
         .collect()
 }
 
+/// The kernel arguments for `vals`: each one's storage and byte size.
+pub(crate) fn args_of(func: &Function, st: &Storage, vals: &[Value]) -> R<Vec<Arg>> {
+    vals.iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect()
+}
+
 fn bytes_of(shape: &[i64]) -> u64 {
     shape.iter().product::<i64>().max(0) as u64 * 4
 }
@@ -996,15 +1008,7 @@ fn conv2d<'a, 'c>(
     let mut vals = vec![x, wv];
     vals.extend(bias);
     vals.push(r);
-    let args: Vec<Arg> = vals
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
     let f = g.kernel(name, &args, &writes);
@@ -1141,15 +1145,7 @@ fn matmul<'a, 'c>(
     let sa: Vec<i64> = broadcast(ab, &batch).iter().map(|s| s * m * kk).collect();
     let sb: Vec<i64> = broadcast(bb, &batch).iter().map(|s| s * kk * nn).collect();
     let so: Vec<i64> = contiguous(&batch).iter().map(|s| s * m * nn).collect();
-    let args: Vec<Arg> = [a, b, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &[a, b, r])?;
     let f = g.kernel(name, &args, &[false, false, true]);
     let k = g.k(f);
     let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
@@ -1198,15 +1194,7 @@ fn gemm_op<'a, 'c>(
     let kk = if gm.trans_a { ad[0] } else { ad[1] };
     let b_pre_transposed = gm.trans_b && st.transposed.contains(&b);
     let _ = bd;
-    let args: Vec<Arg> = [a, b, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &[a, b, r])?;
     // With C, the activation waits for `+ beta * C` (a second, element-wise kernel).
     let act = if cin.is_some() { None } else { gm.activation };
     let mut calls = Vec::new();
@@ -1302,15 +1290,7 @@ fn pool<'a, 'c>(
     let [kh, kw] = p.kernel.map(|v| v as i64);
     let [sh, sw] = p.strides.map(|v| v as i64);
     let [pt, pl, pb, pr] = p.pads.map(|v| v as i64);
-    let args: Vec<Arg> = [x, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &[x, r])?;
     let f = g.kernel(name, &args, &[false, true]);
     let k = g.k(f);
     let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
@@ -1374,15 +1354,7 @@ fn softmax<'a, 'c>(
     let len = xd[ax];
     let outer: i64 = xd[..ax].iter().product();
     let inner: i64 = xd[ax + 1..].iter().product();
-    let args: Vec<Arg> = [x, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &[x, r])?;
     let f = g.kernel(name, &args, &[false, true]);
     let k = g.k(f);
     let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
@@ -1443,15 +1415,7 @@ fn layer_norm<'a, 'c>(
     let mut vals = vec![x];
     vals.extend(op.operands[1..].iter().copied());
     vals.push(r);
-    let args: Vec<Arg> = vals
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
     let param_strides: Vec<Vec<i64>> = op.operands[1..]

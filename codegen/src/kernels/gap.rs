@@ -8,10 +8,10 @@
 //! rounding in any order, so the result is the reference's after the cast to `f32` but for
 //! ties of the last `f64` bit.
 
-use super::{bytes_of, dims, unsupported, Call};
+use super::{args_of, dims, unsupported, Call};
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
-use crate::{Arg, Gen};
+use crate::Gen;
 use inkwell::values::{BasicValueEnum, FloatValue, VectorValue};
 use tir_ir::Function;
 
@@ -32,15 +32,7 @@ pub(super) fn global_avg_pool<'a, 'c>(
     }
     let planes = xd[0] * xd[1];
     let size: i64 = xd[2..].iter().product();
-    let args: Vec<Arg> = [x, r]
-        .iter()
-        .map(|&v| {
-            Ok(Arg {
-                loc: st.of(func, v)?,
-                bytes: bytes_of(&dims(func, v)?),
-            })
-        })
-        .collect::<R<_>>()?;
+    let args = args_of(func, st, &[x, r])?;
     let f = g.kernel(name, &args, &[false, true]);
     let k = g.k(f);
     let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
