@@ -7,7 +7,7 @@ mod planner_common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planner_common::records;
+use planner_common::{complex, records};
 use proptest::prelude::*;
 use tir_passes::planner::checker::check_offsets;
 use tir_passes::planner::csv::read_records_csv;
@@ -111,18 +111,7 @@ fn shared_csv(name: &str) -> Option<Vec<UsageRecord>> {
 /// TFLite's ComplexRecords (reference/tflite-memory-tests.md §4): offsets optimum 96.
 #[test]
 fn complex_records_optimum_is_96() {
-    let rs = records(&[
-        (32, 0, 1),
-        (32, 1, 4),
-        (8, 2, 5),
-        (16, 3, 5),
-        (8, 4, 5),
-        (64, 5, 7),
-        (8, 6, 8),
-        (8, 7, 8),
-        (16, 8, 9),
-    ]);
-    let r = solved(&rs, 1);
+    let r = solved(&complex(), 1);
     assert_eq!(r.plan.total_size, 96);
     assert!(r.optimal);
 }

@@ -11,31 +11,13 @@
 
 mod planner_common;
 
-use planner_common::{objects, offsets, rec, records};
+use planner_common::{chain, complex, objects, offsets, rec, records};
 use tir_passes::planner::checker::check_offsets;
 use tir_passes::planner::{
     best_offsets, best_shared_objects, lower_bounds, objects_to_offsets, operator_profiles,
     positional_maxima, LowerBounds, OffsetStrategy, SharedObjectStrategy as S, SharedObjectsPlan,
     UsageRecord,
 };
-
-fn chain() -> Vec<UsageRecord> {
-    records(&[(16, 0, 1), (8, 1, 2), (64, 2, 3), (32, 3, 4), (8, 4, 5)])
-}
-
-fn complex() -> Vec<UsageRecord> {
-    records(&[
-        (32, 0, 1),
-        (32, 1, 4),
-        (8, 2, 5),
-        (16, 3, 5),
-        (8, 4, 5),
-        (64, 5, 7),
-        (8, 6, 8),
-        (8, 7, 8),
-        (16, 8, 9),
-    ])
-}
 
 fn assert_objects(records: &[UsageRecord], strategy: S, ids: &[usize], sizes: &[u64]) {
     let plan = objects(records, strategy, 1);

@@ -22,6 +22,26 @@ pub fn records(list: &[(u64, usize, usize)]) -> Vec<UsageRecord> {
     list.iter().map(|&(s, f, l)| rec(s, f, l)).collect()
 }
 
+/// TFLite's ChainRecords (reference/tflite-memory-tests.md §3).
+pub fn chain() -> Vec<UsageRecord> {
+    records(&[(16, 0, 1), (8, 1, 2), (64, 2, 3), (32, 3, 4), (8, 4, 5)])
+}
+
+/// TFLite's ComplexRecords (reference/tflite-memory-tests.md §4).
+pub fn complex() -> Vec<UsageRecord> {
+    records(&[
+        (32, 0, 1),
+        (32, 1, 4),
+        (8, 2, 5),
+        (16, 3, 5),
+        (8, 4, 5),
+        (64, 5, 7),
+        (8, 6, 8),
+        (8, 7, 8),
+        (16, 8, 9),
+    ])
+}
+
 /// Plans offsets and insists the checker accepts the plan.
 pub fn offsets(records: &[UsageRecord], strategy: OffsetStrategy, align: u64) -> OffsetsPlan {
     let plan =
