@@ -213,3 +213,43 @@ pub(crate) fn min_cost_flow(
     }
     Ok(plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::items::prepare;
+    use crate::planner::UsageRecord;
+
+    /// A chain of records, each starting after the previous ended: every augmentation is one
+    /// more Dijkstra, so a passed deadline stops the flow after the first.
+    fn chain(n: usize) -> Vec<Item> {
+        let records: Vec<UsageRecord> = (0..n)
+            .map(|k| UsageRecord {
+                first_op: 2 * k,
+                last_op: 2 * k + 1,
+                size: 64 * (k as u64 + 1),
+            })
+            .collect();
+        prepare(&records, 64).expect("valid records")
+    }
+
+    #[test]
+    fn a_passed_deadline_stops_the_flow() {
+        assert_eq!(
+            min_cost_flow(&chain(8), Some(Instant::now())),
+            Err(PlanError::TimeBudget {
+                strategy: "min_cost_flow"
+            })
+        );
+    }
+
+    #[test]
+    fn no_deadline_is_the_unbounded_flow() {
+        let items = chain(8);
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let plan = min_cost_flow(&items, None).expect("plan");
+        assert_eq!(min_cost_flow(&items, Some(far)), Ok(plan.clone()));
+        // One object grown to the largest tensor: the chain reuses it throughout.
+        assert_eq!(plan.object_sizes, vec![64 * 8]);
+    }
+}
