@@ -84,7 +84,8 @@ pub struct OffsetsPlan {
 pub struct Best<S, P> {
     pub strategy: S,
     pub plan: P,
-    /// Strategies skipped or failed, with the reason (e.g. [`PlanError::TooLarge`]).
+    /// Strategies skipped or failed, with the reason (e.g. [`PlanError::TooLarge`]). Those
+    /// not run because an earlier plan met the offsets lower bound are not listed.
     pub skipped: Vec<(S, PlanError)>,
 }
 
@@ -179,13 +180,24 @@ pub fn best_offsets(
 /// passed, and min-cost flow gives up at it. A strategy the deadline stopped is listed in
 /// `skipped` with [`PlanError::TimeBudget`] ([`Best::stopped_by_time`]); the plan is then an
 /// upper bound of `best_offsets`'s. Without a deadline, or when none was reached, the result is
-/// exactly `best_offsets`'s: ties still go to the earliest strategy in `ALL`.
+/// exactly what running every strategy in `ALL` order gives: ties still go to the earliest.
 pub fn best_offsets_within(
     records: &[UsageRecord],
     align: u64,
     deadline: Option<Instant>,
 ) -> Result<Best<OffsetStrategy, OffsetsPlan>, PlanError> {
     let items = items::prepare(records, align)?;
+    // No offsets plan is smaller than the largest operator breadth (paper §5.1). Once a plan
+    // meets it, a strategy later in `ALL` could at best tie, and ties go to the earlier one, so
+    // it need not run: on the zoo's reordered programs a fast strategy usually meets the bound,
+    // and min-cost flow (seconds) is then never started. An overflowing breadth gives no bound;
+    // the strategies then report the overflow themselves.
+    let bound = {
+        let (timeline, spans) = items::Timeline::with_spans(&items);
+        profile::breadths_at_points(&items, &spans, timeline.len())
+            .ok()
+            .map(|b| b.into_iter().max().unwrap_or(0))
+    };
     let mut best: Option<(usize, OffsetStrategy, OffsetsPlan)> = None;
     let mut skipped = Vec::new();
     let (fast, quadratic): (Vec<_>, Vec<_>) = OffsetStrategy::ALL
@@ -193,6 +205,12 @@ pub fn best_offsets_within(
         .enumerate()
         .partition(|(_, s)| !s.is_quadratic());
     for (rank, strategy) in fast.into_iter().chain(quadratic) {
+        let at_bound = |(r, _, b): &(usize, OffsetStrategy, OffsetsPlan)| {
+            Some(b.total_size) == bound && *r < rank
+        };
+        if best.as_ref().is_some_and(at_bound) {
+            continue;
+        }
         if strategy.is_quadratic() {
             if records.len() > BEST_QUADRATIC_LIMIT {
                 skipped.push((strategy, too_large_for_best(strategy.name(), records.len())));
