@@ -332,6 +332,12 @@ fn run_one(
             if s.kept_input {
                 stats.push(("kept input order", "true".to_string()));
             }
+            if s.judge_stopped_by_time {
+                stats.push((
+                    "judge",
+                    "stopped by the time budget (slabs are upper bounds)".to_string(),
+                ));
+            }
             if let Some(e) = &s.exact {
                 stats.push((
                     "exact",

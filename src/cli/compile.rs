@@ -4,14 +4,16 @@
 //! `--guard` plans padded buffers and checks canaries after every op (`tir_codegen::guard`).
 //! `--reorder[=heuristic|exact]` runs the `reorder` pass (issue 8) before planning: the best
 //! heuristic order, or the exact search; never a larger slab than the input order.
-//! `--reorder=egg` runs the `rewrite` pass instead (see `egg.rs`), within `--time-limit`.
+//! `--reorder=egg` runs the `rewrite` pass instead (see `egg.rs`). Every mode fits in
+//! `--time-limit`, judging included.
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tir_codegen::{Artifact, Bufferized, Options as CgOptions};
 use tir_interp::Weights;
-use tir_passes::pipeline::{parse_pipeline, run_pipeline};
+use tir_passes::pipeline::{parse_pipeline, run_pipeline, Pass};
+use tir_passes::reorder::{reorder, Budget, ReorderOptions, Scheduler};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {
@@ -37,7 +39,8 @@ pub struct Options {
     pub opt_level: u8,
     /// `heuristic`, `exact` or `egg`: reorder (egg: rewrite) the operators before planning.
     pub reorder: Option<String>,
-    /// The `egg` rewrite pass's time budget.
+    /// The time budget of the `reorder` pass (all of it: search and judging) or, with `egg`,
+    /// of the `rewrite` pass.
     pub time_limit: std::time::Duration,
 }
 
@@ -91,10 +94,16 @@ pub fn run(o: Options) -> Result<(), Failure> {
     let original = o.reorder.is_some().then(|| module.clone());
     match o.reorder.as_deref() {
         None => {}
-        Some("heuristic") => reorder_heuristic(&mut module).map_err(err)?,
+        Some("heuristic") => reorder_heuristic(&mut module, o.time_limit).map_err(err)?,
         Some("exact") => {
-            let passes = parse_pipeline("reorder{scheduler=exact}")
-                .map_err(|e| Failure::Usage(e.to_string()))?;
+            let passes = [Pass::Reorder(ReorderOptions {
+                scheduler: Scheduler::Exact,
+                budget: Budget {
+                    time: o.time_limit,
+                    ..Budget::default()
+                },
+                ..ReorderOptions::default()
+            })];
             let stats = run_pipeline(&mut module, &passes, false, |_, _| {})
                 .map_err(|e| err(e.to_string()))?;
             let get = |k: &str| {
@@ -107,9 +116,15 @@ pub fn run(o: Options) -> Result<(), Failure> {
             if let (Some(b), Some(a)) = (get("slab bytes before"), get("slab bytes after")) {
                 eprintln!("{name}: reorder (exact): slab {b} -> {a} bytes");
             }
+            if let Some(e) = get("exact").filter(|e| e.starts_with("stopped by the")) {
+                eprintln!("{name}: reorder (exact): search {e}");
+            }
+            if let Some(j) = get("judge") {
+                eprintln!("{name}: reorder (exact): judge {j}");
+            }
         }
         Some("egg") => {
-            let budget = tir_passes::reorder::Budget {
+            let budget = Budget {
                 time: o.time_limit,
                 ..Default::default()
             };
@@ -189,20 +204,27 @@ fn slab_of(module: &mut tir_ir::Module) -> Option<u64> {
 
 /// `--reorder=heuristic`: the `reorder` pass under every heuristic scheduler, keeping the order
 /// whose plan has the smallest slab (ties keep the earlier scheduler, the input order first).
-/// Each run already keeps the input order when its own order would plan larger.
-fn reorder_heuristic(module: &mut tir_ir::Module) -> Result<(), String> {
-    use tir_passes::reorder::{reorder, ReorderOptions, Scheduler};
+/// Each run already keeps the input order when its own order would plan larger. The runs share
+/// `time` (their judging is what takes time), each getting what the earlier ones left.
+fn reorder_heuristic(module: &mut tir_ir::Module, time: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + time;
     let func = module
         .entry_mut()
         .ok_or_else(|| "the module has no `@main` function".to_string())?;
     let mut best: Option<(u64, tir_ir::Function, u64)> = None;
+    let mut stopped = false;
     for scheduler in Scheduler::HEURISTICS {
         let mut f = func.clone();
         let opts = ReorderOptions {
             scheduler,
+            budget: Budget {
+                time: deadline.saturating_duration_since(Instant::now()),
+                ..Budget::default()
+            },
             ..Default::default()
         };
         let s = reorder(&mut f, &opts).map_err(|e| e.to_string())?;
+        stopped |= s.judge_stopped_by_time;
         let better = match &best {
             None => true,
             Some((slab, _, _)) => s.slab_after < *slab,
@@ -214,6 +236,9 @@ fn reorder_heuristic(module: &mut tir_ir::Module) -> Result<(), String> {
     if let Some((after, f, before)) = best {
         *func = f;
         eprintln!("reorder (heuristic): slab {before} -> {after} bytes");
+    }
+    if stopped {
+        eprintln!("reorder (heuristic): judge stopped by the time budget (slabs are upper bounds)");
     }
     Ok(())
 }

@@ -88,8 +88,10 @@ pub enum Command {
         /// With --reorder: input, kahn, list, dfs, post_order, exact, or `all`.
         #[arg(long, requires = "reorder")]
         scheduler: Option<String>,
-        /// The exact search's time budget, in seconds: with --reorder (default 10), or for the
-        /// `exact` offsets strategy (default 5; 1 within `--strategy all`).
+        /// Time budget in seconds. With --reorder (default 10) it covers the whole table: each
+        /// order, the exact search and the planner judging every order (the egg row has a budget
+        /// of its own); a budget that stopped the search or the judge is named in the row.
+        /// Otherwise it is the `exact` offsets strategy's (default 5; 1 within `--strategy all`).
         #[arg(long)]
         time_limit: Option<f64>,
         /// With --reorder: DP states kept per layer before the exact search turns into a beam.
@@ -191,7 +193,8 @@ pub enum Command {
         #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "heuristic",
               value_parser = ["heuristic", "exact", "egg"])]
         reorder: Option<String>,
-        /// With --reorder=egg: the rewrite pass's time budget in seconds (default 10).
+        /// With --reorder: the time budget in seconds (default 10) of the reorder pass, search
+        /// and judging included, or with --reorder=egg of the rewrite pass.
         #[arg(long, requires = "reorder")]
         time_limit: Option<f64>,
     },

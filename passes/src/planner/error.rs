@@ -32,6 +32,10 @@ pub enum PlanError {
         records: usize,
         reason: &'static str,
     },
+    /// A caller's deadline passed before the strategy ran or finished (see
+    /// [`super::best_offsets_within`]); not a fault of the records.
+    #[error("strategy `{strategy}` stopped by the time budget")]
+    TimeBudget { strategy: &'static str },
     #[error("unknown strategy `{name}`; expected one of: {expected}")]
     UnknownStrategy { name: String, expected: String },
     #[error("internal planner error: {0}")]

@@ -34,11 +34,22 @@ pub use profile::{
     OperatorProfile, MAX_TABULATED_OPERATORS,
 };
 pub use record::UsageRecord;
+use std::time::Instant;
 pub use strategy::{OffsetStrategy, SharedObjectStrategy};
 
 /// Above this many records, `Best` skips the strategies whose running time is quadratic or
 /// worse ([`SharedObjectStrategy::is_quadratic`]) and says so in [`Best::skipped`].
 pub const BEST_QUADRATIC_LIMIT: usize = 4096;
+
+impl<S, P> Best<S, P> {
+    /// Whether a deadline stopped some strategy ([`PlanError::TimeBudget`]): the plan is then
+    /// the best of those that ran, an upper bound of what every strategy would give.
+    pub fn stopped_by_time(&self) -> bool {
+        self.skipped
+            .iter()
+            .any(|(_, e)| matches!(e, PlanError::TimeBudget { .. }))
+    }
+}
 
 /// Each tensor's shared object, and each object's size (paper §4).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -73,7 +84,8 @@ pub struct OffsetsPlan {
 pub struct Best<S, P> {
     pub strategy: S,
     pub plan: P,
-    /// Strategies skipped or failed, with the reason (e.g. [`PlanError::TooLarge`]).
+    /// Strategies skipped or failed, with the reason (e.g. [`PlanError::TooLarge`]). Those
+    /// not run because an earlier plan met the offsets lower bound are not listed.
     pub skipped: Vec<(S, PlanError)>,
 }
 
@@ -158,34 +170,87 @@ pub fn best_offsets(
     records: &[UsageRecord],
     align: u64,
 ) -> Result<Best<OffsetStrategy, OffsetsPlan>, PlanError> {
+    best_offsets_within(records, align, None)
+}
+
+/// [`best_offsets`] within a deadline, for callers whose time budget covers planning (the
+/// order search's judge, issue 8). The strategies that are not quadratic run first, every one
+/// of them whatever the time: they take milliseconds at zoo sizes and always give a plan. The
+/// quadratic ones ([`OffsetStrategy::is_quadratic`]) follow, each only if the deadline has not
+/// passed, and min-cost flow gives up at it. A strategy the deadline stopped is listed in
+/// `skipped` with [`PlanError::TimeBudget`] ([`Best::stopped_by_time`]); the plan is then an
+/// upper bound of `best_offsets`'s. Without a deadline, or when none was reached, the result is
+/// exactly what running every strategy in `ALL` order gives: ties still go to the earliest.
+pub fn best_offsets_within(
+    records: &[UsageRecord],
+    align: u64,
+    deadline: Option<Instant>,
+) -> Result<Best<OffsetStrategy, OffsetsPlan>, PlanError> {
     let items = items::prepare(records, align)?;
-    let mut best: Option<(OffsetStrategy, OffsetsPlan)> = None;
+    // No offsets plan is smaller than the largest operator breadth (paper §5.1). Once a plan
+    // meets it, a strategy later in `ALL` could at best tie, and ties go to the earlier one, so
+    // it need not run: on the zoo's reordered programs a fast strategy usually meets the bound,
+    // and min-cost flow (seconds) is then never started. An overflowing breadth gives no bound;
+    // the strategies then report the overflow themselves.
+    let bound = {
+        let (timeline, spans) = items::Timeline::with_spans(&items);
+        profile::breadths_at_points(&items, &spans, timeline.len())
+            .ok()
+            .map(|b| b.into_iter().max().unwrap_or(0))
+    };
+    let mut best: Option<(usize, OffsetStrategy, OffsetsPlan)> = None;
     let mut skipped = Vec::new();
-    for strategy in OffsetStrategy::ALL {
-        if strategy.is_quadratic() && records.len() > BEST_QUADRATIC_LIMIT {
-            skipped.push((strategy, too_large_for_best(strategy.name(), records.len())));
+    let (fast, quadratic): (Vec<_>, Vec<_>) = OffsetStrategy::ALL
+        .into_iter()
+        .enumerate()
+        .partition(|(_, s)| !s.is_quadratic());
+    for (rank, strategy) in fast.into_iter().chain(quadratic) {
+        let at_bound = |(r, _, b): &(usize, OffsetStrategy, OffsetsPlan)| {
+            Some(b.total_size) == bound && *r < rank
+        };
+        if best.as_ref().is_some_and(at_bound) {
             continue;
         }
-        let result = match strategy {
-            OffsetStrategy::ObjectsToOffsets(s) => {
-                shared_objects::plan(&items, s).and_then(|p| offsets::objects_to_offsets(&p))
+        if strategy.is_quadratic() {
+            if records.len() > BEST_QUADRATIC_LIMIT {
+                skipped.push((strategy, too_large_for_best(strategy.name(), records.len())));
+                continue;
             }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                let e = PlanError::TimeBudget {
+                    strategy: strategy.name(),
+                };
+                skipped.push((strategy, e));
+                continue;
+            }
+        }
+        let result = match strategy {
+            OffsetStrategy::ObjectsToOffsets(s) => shared_objects::plan_until(&items, s, deadline)
+                .and_then(|p| offsets::objects_to_offsets(&p)),
             _ => offsets::plan(&items, strategy, align),
         };
         match result {
             Ok(plan) => {
+                let key = (plan.total_size, rank);
                 if best
                     .as_ref()
-                    .is_none_or(|(_, b)| plan.total_size < b.total_size)
+                    .is_none_or(|(r, _, b)| key < (b.total_size, *r))
                 {
-                    best = Some((strategy, plan));
+                    best = Some((rank, strategy, plan));
                 }
             }
+            // Min-cost flow names itself; the offsets strategy is what `skipped` lists.
+            Err(PlanError::TimeBudget { .. }) => skipped.push((
+                strategy,
+                PlanError::TimeBudget {
+                    strategy: strategy.name(),
+                },
+            )),
             Err(e) => skipped.push((strategy, e)),
         }
     }
     match best {
-        Some((strategy, plan)) => Ok(Best {
+        Some((_, strategy, plan)) => Ok(Best {
             strategy,
             plan,
             skipped,

@@ -10,6 +10,11 @@
 //! (SERENITY's dynamic programming, split at cut points). The peak breadth guides the search;
 //! the judge is the slab `planner::best_offsets` makes on the order's usage records, checked
 //! by `planner::checker`.
+//!
+//! The exact scheduler's `Budget::time` covers all of it: the heuristics, the search and the
+//! judge. The search gets [`SEARCH_SHARE`] of it; the judge runs the quadratic offsets
+//! strategies only while time is left (`planner::best_offsets_within`) and says when the budget
+//! stopped it ([`Score::stopped_by_time`]).
 
 pub mod dag;
 pub mod dfs;
@@ -19,7 +24,7 @@ pub mod kahn;
 pub mod list;
 pub mod post_order;
 
-use crate::planner::{self, checker::check_offsets, PlanError};
+use crate::planner::{self, checker::check_offsets, OffsetStrategy, PlanError};
 pub use dag::Dag;
 pub use exact::{Budget, ExactResult, Stopped};
 use std::fmt;
@@ -117,7 +122,28 @@ pub struct Schedule {
     pub peak: u64,
     /// For `exact`: the search's own result (peak optimum or why it stopped).
     pub exact: Option<ExactResult>,
+    /// For `exact`: the judge's verdict on `order`, which the search judged among its
+    /// candidates; `stopped_by_time` when the budget stopped the judge on any candidate (then
+    /// another might have planned smaller). The heuristics are not judged here.
+    pub judged: Option<Score>,
 }
+
+/// The judge's verdict on an order: the slab of the best offsets strategy on its usage
+/// records, after the independent checker accepted the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Score {
+    pub slab: u64,
+    /// The strategy that planned it.
+    pub strategy: OffsetStrategy,
+    /// The time budget stopped a quadratic strategy: `slab` is an upper bound of the best
+    /// offsets strategy's.
+    pub stopped_by_time: bool,
+}
+
+/// Share of the exact scheduler's budget the search may spend; the rest is left to the
+/// judge. The judge's fast strategies take milliseconds on the zoo's 500-700 buffers; the
+/// share is for the quadratic ones (min-cost flow above all), on up to six candidate orders.
+pub const SEARCH_SHARE: f64 = 0.8;
 
 /// Runs one scheduler. `exact` starts from the lowest-peak heuristic order and returns, among
 /// its own order and the heuristics', the one with the smallest planned slab: the peak guides,
@@ -144,10 +170,13 @@ pub fn schedule(
         peak: dag.peak(&order),
         order,
         exact: None,
+        judged: None,
     })
 }
 
 fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, ReorderError> {
+    let start = Instant::now();
+    let deadline = start + budget.time;
     let mut candidates = Vec::new();
     for h in Scheduler::HEURISTICS {
         candidates.push(schedule(dag, h, budget, align)?.order);
@@ -158,15 +187,22 @@ fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, Reo
         .min_by_key(|o| dag.peak(o))
         .cloned()
         .unwrap_or_default();
-    let result = exact::schedule(dag, &incumbent, budget);
+    // The search stops at its share of the budget (measured from the start, so the heuristics'
+    // time counts), leaving the rest to the judge.
+    let search = Budget {
+        time: budget
+            .time
+            .mul_f64(SEARCH_SHARE)
+            .saturating_sub(start.elapsed()),
+        ..budget
+    };
+    let result = exact::schedule(dag, &incumbent, search);
     if !dag.is_topological(&result.order) {
         return Err(ReorderError::InvalidOrder("exact"));
     }
-    let mut best = (
-        score(dag, &result.order, align)?,
-        result.peak,
-        result.order.clone(),
-    );
+    let first = score_within(dag, &result.order, align, Some(deadline))?;
+    let mut stopped_by_time = first.stopped_by_time;
+    let mut best = (first, result.peak, result.order.clone());
     let mut candidates: Vec<(u64, Vec<usize>)> =
         candidates.into_iter().map(|c| (dag.peak(&c), c)).collect();
     candidates.sort_by_key(|c| c.0);
@@ -175,11 +211,12 @@ fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, Reo
         // A slab is never below the peak breadth (the offsets lower bound), so an order whose
         // peak reaches the best slab cannot win; planning is the costly part (`best_offsets`
         // runs quadratic strategies), so skip it.
-        if p >= best.0 || c == best.2 {
+        if p >= best.0.slab || c == best.2 {
             continue;
         }
-        let s = score(dag, &c, align)?;
-        if (s, p) < (best.0, best.1) {
+        let s = score_within(dag, &c, align, Some(deadline))?;
+        stopped_by_time |= s.stopped_by_time;
+        if (s.slab, p) < (best.0.slab, best.1) {
             best = (s, p, c);
         }
     }
@@ -188,14 +225,29 @@ fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, Reo
         order: best.2,
         peak: best.1,
         exact: Some(result),
+        judged: Some(Score {
+            stopped_by_time,
+            ..best.0
+        }),
     })
 }
 
 /// The slab of the best offsets strategy on the order's usage records, after the independent
 /// checker accepted the plan.
 pub fn score(dag: &Dag, order: &[usize], align: u64) -> Result<u64, ReorderError> {
+    Ok(score_within(dag, order, align, None)?.slab)
+}
+
+/// [`score`] within a deadline: the quadratic offsets strategies run only while it has not
+/// passed (`planner::best_offsets_within`); the plan is checked either way.
+pub fn score_within(
+    dag: &Dag,
+    order: &[usize],
+    align: u64,
+    deadline: Option<Instant>,
+) -> Result<Score, ReorderError> {
     let records = dag.records(order);
-    let best = planner::best_offsets(&records, align)?;
+    let best = planner::best_offsets_within(&records, align, deadline)?;
     check_offsets(&records, &best.plan, align).map_err(|es| {
         ReorderError::Check(
             es.iter()
@@ -204,7 +256,11 @@ pub fn score(dag: &Dag, order: &[usize], align: u64) -> Result<u64, ReorderError
                 .join("; "),
         )
     })?;
-    Ok(best.plan.total_size)
+    Ok(Score {
+        slab: best.plan.total_size,
+        strategy: best.strategy,
+        stopped_by_time: best.stopped_by_time(),
+    })
 }
 
 /// The layout of a node order: each `const` right before its first user, unused ones first,
@@ -275,34 +331,49 @@ pub struct ReorderStats {
     pub kept_input: bool,
     /// `exact` only: whether the peak is proven minimal, or which budget stopped it.
     pub exact: Option<ExactResult>,
+    /// The time budget stopped the judge (some quadratic offsets strategy did not run): the
+    /// slabs are upper bounds of the best offsets strategy's.
+    pub judge_stopped_by_time: bool,
     pub time: Duration,
 }
 
 /// The `reorder` pass on one function: runs the scheduler and applies its order, unless the
-/// input order plans a smaller slab (reordering never makes the slab larger).
+/// input order plans a smaller slab (reordering never makes the slab larger). The whole pass,
+/// judging included, fits in `budget.time`: the input order is judged first (it is always a
+/// candidate), and the scheduler gets what is left.
 pub fn reorder(func: &mut Function, opts: &ReorderOptions) -> Result<ReorderStats, ReorderError> {
     let start = Instant::now();
+    let deadline = start + opts.budget.time;
     let dag = Dag::from_function(func, opts.align)?;
     let input = input::schedule(&dag);
-    let s = schedule(&dag, opts.scheduler, opts.budget, opts.align)?;
+    let before = score_within(&dag, &input, opts.align, Some(deadline))?;
+    let left = Budget {
+        time: deadline.saturating_duration_since(Instant::now()),
+        ..opts.budget
+    };
+    let s = schedule(&dag, opts.scheduler, left, opts.align)?;
+    let after = match s.judged {
+        Some(j) => j,
+        None if s.order == input => before,
+        None => score_within(&dag, &s.order, opts.align, Some(deadline))?,
+    };
     let peak_before = dag.peak(&input);
-    let slab_before = score(&dag, &input, opts.align)?;
-    let slab_after = score(&dag, &s.order, opts.align)?;
-    let kept_input = slab_after > slab_before;
+    let kept_input = after.slab > before.slab;
     let (order, peak_after, slab_after) = if kept_input {
-        (input, peak_before, slab_before)
+        (input, peak_before, before.slab)
     } else {
-        (s.order, s.peak, slab_after)
+        (s.order, s.peak, after.slab)
     };
     func.layout = layout_of(func, &dag, &order);
     Ok(ReorderStats {
         scheduler: opts.scheduler,
         peak_before,
         peak_after,
-        slab_before,
+        slab_before: before.slab,
         slab_after,
         kept_input,
         exact: s.exact,
+        judge_stopped_by_time: before.stopped_by_time || after.stopped_by_time,
         time: start.elapsed(),
     })
 }

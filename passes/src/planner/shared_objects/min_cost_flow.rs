@@ -16,10 +16,14 @@
 //!
 //! The network has an edge for every pair (j ended before i started): O(n^2) edges, and n
 //! augmentations. Inputs whose network would exceed [`MAX_EDGES`] edges or [`MAX_WORK`]
-//! edge-augmentations are refused with [`PlanError::TooLarge`].
+//! edge-augmentations are refused with [`PlanError::TooLarge`]. Below those limits it still
+//! takes seconds on the zoo's 500-700 records, so a caller with a time budget passes a
+//! deadline, checked between augmentations (each is one Dijkstra over the network), and gets
+//! [`PlanError::TimeBudget`] once it has passed.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::time::Instant;
 
 use super::execution_order;
 use crate::planner::items::Item;
@@ -118,7 +122,10 @@ impl Network {
     }
 }
 
-pub(crate) fn min_cost_flow(items: &[Item]) -> Result<SharedObjectsPlan, PlanError> {
+pub(crate) fn min_cost_flow(
+    items: &[Item],
+    deadline: Option<Instant>,
+) -> Result<SharedObjectsPlan, PlanError> {
     let n = items.len();
     let order = execution_order(items);
     // Reuse edges: pairs (j, i) with last_j < first_i; counted before anything is allocated.
@@ -166,7 +173,13 @@ pub(crate) fn min_cost_flow(items: &[Item]) -> Result<SharedObjectsPlan, PlanErr
     }
 
     let mut potential = vec![0i128; 2 * n + 2];
-    while net.augment(source, sink, &mut potential) {}
+    while net.augment(source, sink, &mut potential) {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(PlanError::TimeBudget {
+                strategy: "min_cost_flow",
+            });
+        }
+    }
 
     let mut plan = SharedObjectsPlan {
         object_ids: vec![usize::MAX; n],
@@ -199,4 +212,44 @@ pub(crate) fn min_cost_flow(items: &[Item]) -> Result<SharedObjectsPlan, PlanErr
         ));
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::items::prepare;
+    use crate::planner::UsageRecord;
+
+    /// A chain of records, each starting after the previous ended: every augmentation is one
+    /// more Dijkstra, so a passed deadline stops the flow after the first.
+    fn chain(n: usize) -> Vec<Item> {
+        let records: Vec<UsageRecord> = (0..n)
+            .map(|k| UsageRecord {
+                first_op: 2 * k,
+                last_op: 2 * k + 1,
+                size: 64 * (k as u64 + 1),
+            })
+            .collect();
+        prepare(&records, 64).expect("valid records")
+    }
+
+    #[test]
+    fn a_passed_deadline_stops_the_flow() {
+        assert_eq!(
+            min_cost_flow(&chain(8), Some(Instant::now())),
+            Err(PlanError::TimeBudget {
+                strategy: "min_cost_flow"
+            })
+        );
+    }
+
+    #[test]
+    fn no_deadline_is_the_unbounded_flow() {
+        let items = chain(8);
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let plan = min_cost_flow(&items, None).expect("plan");
+        assert_eq!(min_cost_flow(&items, Some(far)), Ok(plan.clone()));
+        // One object grown to the largest tensor: the chain reuses it throughout.
+        assert_eq!(plan.object_sizes, vec![64 * 8]);
+    }
 }

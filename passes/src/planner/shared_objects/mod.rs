@@ -10,6 +10,7 @@ mod min_cost_flow;
 mod naive;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use super::error::overflow;
 use super::items::Item;
@@ -18,6 +19,17 @@ use super::{PlanError, SharedObjectStrategy, SharedObjectsPlan};
 pub(crate) fn plan(
     items: &[Item],
     strategy: SharedObjectStrategy,
+) -> Result<SharedObjectsPlan, PlanError> {
+    plan_until(items, strategy, None)
+}
+
+/// [`plan`], giving up with [`PlanError::TimeBudget`] once `deadline` has passed. Only
+/// min-cost flow looks at the deadline: it alone takes seconds at zoo sizes (one shortest-path
+/// search per record over a quadratic network), so it alone can overrun a caller's budget.
+pub(crate) fn plan_until(
+    items: &[Item],
+    strategy: SharedObjectStrategy,
+    deadline: Option<Instant>,
 ) -> Result<SharedObjectsPlan, PlanError> {
     let plan = match strategy {
         SharedObjectStrategy::Naive => naive::naive(items),
@@ -28,7 +40,7 @@ pub(crate) fn plan(
         SharedObjectStrategy::GreedyBySizeImproved => {
             greedy_by_size_improved::greedy_by_size_improved(items)?
         }
-        SharedObjectStrategy::MinCostFlow => min_cost_flow::min_cost_flow(items)?,
+        SharedObjectStrategy::MinCostFlow => min_cost_flow::min_cost_flow(items, deadline)?,
         SharedObjectStrategy::Best => {
             return Err(PlanError::Internal(
                 "`best` is resolved before reaching a strategy",
