@@ -16,8 +16,8 @@
 //! place, piece by piece.
 //!
 //! The walk visits the sites live at the peak of the current best program first, the others by
-//! output size; at each it halves the pieces further while the guide falls, and keeps the site
-//! when the guide fell. The guide is compile's slab with fast offsets strategies on the
+//! output size; at each it halves the pieces further while the guide does not rise, and keeps
+//! the site when the guide fell. The guide is compile's slab with fast offsets strategies on the
 //! lowest-peak heuristic orders ([`guide`]); the pass judges the result as every candidate.
 
 use super::lang::{op_of, EGraph, TirNode};
@@ -29,7 +29,7 @@ use crate::reorder::{self, Budget, Dag, Scheduler};
 use egg::{Id, Language, Runner};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use tir_ir::{Function, Op};
+use tir_ir::{EntityRef, Function, Op};
 
 /// Pieces a site is split into, tried in this order while the guide falls.
 pub const PIECES: [u64; 3] = [2, 4, 8];
@@ -62,12 +62,21 @@ struct Chosen {
     partition: bool,
 }
 
-/// The guide of the walk: compile's slab (fast strategies) on the best heuristic order, that
-/// order's peak breadth, and the values live at its peak.
+/// The guide of the walk: compile's slab (fast strategies) on the best heuristic order; then,
+/// as tie-breakers on a plateau of equal slabs (a site lowers one of several equal peaks
+/// without lowering the slab), the maximum of the order's live profile with sharing and how
+/// many steps reach it; and the values live at those steps.
 pub struct Guide {
     pub slab: u64,
-    pub peak: u64,
+    pub live: u64,
+    pub steps: usize,
     pub hot: HashSet<String>,
+}
+
+impl Guide {
+    fn key(&self) -> (u64, u64, usize) {
+        (self.slab, self.live, self.steps)
+    }
 }
 
 /// Runs the walk on `func` (entered as `entered`) until `end`; `None` candidate when no site
@@ -148,14 +157,18 @@ pub fn walk(
         .with_iter_limit(64)
         .with_node_limit(node_limit)
         .with_time_limit(left.mul_f64(0.3))
+        .with_scheduler(egg::SimpleScheduler)
         .run(&rules::rules(RuleSet::Split));
     let eg = runner.egraph;
     outcome.egraph_nodes = eg.total_number_of_nodes();
     outcome.egraph_classes = eg.number_of_classes();
     outcome.sites = sites.len();
+    if std::env::var_os("TIR_KERNEL_TRACE").is_some() {
+        eprintln!("kernel: {} sites, e-graph {} nodes, {} iterations, stop {:?}, guide {} hot {:?}", sites.len(), outcome.egraph_nodes, runner.iterations.len(), runner.stop_reason, input_guide.slab, input_guide.hot);
+    }
 
     let orig = super::original_choice(&eg, entered);
-    let mut best: (u64, u64) = (input_guide.slab, input_guide.peak);
+    let mut best = input_guide.key();
     let mut hot = input_guide.hot;
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut remaining: Vec<usize> = (0..sites.len()).collect();
@@ -174,8 +187,11 @@ pub fn walk(
             .unwrap_or(0);
         let site = remaining.remove(at);
         let mut here: Option<(Chosen, Candidate, Guide)> = None;
+        // Halving further can pay where halving once does not (a partitioned consumer keeps
+        // an accumulator and a partial beside each piece), so every piece count is tried
+        // while the guide does not rise.
         'pieces: for split in 0..sites[site].splits.len() {
-            let mut fell = false;
+            let mut level: Option<(u64, u64, usize)> = None;
             for partition in [false, true] {
                 if Instant::now() >= end {
                     outcome.stopped = true;
@@ -196,18 +212,27 @@ pub fn walk(
                     continue;
                 };
                 let g = guide(&cand.func, align)?;
-                let bar = here.as_ref().map_or(best, |h| (h.2.slab, h.2.peak));
-                if (g.slab, g.peak) < bar {
+                if std::env::var("TIR_KERNEL_DUMP").ok().as_deref() == Some(&format!("{}/{}/{partition}", sites[site].name, sites[site].splits[split].pieces.len())) {
+                    let mut m = tir_ir::Module::new("dump");
+                    m.funcs.push(cand.func.clone());
+                    eprintln!("{}", tir_ir::printer::print(&m));
+                }
+                if std::env::var_os("TIR_KERNEL_TRACE").is_some() {
+                    eprintln!("site {} pieces {} partition {partition}: {:?} (best {:?})", sites[site].name, sites[site].splits[split].pieces.len(), g.key(), best);
+                }
+                let bar = here.as_ref().map_or(best, |h| h.2.key());
+                level = Some(level.map_or(g.key(), |l| l.min(g.key())));
+                if g.key() < bar {
                     here = Some((c, cand, g));
-                    fell = true;
                 }
             }
-            if !fell {
+            let bar = here.as_ref().map_or(best, |h| h.2.key());
+            if level.is_none_or(|l| l.0 > bar.0) {
                 break;
             }
         }
         if let Some((c, cand, g)) = here {
-            best = (g.slab, g.peak);
+            best = g.key();
             hot = g.hot;
             chosen.push(c);
             outcome.candidate = Some(cand);
@@ -349,39 +374,58 @@ pub fn guide(func: &Function, align: u64) -> Result<Guide, RewriteError> {
     orders.truncate(2);
     let mut best: Option<Guide> = None;
     let mut f = func.clone();
-    for (peak, order) in orders {
+    for (_, order) in orders {
         f.layout = reorder::layout_of(func, &dag, &order);
-        let slab = quick_slab(&f, align)?;
-        if best.as_ref().is_some_and(|b| (b.slab, b.peak) <= (slab, peak)) {
-            continue;
-        }
-        best = Some(Guide {
+        let (slab, sharing) = quick_slab(&f, align)?;
+        let (live, steps, hot) = live_peak(&f, sharing)?;
+        let g = Guide {
             slab,
-            peak,
-            hot: hot_values(func, &dag, &order),
-        });
+            live,
+            steps,
+            hot,
+        };
+        if best.as_ref().is_none_or(|b| g.key() < b.key()) {
+            best = Some(g);
+        }
     }
     best.ok_or_else(|| RewriteError::Plan("no order to guide by".into()))
 }
 
-/// The names of the values live at the peak step of `order`.
-fn hot_values(func: &Function, dag: &Dag, order: &[usize]) -> HashSet<String> {
-    let breadths = dag.breadths(order);
-    let Some(t) = (0..breadths.len()).max_by_key(|&k| (breadths[k], std::cmp::Reverse(k))) else {
-        return HashSet::new();
-    };
-    dag.records(order)
+/// The live profile of `func`'s layout with the given buffer sharing: its maximum (a lower bound of the slab), how many steps reach
+/// it, and the names of the values in the buffers live at those steps.
+fn live_peak(
+    func: &Function,
+    sharing: Sharing,
+) -> Result<(u64, usize, HashSet<String>), RewriteError> {
+    let a = assign_buffers(func, sharing).map_err(|e| RewriteError::Plan(e.to_string()))?;
+    let mut live = vec![0u64; a.num_operators + 1];
+    for b in &a.buffers {
+        for t in b.record.first_op..=b.record.last_op.min(a.num_operators) {
+            live[t] = live[t].saturating_add(b.size);
+        }
+    }
+    let max = live.iter().copied().max().unwrap_or(0);
+    let steps: Vec<usize> = (0..live.len()).filter(|&t| live[t] == max).collect();
+    let hot: HashSet<usize> = (0..a.buffers.len())
+        .filter(|&b| {
+            let r = a.buffers[b].record;
+            steps.iter().any(|&t| r.first_op <= t && t <= r.last_op)
+        })
+        .collect();
+    let names = a
+        .place
         .iter()
-        .zip(&dag.tensors)
-        .filter(|(r, _)| r.first_op <= t && t <= r.last_op)
-        .flat_map(|(_, tensor)| func.ops[dag.ops[tensor.producer]].results.iter())
-        .map(|&v| func.values[v].name.clone())
-        .collect()
+        .enumerate()
+        .filter(|(_, p)| p.is_some_and(|(b, _)| hot.contains(&b)))
+        .map(|(v, _)| func.values[tir_ir::Value::new(v)].name.clone())
+        .collect();
+    Ok((max, steps.len(), names))
 }
 
-fn quick_slab(func: &Function, align: u64) -> Result<u64, RewriteError> {
+/// The smallest slab of the sharing variants with the fast strategies, and its variant.
+fn quick_slab(func: &Function, align: u64) -> Result<(u64, Sharing), RewriteError> {
     let plan_err = |e: String| RewriteError::Plan(e);
-    let mut best = u64::MAX;
+    let mut best = (u64::MAX, Sharing::ALL);
     for variant in [Sharing::ALL, Sharing::NO_CONCAT] {
         let records = assign_buffers(func, variant)
             .map_err(|e| plan_err(e.to_string()))?
@@ -391,7 +435,7 @@ fn quick_slab(func: &Function, align: u64) -> Result<u64, RewriteError> {
             .filter(|s| !s.is_quadratic())
         {
             let p = planner::plan_offsets(&records, s, align).map_err(|e| plan_err(e.to_string()))?;
-            if p.total_size >= best {
+            if p.total_size >= best.0 {
                 continue;
             }
             check_offsets(&records, &p, align).map_err(|es| {
@@ -402,7 +446,7 @@ fn quick_slab(func: &Function, align: u64) -> Result<u64, RewriteError> {
                         .join("; "),
                 )
             })?;
-            best = p.total_size;
+            best = (p.total_size, variant);
         }
     }
     Ok(best)
