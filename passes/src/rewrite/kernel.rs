@@ -323,7 +323,9 @@ fn propagate(
             let partition = *partition;
             let touches = |c: &Id| {
                 let c = eg.find(*c);
+                // A piece, an already distributed class, or one that reads a piece.
                 region.contains_key(&c)
+                    || over.contains_key(&c)
                     || is_weight_class(eg, c)
                     || pick(eg, orig, &over, c)
                         .children()
@@ -337,6 +339,9 @@ fn propagate(
                     && *n != cur
                     && n.children().iter().skip(1).all(|c| *c != id && touches(c))
             });
+            if std::env::var_os("TIR_KERNEL_PROP").is_some() {
+                eprintln!("class {id} cur {cur:?} nodes {:?} alt {alt:?}", class.nodes);
+            }
             if let Some(n) = alt {
                 if is_head(&n, "concat") {
                     region.insert(id, partition);
