@@ -264,14 +264,21 @@ fn kernel_wise_partitioning_lowers_the_compiled_slab_and_computes_the_same() {
         .arg(&reference)
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let want = npy_f32(&std::fs::read(&reference).unwrap());
     let scale = want.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-6);
     for (tag, out) in [("input", &base), ("egg", &got)] {
         let out = npy_f32(out);
         assert_eq!(want.len(), out.len(), "{tag}");
         for (w, g) in want.iter().zip(&out) {
-            assert!((w - g).abs() <= 1e-5 * scale, "{tag}: {w} vs {g} (scale {scale})");
+            assert!(
+                (w - g).abs() <= 1e-5 * scale,
+                "{tag}: {w} vs {g} (scale {scale})"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

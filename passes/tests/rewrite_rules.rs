@@ -5,8 +5,8 @@
 use egg::{Pattern, RecExpr, Runner, Searcher};
 use tir_ir::op::{Conv2d, Pool2d, Slice};
 use tir_ir::{Activation, BinaryOp, Op, TensorType, UnaryOp};
-use tir_passes::rewrite::lang::{Attrs, EGraph, TirAnalysis, TirNode};
 use tir_passes::rewrite::lang::Rewrite;
+use tir_passes::rewrite::lang::{Attrs, EGraph, TirAnalysis, TirNode};
 use tir_passes::rewrite::rules::{kernel_rules, rules, RuleSet};
 
 /// The analysis of every test: leaves `%a` `%c` `[1,2,4,4]`, `%b` `[1,3,4,4]`, `%d` `[1,1,4,4]`, `%x` `[1,5,4,4]`,
@@ -302,10 +302,20 @@ fn a_depthwise_conv_with_a_channel_multiplier_stays() {
 fn a_depthwise_conv_is_not_split_by_its_filters() {
     // Its output channels read one input channel each: the kernel split would need the input
     // sliced too; the pass lets depthwise convs follow a split producer instead.
-    refuses_with(&kernel_rules(2), KERNEL_ITERS, "(conv2d #30 %x %dw)", "(concat #0 ?l ?r)");
+    refuses_with(
+        &kernel_rules(2),
+        KERNEL_ITERS,
+        "(conv2d #30 %x %dw)",
+        "(concat #0 ?l ?r)",
+    );
 }
 
 #[test]
 fn a_conv_is_not_split_into_more_pieces_than_filters() {
-    refuses_with(&kernel_rules(7), KERNEL_ITERS, "(conv2d #1 %x %w)", "(concat #0 ?l ?r)");
+    refuses_with(
+        &kernel_rules(7),
+        KERNEL_ITERS,
+        "(conv2d #1 %x %w)",
+        "(concat #0 ?l ?r)",
+    );
 }

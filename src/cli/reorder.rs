@@ -55,9 +55,12 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         "{:<11} {:>14} {:>14} {:>9} {:>10}  exact",
         "scheduler", "peak breadth", "slab", "vs input", "time ms"
     );
+    // Each order, for the egg row's compile slabs.
+    let mut orders: Vec<(Scheduler, Vec<usize>)> = Vec::new();
     for s in schedulers {
         let start = Instant::now();
         let sched = reorder::schedule(&dag, s, opts.budget, opts.align).map_err(fail)?;
+        orders.push((s, sched.order.clone()));
         let time: Duration = start.elapsed();
         let slab = reorder::score(&dag, &sched.order, opts.align).map_err(fail)?;
         let note = match &sched.exact {
@@ -92,8 +95,37 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         );
     }
     if opts.egg {
+        compile_row(&module, &dag, &orders, opts.align, &src)?;
         egg_row(&mut module, &opts, input_slab, &src)?;
     }
+    Ok(())
+}
+
+/// The rows above plan each order without buffer sharing; the egg row's slabs are compile's
+/// (`rewrite::compile_slab`: views, in-place element-wise ops, concat sharing). This row puts
+/// the unrewritten program in every order in compile's currency too, so the egg row compares
+/// with like.
+fn compile_row(
+    module: &tir_ir::Module,
+    dag: &Dag,
+    orders: &[(Scheduler, Vec<usize>)],
+    align: u64,
+    src: &str,
+) -> Result<(), Failure> {
+    let Some(func) = module.entry() else {
+        return Err(Failure::Reported);
+    };
+    let mut f = func.clone();
+    let mut cells = Vec::new();
+    for (s, order) in orders {
+        f.layout = reorder::layout_of(func, dag, order);
+        let slab = tir_passes::rewrite::compile_slab(&f, align, false).map_err(|e| {
+            eprintln!("{src}: error: {e}");
+            Failure::Reported
+        })?;
+        cells.push(format!("{} {slab}", s.name()));
+    }
+    println!("{:<11} slab by order: {}", "compile", cells.join(" "));
     Ok(())
 }
 

@@ -163,9 +163,6 @@ pub fn walk(
     outcome.egraph_nodes = eg.total_number_of_nodes();
     outcome.egraph_classes = eg.number_of_classes();
     outcome.sites = sites.len();
-    if std::env::var_os("TIR_KERNEL_TRACE").is_some() {
-        eprintln!("kernel: {} sites, e-graph {} nodes, {} iterations, stop {:?}, guide {} hot {:?}", sites.len(), outcome.egraph_nodes, runner.iterations.len(), runner.stop_reason, input_guide.slab, input_guide.hot);
-    }
 
     let orig = super::original_choice(&eg, entered);
     let mut best = input_guide.key();
@@ -206,20 +203,11 @@ pub fn walk(
                 with.push(c);
                 let choice = propagate(&eg, &orig, &sites, &with);
                 let pick = |id: Id| pick(&eg, &orig, &choice, id);
-                let Some(cand) =
-                    super::candidate(func, &eg, entered, &pick, "kernel", align)
+                let Some(cand) = super::candidate(func, &eg, entered, &pick, "kernel", align)
                 else {
                     continue;
                 };
                 let g = guide(&cand.func, align)?;
-                if std::env::var("TIR_KERNEL_DUMP").ok().as_deref() == Some(&format!("{}/{}/{partition}", sites[site].name, sites[site].splits[split].pieces.len())) {
-                    let mut m = tir_ir::Module::new("dump");
-                    m.funcs.push(cand.func.clone());
-                    eprintln!("{}", tir_ir::printer::print(&m));
-                }
-                if std::env::var_os("TIR_KERNEL_TRACE").is_some() {
-                    eprintln!("site {} pieces {} partition {partition}: {:?} (best {:?})", sites[site].name, sites[site].splits[split].pieces.len(), g.key(), best);
-                }
                 let bar = here.as_ref().map_or(best, |h| h.2.key());
                 level = Some(level.map_or(g.key(), |l| l.min(g.key())));
                 if g.key() < bar {
@@ -335,13 +323,8 @@ fn propagate(
             };
             let alt = class.nodes.iter().map(|n| canon(eg, n)).find(|n| {
                 let ok_head = is_head(n, "concat") || (partition && is_head(n, "add"));
-                ok_head
-                    && *n != cur
-                    && n.children().iter().skip(1).all(|c| *c != id && touches(c))
+                ok_head && *n != cur && n.children().iter().skip(1).all(|c| *c != id && touches(c))
             });
-            if std::env::var_os("TIR_KERNEL_PROP").is_some() {
-                eprintln!("class {id} cur {cur:?} nodes {:?} alt {alt:?}", class.nodes);
-            }
             if let Some(n) = alt {
                 if is_head(&n, "concat") {
                     region.insert(id, partition);
@@ -405,8 +388,11 @@ fn live_peak(
     let a = assign_buffers(func, sharing).map_err(|e| RewriteError::Plan(e.to_string()))?;
     let mut live = vec![0u64; a.num_operators + 1];
     for b in &a.buffers {
-        for t in b.record.first_op..=b.record.last_op.min(a.num_operators) {
-            live[t] = live[t].saturating_add(b.size);
+        let steps = b.record.first_op..=b.record.last_op.min(a.num_operators);
+        if let Some(span) = live.get_mut(steps) {
+            for l in span {
+                *l = l.saturating_add(b.size);
+            }
         }
     }
     let max = live.iter().copied().max().unwrap_or(0);
@@ -439,7 +425,8 @@ fn quick_slab(func: &Function, align: u64) -> Result<(u64, Sharing), RewriteErro
             .into_iter()
             .filter(|s| !s.is_quadratic())
         {
-            let p = planner::plan_offsets(&records, s, align).map_err(|e| plan_err(e.to_string()))?;
+            let p =
+                planner::plan_offsets(&records, s, align).map_err(|e| plan_err(e.to_string()))?;
             if p.total_size >= best.0 {
                 continue;
             }
