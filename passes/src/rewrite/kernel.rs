@@ -165,7 +165,18 @@ pub fn walk(
     outcome.sites = sites.len();
 
     let orig = super::original_choice(&eg, entered);
-    let mut best = input_guide.key();
+    // Sites are compared with the unsplit program as it leaves this e-graph, not with the
+    // input: leaving lays ops out in a different order, which moves the heuristics' ties,
+    // and the walk must see what the split changed, not what the layout did.
+    let base = {
+        let over = HashMap::new();
+        let pick = |id: Id| pick(&eg, &orig, &over, id);
+        super::candidate(func, &eg, entered, &pick, "kernel", align)
+    };
+    let mut best = match &base {
+        Some(b) => guide(&b.func, align)?.key(),
+        None => input_guide.key(),
+    };
     let mut hot = input_guide.hot;
     let mut chosen: Vec<Chosen> = Vec::new();
     let mut remaining: Vec<usize> = (0..sites.len()).collect();
