@@ -5,12 +5,14 @@
 use egg::{Pattern, RecExpr, Runner, Searcher};
 use tir_ir::op::{Conv2d, Pool2d, Slice};
 use tir_ir::{Activation, BinaryOp, Op, TensorType, UnaryOp};
+use tir_passes::rewrite::lang::Rewrite;
 use tir_passes::rewrite::lang::{Attrs, EGraph, TirAnalysis, TirNode};
-use tir_passes::rewrite::rules::{rules, RuleSet};
+use tir_passes::rewrite::rules::{kernel_rules, rules, RuleSet};
 
 /// The analysis of every test: leaves `%a` `%c` `[1,2,4,4]`, `%b` `[1,3,4,4]`, `%d` `[1,1,4,4]`, `%x` `[1,5,4,4]`,
-/// weights `%w` `[6,5,1,1]`, `%bias` `[6]`, `%m` `[5,7]`, `%s`..`%v` `[5]`, rank-2 inputs `%p`
-/// `[3,2]`, `%q` `[3,3]`, `%r` `[3,5]`, and the attributes numbered as below.
+/// weights `%w` `[6,5,1,1]`, `%bias` `[6]`, `%m` `[5,7]`, `%s`..`%v` `[5]`, depthwise filters
+/// `%dw` `[5,1,3,3]` (bias `%dwb` `[5]`) and `%dw2` `[10,1,3,3]` (multiplier 2), rank-2 inputs
+/// `%p` `[3,2]`, `%q` `[3,3]`, `%r` `[3,5]`, and the attributes numbered as below.
 fn analysis() -> TirAnalysis {
     let mut a = TirAnalysis::default();
     for (name, shape, weight) in [
@@ -30,6 +32,9 @@ fn analysis() -> TirAnalysis {
         ("v", vec![5], true),
         ("p", vec![3, 2], false),
         ("q", vec![3, 3], false),
+        ("dw", vec![5, 1, 3, 3], true),
+        ("dwb", vec![5], true),
+        ("dw2", vec![10, 1, 3, 3], true),
     ] {
         a.leaf(name, TensorType::f32(shape), weight);
     }
@@ -47,6 +52,14 @@ fn analysis() -> TirAnalysis {
         pads: [1, 1, 1, 1],
         ceil_mode: false,
         count_include_pad: false,
+    };
+    let depthwise = |groups| {
+        Op::Conv2d(Conv2d {
+            pads: [1; 4],
+            groups,
+            activation: Some(Activation::Relu6),
+            ..Conv2d::default()
+        })
     };
     let attrs = [
         /* #0 */ Op::Concat { axis: 1 },
@@ -103,6 +116,13 @@ fn analysis() -> TirAnalysis {
         /* #27 */ Op::AvgPool(pool),
         /* #28 */ Op::GlobalAvgPool,
         /* #29 */ Op::Concat { axis: 2 },
+        /* #30 */ depthwise(5),
+        /* #31 */ depthwise(2),
+        /* #32 */ depthwise(3),
+        /* #33 */ slice(0, 3, 0),
+        /* #34 */ slice(3, 6, 0),
+        /* #35 */ slice(2, 4, 0),
+        /* #36 */ slice(4, 6, 0),
     ];
     for (i, op) in attrs.into_iter().enumerate() {
         assert_eq!(a.intern(Attrs::Op(op)) as usize, i);
@@ -112,12 +132,19 @@ fn analysis() -> TirAnalysis {
 
 /// Runs `set` on `start` and asserts that every goal is in the start's class.
 fn prove(set: RuleSet, start: &str, goals: &[&str]) {
+    prove_with(&rules(set), 8, start, goals);
+}
+
+/// The kernel rules run one iteration: every piece is a conv they match again.
+const KERNEL_ITERS: usize = 1;
+
+fn prove_with(rules: &[Rewrite], iters: usize, start: &str, goals: &[&str]) {
     let start: RecExpr<TirNode> = start.parse().expect("start parses");
     let runner = Runner::default()
         .with_egraph(EGraph::new(analysis()))
         .with_expr(&start)
-        .with_iter_limit(8)
-        .run(&rules(set));
+        .with_iter_limit(iters)
+        .run(rules);
     let root = runner.egraph.find(runner.roots[0]);
     assert!(
         runner.egraph[root].data.is_some(),
@@ -192,17 +219,42 @@ start_goal!(add_comm, All,
     "(add #2 %x %y)" => "(add #2 %y %x)");
 start_goal!(add_assoc, All,
     "(add #2 (add #2 %x %y) %z)" => "(add #2 %x (add #2 %y %z))", "(add #2 (add #2 %z %x) %y)");
+start_goal!(dwconv_over_concat, Split,
+    "(conv2d #30 (concat #0 %a %b) %dw)" => "(concat #0 (conv2d #31 %a (slice #9 %dw)) (conv2d #32 %b (slice #10 %dw)))");
+start_goal!(dwconv_bias_over_concat, Split,
+    "(conv2d #30 (concat #0 %a %b) %dw %dwb)" => "(concat #0 (conv2d #31 %a (slice #9 %dw) (slice #9 %dwb)) (conv2d #32 %b (slice #10 %dw) (slice #10 %dwb)))");
+
+macro_rules! kernel_goal {
+    ($name:ident, $pieces:expr, $start:literal => $($goal:literal),+) => {
+        #[test]
+        fn $name() {
+            prove_with(&kernel_rules($pieces), KERNEL_ITERS, $start, &[$($goal),+]);
+        }
+    };
+}
+
+kernel_goal!(conv_split_out, 2,
+    "(conv2d #6 %x %w)" => "(concat #0 (conv2d #6 %x (slice #33 %w)) (conv2d #6 %x (slice #34 %w)))");
+kernel_goal!(conv_bias_split_out, 2,
+    "(conv2d #1 %x %w %bias)" => "(concat #0 (conv2d #1 %x (slice #33 %w) (slice #33 %bias)) (conv2d #1 %x (slice #34 %w) (slice #34 %bias)))");
+kernel_goal!(conv_split_out_in_three_nests_left, 3,
+    "(conv2d #1 %x %w)" => "(concat #0 (concat #0 (conv2d #1 %x (slice #9 %w)) (conv2d #1 %x (slice #35 %w))) (conv2d #1 %x (slice #36 %w)))");
+
 start_goal!(nested_concat_partitions_piece_by_piece, Split,
     "(conv2d #1 (concat #0 (concat #0 %a %d) %c) %w)" => "(add #2 (add #2 (conv2d #1 %a (slice #3 %w)) ?p) ?q)");
 
 /// Conditions that must refuse: each start keeps its class to itself.
 fn refuses(set: RuleSet, start: &str, not: &str) {
+    refuses_with(&rules(set), 8, start, not);
+}
+
+fn refuses_with(rules: &[Rewrite], iters: usize, start: &str, not: &str) {
     let start: RecExpr<TirNode> = start.parse().expect("start parses");
     let runner = Runner::default()
         .with_egraph(EGraph::new(analysis()))
         .with_expr(&start)
-        .with_iter_limit(8)
-        .run(&rules(set));
+        .with_iter_limit(iters)
+        .run(rules);
     let root = runner.egraph.find(runner.roots[0]);
     let p: Pattern<TirNode> = not.parse().expect("pattern parses");
     assert!(
@@ -233,5 +285,37 @@ fn pooling_over_a_spatial_concat_stays() {
         Split,
         "(max_pool #26 (concat #29 %x %y))",
         "(concat #29 ?l ?r)",
+    );
+}
+
+#[test]
+fn a_depthwise_conv_with_a_channel_multiplier_stays() {
+    // Two filters per input channel: a channel's outputs are not where the concat puts them.
+    refuses(
+        Split,
+        "(conv2d #30 (concat #0 %a %b) %dw2)",
+        "(concat #0 ?l ?r)",
+    );
+}
+
+#[test]
+fn a_depthwise_conv_is_not_split_by_its_filters() {
+    // Its output channels read one input channel each: the kernel split would need the input
+    // sliced too; the pass lets depthwise convs follow a split producer instead.
+    refuses_with(
+        &kernel_rules(2),
+        KERNEL_ITERS,
+        "(conv2d #30 %x %dw)",
+        "(concat #0 ?l ?r)",
+    );
+}
+
+#[test]
+fn a_conv_is_not_split_into_more_pieces_than_filters() {
+    refuses_with(
+        &kernel_rules(7),
+        KERNEL_ITERS,
+        "(conv2d #1 %x %w)",
+        "(concat #0 ?l ?r)",
     );
 }

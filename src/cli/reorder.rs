@@ -63,6 +63,8 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         "{:<11} {:>14} {:>14} {:>9} {:>10}  exact",
         "scheduler", "peak breadth", "slab", "vs input", "time ms"
     );
+    // Each order, for the egg row's compile slabs.
+    let mut orders: Vec<(Scheduler, Vec<usize>)> = Vec::new();
     for s in schedulers {
         let row_start = Instant::now();
         let budget = Budget {
@@ -70,6 +72,7 @@ pub fn run(opts: Options) -> Result<(), Failure> {
             ..opts.budget
         };
         let sched = reorder::schedule(&dag, s, budget, opts.align).map_err(fail)?;
+        orders.push((s, sched.order.clone()));
         let judged = match sched.judged {
             Some(j) => j,
             None if sched.order == input_order => input_score,
@@ -119,8 +122,37 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         );
     }
     if opts.egg {
+        compile_row(&module, &dag, &orders, opts.align, &src)?;
         egg_row(&mut module, &opts, input_slab, &src)?;
     }
+    Ok(())
+}
+
+/// The rows above plan each order without buffer sharing; the egg row's slabs are compile's
+/// (`rewrite::compile_slab`: views, in-place element-wise ops, concat sharing). This row puts
+/// the unrewritten program in every order in compile's currency too, so the egg row compares
+/// with like.
+fn compile_row(
+    module: &tir_ir::Module,
+    dag: &Dag,
+    orders: &[(Scheduler, Vec<usize>)],
+    align: u64,
+    src: &str,
+) -> Result<(), Failure> {
+    let Some(func) = module.entry() else {
+        return Err(Failure::Reported);
+    };
+    let mut f = func.clone();
+    let mut cells = Vec::new();
+    for (s, order) in orders {
+        f.layout = reorder::layout_of(func, dag, order);
+        let slab = tir_passes::rewrite::compile_slab(&f, align, false).map_err(|e| {
+            eprintln!("{src}: error: {e}");
+            Failure::Reported
+        })?;
+        cells.push(format!("{} {slab}", s.name()));
+    }
+    println!("{:<11} slab by order: {}", "compile", cells.join(" "));
     Ok(())
 }
 

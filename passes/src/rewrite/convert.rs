@@ -130,6 +130,7 @@ type SlicedWeight = (String, Vec<(usize, u64, u64)>);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DerivedWeight {
     pub name: String,
+    /// The `name` of the original const (what its weights are bound by).
     pub source: String,
     /// `(axis, start, end)`, applied in order.
     pub slices: Vec<(usize, u64, u64)>,
@@ -391,6 +392,11 @@ impl Builder<'_> {
         );
         let v = self.func.ops[id].results[0];
         self.func.values[v].ty = Some(t);
+        // Weights are bound by the const's `name`, which need not be its value's name.
+        let source = match self.src.producer(src).map(|p| &self.src.ops[p].op) {
+            Some(Op::Const { name }) => name.clone(),
+            _ => source,
+        };
         self.derived.push(DerivedWeight {
             name,
             source,

@@ -10,7 +10,9 @@
 //! - the input program itself (so the pass never makes the slab larger),
 //! - the concat-averse extraction ([`ConcatAverse`]) under each rule set,
 //! - a greedy walk over the rewrite sites (e-classes of the input whose concat-averse choice
-//!   differs from the input's node), keeping each site whose rewrite lowers the peak —
+//!   differs from the input's node), keeping each site whose rewrite lowers the peak,
+//! - kernel-wise partitioning at targeted convs ([`kernel`]: output-channel pieces consumed
+//!   one by one, SERENITY §3.3), guided by compile's slab —
 //!
 //! schedules each with the fast schedulers, guided by the peak breadth (the offsets lower
 //! bound), and judges the best few by the slab the planner makes on the requested
@@ -18,6 +20,7 @@
 //! ([`convert::leave`]), weights sliced into new consts ([`DerivedWeight`]), and is verified.
 
 pub mod convert;
+pub mod kernel;
 pub mod lang;
 pub mod rules;
 
@@ -153,7 +156,7 @@ impl CostFunction<TirNode> for ConcatAverse<'_> {
 /// Progress of a long search: phase, done, total.
 pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
 
-struct Candidate {
+pub struct Candidate {
     label: String,
     func: Function,
     derived: Vec<DerivedWeight>,
@@ -201,7 +204,22 @@ pub fn rewrite(
     let mut best: (u64, usize, Vec<usize>, u64) = (input_slab, 0, input_order, input_peak);
     let mut other: Option<(u64, usize, Vec<usize>, u64)> = None;
     let sets = [RuleSet::Split, RuleSet::All];
+    let mut kernel_index = None;
     for (i, set) in sets.into_iter().enumerate() {
+        if i == 1 {
+            // Kernel-wise partitioning, until 30% of the budget is left.
+            let end = deadline.checked_sub(total.mul_f64(0.3)).unwrap_or(start);
+            let k = kernel::walk(func, &entered, opts.align, opts.node_limit, end, progress)?;
+            nodes = nodes.max(k.egraph_nodes);
+            classes = classes.max(k.egraph_classes);
+            sites_total += k.sites;
+            sites_kept += k.kept;
+            budget_stopped |= k.stopped;
+            if let Some(c) = k.candidate {
+                kernel_index = Some(candidates.len());
+                candidates.push(c);
+            }
+        }
         progress("saturating", i, sets.len());
         let left = deadline.saturating_duration_since(Instant::now());
         // Judging the finalists needs what is left after the search; `All` runs only while
@@ -244,8 +262,9 @@ pub fn rewrite(
         let mut chosen: HashSet<Id> = HashSet::new();
         let mut best_peak = (candidates[0].peak, candidates[0].pressure);
         let mut best_greedy = None;
-        // The walk stops when half the budget is left, for the other rule set and judging.
-        let walk_end = deadline.checked_sub(total / 2).unwrap_or(start);
+        // The walk stops when 60% of the budget is left, for kernel-wise partitioning, the
+        // other rule set and judging.
+        let walk_end = deadline.checked_sub(total.mul_f64(0.6)).unwrap_or(start);
         for (k, &site) in sites.iter().enumerate() {
             if Instant::now() >= walk_end {
                 budget_stopped = true;
@@ -271,10 +290,14 @@ pub fn rewrite(
         candidates.extend(best_greedy);
     }
 
-    // Finalists: the lowest-peak candidates other than the input, judged by the slab with
-    // what is left of the budget.
-    let mut order: Vec<usize> = (1..candidates.len()).collect();
+    // Finalists: the kernel walk's candidate (guided by compile's slab already, and its peak
+    // breadth, which has no sharing, says little) and the lowest-peak candidates other than
+    // the input, judged by the slab with what is left of the budget.
+    let mut order: Vec<usize> = (1..candidates.len())
+        .filter(|&i| Some(i) != kernel_index)
+        .collect();
     order.sort_by_key(|&i| candidates[i].peak);
+    order.splice(0..0, kernel_index);
     order.truncate(3);
     stats_slab.resize(candidates.len(), None);
     for (k, &i) in order.iter().enumerate() {

@@ -6,6 +6,11 @@
 //!   buffer disappears;
 //! - element-wise ops, per-channel pooling and inference batch normalisation (its parameters
 //!   sliced) distributed over a concat, which brings the concat next to the op that partitions it;
+//! - kernel-wise (output-channel) partitioning, SERENITY's other rewrite (§3.3): a conv
+//!   computed as a channel concat of convs over slices of its filters ([`kernel_rules`]), so
+//!   that channel-local consumers (distributed over the concat, depthwise convs included) and
+//!   partitioned consumers take each piece before the next exists. It applies to every conv,
+//!   so it never saturates: the pass applies it at targeted sites ([`split_conv`]);
 //! - concat flattening (reassociation of the binary concats of the language);
 //! - add commutation and reassociation, so partial sums can be accumulated in any order;
 //! - transpose/reshape cancellation.
@@ -41,6 +46,8 @@ pub fn rules(set: RuleSet) -> Vec<Rewrite> {
         rewrite!("exp-over-concat";       "(exp ?f (concat ?k ?a ?b))"          => "(concat ?k (exp ?f ?a) (exp ?f ?b))"),
         rewrite!("clip-over-concat";      "(clip ?f (concat ?k ?a ?b))"         => "(concat ?k (clip ?f ?a) (clip ?f ?b))"),
         rewrite!("hsigmoid-over-concat";  "(hard_sigmoid ?f (concat ?k ?a ?b))" => "(concat ?k (hard_sigmoid ?f ?a) (hard_sigmoid ?f ?b))"),
+        rewrite!("dwconv-over-concat";    "(conv2d ?c (concat ?k ?a ?b) ?w)"               => { DepthwiseOverConcat { bias: false } }),
+        rewrite!("dwconv-bias-over-concat"; "(conv2d ?c (concat ?k ?a ?b) ?w ?bias)"       => { DepthwiseOverConcat { bias: true } }),
         rewrite!("maxpool-over-concat";   "(max_pool ?f (concat ?k ?a ?b))"     => "(concat ?k (max_pool ?f ?a) (max_pool ?f ?b))" if on_channels("?k", "?a")),
         rewrite!("avgpool-over-concat";   "(avg_pool ?f (concat ?k ?a ?b))"     => "(concat ?k (avg_pool ?f ?a) (avg_pool ?f ?b))" if on_channels("?k", "?a")),
         rewrite!("gap-over-concat";       "(global_avg_pool ?f (concat ?k ?a ?b))" => "(concat ?k (global_avg_pool ?f ?a) (global_avg_pool ?f ?b))" if on_channels("?k", "?a")),
@@ -57,6 +64,16 @@ pub fn rules(set: RuleSet) -> Vec<Rewrite> {
         ]);
     }
     rules
+}
+
+/// Kernel-wise partitioning into `pieces` output-channel slices (SERENITY, Ahn et al., MLSys
+/// 2020, §3.3). Not part of [`rules`]: every conv matches, and every piece matches again, so
+/// saturation would only grow the e-graph; the pass applies it at the sites it targets.
+pub fn kernel_rules(pieces: u64) -> Vec<Rewrite> {
+    vec![
+        rewrite!("conv-split-out";      "(conv2d ?c ?x ?w)"       => { SplitOutputChannels { pieces, bias: false } }),
+        rewrite!("conv-bias-split-out"; "(conv2d ?c ?x ?w ?bias)" => { SplitOutputChannels { pieces, bias: true } }),
+    ]
 }
 
 type Cond = Box<dyn Fn(&mut EGraph, Id, &Subst) -> bool + Send + Sync>;
@@ -285,6 +302,171 @@ impl Applier<TirNode, TirAnalysis> for Partition {
         }
         let sum = add(eg, activation, pa, pb);
         union(eg, eclass, sum, rule)
+    }
+}
+
+/// A dense (`groups = 1`) conv split into pieces along its output channels: the classes of
+/// the pieces, of the left-nested concat prefixes joining them (`concat(concat(p0, p1), p2)`,
+/// so a partitioned consumer accumulates its partial sums in a chain), and the top concat,
+/// which equals the conv.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSplit {
+    pub top: Id,
+    pub prefixes: Vec<Id>,
+    pub pieces: Vec<Id>,
+}
+
+/// `conv2d(x, w, b) = concat_c(conv2d(x, w[s0:s1], b[s0:s1]), ...)`: each output channel of a
+/// conv reads every input channel and only its own filter, and a fused activation is per
+/// element, so slicing the filters (axis 0) and the bias slices the output (SERENITY §3.3,
+/// kernel-wise partitioning). `class` must hold such a conv node; `None` when none is
+/// there or it has fewer output channels than `pieces`. Does not union: the caller does.
+pub fn split_conv(eg: &mut EGraph, class: Id, pieces: u64) -> Option<KernelSplit> {
+    let node = eg[class].nodes.iter().find_map(|n| match n {
+        TirNode::Op(name, ch)
+            if name.as_str() == "conv2d"
+                && (ch.len() == 3 || ch.len() == 4)
+                && matches!(op_of(eg, ch[0]), Some(Op::Conv2d(c)) if c.groups == 1) =>
+        {
+            Some(ch.clone())
+        }
+        _ => None,
+    })?;
+    let (c, x, w, bias) = (node[0], node[1], node[2], node.get(3).copied());
+    if !is_weight(eg, w) || bias.is_some_and(|b| !is_weight(eg, b)) {
+        return None;
+    }
+    let out = *shape(eg, w)?.first()?;
+    if pieces < 2 || out < pieces {
+        return None;
+    }
+    let k = add_attrs(eg, Attrs::Op(Op::Concat { axis: 1 }));
+    let mut split = KernelSplit {
+        top: class,
+        prefixes: Vec::new(),
+        pieces: Vec::new(),
+    };
+    let mut acc: Option<Id> = None;
+    for i in 0..pieces {
+        let (s0, s1) = (i * out / pieces, (i + 1) * out / pieces);
+        let mut ch = vec![c, x, slice_weight(eg, w, 0, s0, s1)];
+        if let Some(b) = bias {
+            ch.push(slice_weight(eg, b, 0, s0, s1));
+        }
+        let piece = add_op(eg, "conv2d", ch);
+        eg[piece].data.as_ref()?;
+        split.pieces.push(piece);
+        acc = Some(match acc {
+            None => piece,
+            Some(a) => {
+                let cat = add_op(eg, "concat", vec![k, a, piece]);
+                eg[cat].data.as_ref()?;
+                if i + 1 < pieces {
+                    split.prefixes.push(cat);
+                }
+                cat
+            }
+        });
+    }
+    split.top = acc?;
+    Some(split)
+}
+
+/// Applies [`split_conv`] wherever its pattern matches (the `start => goal` form of the rule).
+pub struct SplitOutputChannels {
+    pieces: u64,
+    bias: bool,
+}
+
+impl Applier<TirNode, TirAnalysis> for SplitOutputChannels {
+    fn apply_one(
+        &self,
+        eg: &mut EGraph,
+        eclass: Id,
+        s: &Subst,
+        _ast: Option<&PatternAst<TirNode>>,
+        rule: Symbol,
+    ) -> Vec<Id> {
+        // The pattern's arity picks the bias form; `split_conv` finds the node by its class.
+        if self.bias != s.get(var("?bias")).is_some() {
+            return vec![];
+        }
+        match split_conv(eg, eclass, self.pieces) {
+            Some(split) => union(eg, eclass, split.top, rule),
+            None => vec![],
+        }
+    }
+}
+
+/// `dwconv(concat(a, b), w, bias) = concat(dwconv(a, w[:ca], bias[:ca]), dwconv(b, w[ca:], ...))`
+/// for a depthwise conv (one filter per channel, `groups` = channels): it is channel-local,
+/// so it distributes over a channel concat with its filters sliced and `groups` per piece
+/// (SERENITY §3.3: what lets a kernel-wise partition flow through a separable conv).
+pub struct DepthwiseOverConcat {
+    bias: bool,
+}
+
+impl Applier<TirNode, TirAnalysis> for DepthwiseOverConcat {
+    fn apply_one(
+        &self,
+        eg: &mut EGraph,
+        eclass: Id,
+        s: &Subst,
+        _ast: Option<&PatternAst<TirNode>>,
+        rule: Symbol,
+    ) -> Vec<Id> {
+        let (c, k, a, b, w) = (
+            s[var("?c")],
+            s[var("?k")],
+            s[var("?a")],
+            s[var("?b")],
+            s[var("?w")],
+        );
+        let bias = if self.bias {
+            Some(s[var("?bias")])
+        } else {
+            None
+        };
+        let Some(Op::Conv2d(cv)) = op_of(eg, c).cloned() else {
+            return vec![];
+        };
+        if !is_weight(eg, w) || bias.is_some_and(|x| !is_weight(eg, x)) {
+            return vec![];
+        }
+        let (Some(sa), Some(sb), Some(sw)) = (shape(eg, a), shape(eg, b), shape(eg, w)) else {
+            return vec![];
+        };
+        let (ca, cb) = (sa.get(1).copied(), sb.get(1).copied());
+        let (Some(ca), Some(cb)) = (ca, cb) else {
+            return vec![];
+        };
+        // Depthwise with multiplier 1: a [C, 1, kh, kw] filter, one group per channel.
+        let depthwise = sa.len() == 4
+            && sw.len() == 4
+            && sw[1] == 1
+            && cv.groups == ca + cb
+            && sw[0] == ca + cb
+            && concat_axis(eg, k, 4) == Some(1);
+        if !depthwise || ca == 0 || cb == 0 {
+            return vec![];
+        }
+        let piece = |eg: &mut EGraph, x: Id, s0: u64, s1: u64| -> Id {
+            let mut p = cv.clone();
+            p.groups = s1 - s0;
+            let attrs = add_attrs(eg, Attrs::Op(Op::Conv2d(p)));
+            let mut ch = vec![attrs, x, slice_weight(eg, w, 0, s0, s1)];
+            if let Some(bias) = bias {
+                ch.push(slice_weight(eg, bias, 0, s0, s1));
+            }
+            add_op(eg, "conv2d", ch)
+        };
+        let l = piece(eg, a, 0, ca);
+        let r = piece(eg, b, ca, ca + cb);
+        if eg[l].data.is_none() || eg[r].data.is_none() {
+            return vec![];
+        }
+        let cat = add_op(eg, "concat", vec![k, l, r]);
+        union(eg, eclass, cat, rule)
     }
 }
 
