@@ -199,7 +199,7 @@ pub fn rewrite(
     // every search here gets a share with slack).
     let total = opts.budget.time;
     progress("judging input", 0, 1);
-    let (input_slab, input_order, input_peak) = judge(func, opts, total.mul_f64(0.35))?;
+    let (input_slab, input_order, input_peak, _) = judge(func, opts, total.mul_f64(0.35), None)?;
     let mut stats_slab: Vec<Option<u64>> = vec![Some(input_slab)];
     let mut best: (u64, usize, Vec<usize>, u64) = (input_slab, 0, input_order, input_peak);
     let mut other: Option<(u64, usize, Vec<usize>, u64)> = None;
@@ -302,16 +302,25 @@ pub fn rewrite(
     stats_slab.resize(candidates.len(), None);
     for (k, &i) in order.iter().enumerate() {
         progress("judging", k, order.len());
-        let left = deadline.saturating_duration_since(Instant::now());
+        // 5% of the budget is kept back: a search may finish its current layer past its
+        // share, and the kept program still has to leave the e-graph and verify.
+        let left = deadline
+            .checked_sub(total.mul_f64(0.05))
+            .unwrap_or(start)
+            .saturating_duration_since(Instant::now());
         if left.is_zero() {
             budget_stopped = true;
             break;
         }
-        let (slab, o, peak) = judge(
+        // Each finalist's share: 60% for its order search, the rest to plan its orders.
+        let share = left / (order.len() - k) as u32;
+        let (slab, o, peak, stopped) = judge(
             &candidates[i].func,
             opts,
-            (left / (order.len() - k) as u32).mul_f64(0.6),
+            share.mul_f64(0.6),
+            Some(Instant::now() + share),
         )?;
+        budget_stopped |= stopped;
         stats_slab[i] = Some(slab);
         if other.as_ref().is_none_or(|b| slab < b.0) {
             other = Some((slab, i, o, peak));
@@ -444,12 +453,16 @@ pub fn compile_slab(func: &Function, align: u64, full: bool) -> Result<u64, Rewr
 /// The compile slab of a program under the requested scheduler within `time` (at least
 /// 1 ms), with that order and its peak breadth. For `exact`, the exact search's order and the
 /// heuristics' orders are all planned and the smallest slab kept (the peak guides, the
-/// planner judges, as in `reorder::schedule`).
+/// planner judges, as in `reorder::schedule`). Planning each order takes tens of milliseconds
+/// at NASNet's size, so past `until` only the first order (the search's) is planned and the
+/// last value says the budget stopped the judging; the input is judged with no `until`, every
+/// order planned, so the pass is never worse than any of them.
 fn judge(
     func: &Function,
     opts: &RewriteOptions,
     time: Duration,
-) -> Result<(u64, Vec<usize>, u64), RewriteError> {
+    until: Option<Instant>,
+) -> Result<(u64, Vec<usize>, u64, bool), RewriteError> {
     let dag = Dag::from_function(func, opts.align)?;
     let share = Budget {
         time: time.max(Duration::from_millis(1)),
@@ -476,8 +489,13 @@ fn judge(
     let mut seen = HashSet::new();
     orders.retain(|o| seen.insert(o.clone()));
     let mut best: Option<(u64, Vec<usize>, u64)> = None;
+    let mut stopped = false;
     let mut f = func.clone();
-    for o in orders {
+    for (k, o) in orders.into_iter().enumerate() {
+        if k > 0 && until.is_some_and(|u| Instant::now() >= u) {
+            stopped = true;
+            break;
+        }
         f.layout = reorder::layout_of(func, &dag, &o);
         let slab = compile_slab(&f, opts.align, false)?;
         let peak = dag.peak(&o);
@@ -485,7 +503,8 @@ fn judge(
             best = Some((slab, o, peak));
         }
     }
-    best.ok_or_else(|| RewriteError::Plan("no order to judge".into()))
+    best.map(|(slab, o, peak)| (slab, o, peak, stopped))
+        .ok_or_else(|| RewriteError::Plan("no order to judge".into()))
 }
 
 /// Runs the IR verifier on a rewritten function.
