@@ -84,6 +84,9 @@ impl ExactResult {
     }
 }
 
+/// Pieces of at most this many nodes are searched before the others.
+pub const SMALL_PIECE: usize = 32;
+
 /// Cut points: nodes every source-to-sink path goes through.
 pub fn cut_points(dag: &Dag) -> Vec<bool> {
     let n = dag.len();
@@ -175,9 +178,14 @@ pub fn schedule(dag: &Dag, incumbent: &[usize], budget: Budget) -> ExactResult {
     let mut peak = vec![0u64; pieces.len()];
     let mut stopped = None;
     let mut states = 0u64;
-    // Solve the pieces that decide the peak first, so a time budget is spent where it counts.
+    // Small pieces first (milliseconds each, and a plan with buffer sharing may be decided
+    // there even when the peak breadth is not), then the pieces that decide the peak, so a
+    // time budget is spent where it counts.
     let mut by_peak: Vec<usize> = (0..pieces.len()).collect();
-    by_peak.sort_by_key(|&k| (std::cmp::Reverse(inc_peak[k]), k));
+    by_peak.sort_by_key(|&k| {
+        let large = pieces[k].len() > SMALL_PIECE;
+        (large, std::cmp::Reverse(inc_peak[k]), k)
+    });
     let mut before_piece: Vec<Vec<bool>> = Vec::new();
     for piece in &pieces {
         before_piece.push(done_before.clone());

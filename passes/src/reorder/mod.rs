@@ -19,10 +19,12 @@
 pub mod dag;
 pub mod dfs;
 pub mod exact;
+pub mod follow;
 pub mod input;
 pub mod kahn;
 pub mod list;
 pub mod post_order;
+pub mod splice;
 
 use crate::planner::{self, checker::check_offsets, OffsetStrategy, PlanError};
 pub use dag::Dag;
@@ -174,13 +176,26 @@ pub fn schedule(
     })
 }
 
+/// The fast schedulers' orders ([`Scheduler::HEURISTICS`], in that order), then their splice
+/// piece by piece ([`splice`]), whose peak is at most each of theirs.
+pub fn fast_orders(dag: &Dag, align: u64) -> Result<Vec<Vec<usize>>, ReorderError> {
+    let mut orders = Vec::new();
+    for h in Scheduler::HEURISTICS {
+        orders.push(schedule(dag, h, Budget::default(), align)?.order);
+    }
+    if let Some(spliced) = splice::schedule(dag, &orders) {
+        if !dag.is_topological(&spliced) {
+            return Err(ReorderError::InvalidOrder("splice"));
+        }
+        orders.push(spliced);
+    }
+    Ok(orders)
+}
+
 fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, ReorderError> {
     let start = Instant::now();
     let deadline = start + budget.time;
-    let mut candidates = Vec::new();
-    for h in Scheduler::HEURISTICS {
-        candidates.push(schedule(dag, h, budget, align)?.order);
-    }
+    let candidates = fast_orders(dag, align)?;
     // Ties keep the earlier heuristic, the input order first.
     let incumbent = candidates
         .iter()

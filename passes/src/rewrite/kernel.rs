@@ -27,7 +27,7 @@ use super::rules::{self, KernelSplit, RuleSet};
 use super::{convert, Candidate, RewriteError};
 use crate::buffers::{assign_buffers, Sharing};
 use crate::planner::{self, checker::check_offsets, OffsetStrategy};
-use crate::reorder::{self, Budget, Dag, Scheduler};
+use crate::reorder::{self, Dag};
 use egg::{Id, Language, Runner};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -372,11 +372,10 @@ fn is_weight_class(eg: &EGraph, id: Id) -> bool {
 /// quadratic and the two sharing variants compile usually keeps; each plan is checked.
 pub fn guide(func: &Function, align: u64) -> Result<Guide, RewriteError> {
     let dag = Dag::from_function(func, align)?;
-    let mut orders: Vec<(u64, Vec<usize>)> = Vec::new();
-    for s in Scheduler::HEURISTICS {
-        let sched = reorder::schedule(&dag, s, Budget::default(), align)?;
-        orders.push((sched.peak, sched.order));
-    }
+    let mut orders: Vec<(u64, Vec<usize>)> = reorder::fast_orders(&dag, align)?
+        .into_iter()
+        .map(|o| (dag.peak(&o), o))
+        .collect();
     orders.sort_by_key(|o| o.0);
     orders.dedup_by(|a, b| a.1 == b.1);
     orders.truncate(2);

@@ -8,6 +8,9 @@
 //! transpose/reshape cancellation). Peak memory is not a local cost, so no single extraction
 //! by a tree cost is trusted: the pass extracts several candidates —
 //! - the input program itself (so the pass never makes the slab larger),
+//! - the input with the shrinking rules applied ([`shrink`]: subsampling moved before pads
+//!   and shifts, bitwise-equal values, strictly smaller intermediates); every candidate below
+//!   starts from it,
 //! - the concat-averse extraction ([`ConcatAverse`]) under each rule set,
 //! - a greedy walk over the rewrite sites (e-classes of the input whose concat-averse choice
 //!   differs from the input's node), keeping each site whose rewrite lowers the peak,
@@ -23,6 +26,7 @@ pub mod convert;
 pub mod kernel;
 pub mod lang;
 pub mod rules;
+pub mod shrink;
 
 use crate::reorder::{self, Budget, Dag, ReorderError, Scheduler};
 pub use convert::DerivedWeight;
@@ -175,12 +179,12 @@ pub fn rewrite(
 ) -> Result<RewriteStats, RewriteError> {
     let start = Instant::now();
     let deadline = start + opts.budget.time;
+    let total = opts.budget.time;
     let input_dag = Dag::from_function(func, opts.align)?;
     let input_order = reorder::input::schedule(&input_dag);
     let peak_before = input_dag.peak(&input_order);
     let slab_before = compile_slab(func, opts.align, false)?;
 
-    let entered = convert::enter(func)?;
     let guide = fast_peak(func, opts.align)?;
     let mut candidates = vec![Candidate {
         label: "input".into(),
@@ -189,6 +193,23 @@ pub fn rewrite(
         peak: guide.0,
         pressure: guide.1,
     }];
+    // Shrinking rewrites (strictly smaller intermediates, bitwise-equal values) apply to
+    // every candidate but the input: they are the base the other rules start from.
+    let base = match shrink::apply(func, opts.node_limit, start + total.mul_f64(0.05))? {
+        Some(f) => {
+            let (peak, pressure) = fast_peak(&f, opts.align)?;
+            candidates.push(Candidate {
+                label: "shrink".into(),
+                func: f.clone(),
+                derived: Vec::new(),
+                peak,
+                pressure,
+            });
+            f
+        }
+        None => func.clone(),
+    };
+    let entered = convert::enter(&base)?;
     let mut sites_total = 0;
     let mut sites_kept = 0;
     let mut budget_stopped = false;
@@ -197,9 +218,15 @@ pub fn rewrite(
     // the budget, so the pass is never worse than its own input order and stays within
     // `budget.time` (the exact search overruns its own limit by up to one DP layer, so
     // every search here gets a share with slack).
-    let total = opts.budget.time;
     progress("judging input", 0, 1);
-    let (input_slab, input_order, input_peak, _) = judge(func, opts, total.mul_f64(0.35), None)?;
+    let (input_slab, input_order, input_peak, _) =
+        judge(func, opts, total.mul_f64(0.35), None, None)?;
+    // Each input operator's step in that order, by result name, for judging candidates.
+    let known: HashMap<String, usize> = input_order
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| (result_name(func, &input_dag, v), k))
+        .collect();
     let mut stats_slab: Vec<Option<u64>> = vec![Some(input_slab)];
     let mut best: (u64, usize, Vec<usize>, u64) = (input_slab, 0, input_order, input_peak);
     let mut other: Option<(u64, usize, Vec<usize>, u64)> = None;
@@ -209,7 +236,7 @@ pub fn rewrite(
         if i == 1 {
             // Kernel-wise partitioning, until 30% of the budget is left.
             let end = deadline.checked_sub(total.mul_f64(0.3)).unwrap_or(start);
-            let k = kernel::walk(func, &entered, opts.align, opts.node_limit, end, progress)?;
+            let k = kernel::walk(&base, &entered, opts.align, opts.node_limit, end, progress)?;
             nodes = nodes.max(k.egraph_nodes);
             classes = classes.max(k.egraph_classes);
             sites_total += k.sites;
@@ -243,7 +270,7 @@ pub fn rewrite(
             RuleSet::Split => "split",
             RuleSet::All => "split+add",
         };
-        if let Some(c) = candidate(func, &eg, &entered, &best_node, label, opts.align) {
+        if let Some(c) = candidate(&base, &eg, &entered, &best_node, label, opts.align) {
             candidates.push(c);
         }
         if set != RuleSet::Split {
@@ -276,7 +303,7 @@ pub fn rewrite(
                 Some(n) if !chosen.contains(&id) => n.clone(),
                 _ => best_node(id),
             };
-            match candidate(func, &eg, &entered, &choice, "greedy", opts.align) {
+            match candidate(&base, &eg, &entered, &choice, "greedy", opts.align) {
                 Some(c) if (c.peak, c.pressure) < best_peak => {
                     best_peak = (c.peak, c.pressure);
                     best_greedy = Some(c);
@@ -319,6 +346,7 @@ pub fn rewrite(
             opts,
             share.mul_f64(0.6),
             Some(Instant::now() + share),
+            Some(&known),
         )?;
         budget_stopped |= stopped;
         stats_slab[i] = Some(slab);
@@ -456,12 +484,16 @@ pub fn compile_slab(func: &Function, align: u64, full: bool) -> Result<u64, Rewr
 /// planner judges, as in `reorder::schedule`). Planning each order takes tens of milliseconds
 /// at NASNet's size, so past `until` only the first order (the search's) is planned and the
 /// last value says the budget stopped the judging; the input is judged with no `until`, every
-/// order planned, so the pass is never worse than any of them.
+/// order planned, so the pass is never worse than any of them. `known` gives the step of each
+/// operator (by result name) in the order the input was judged by: a candidate's search then
+/// starts from that order where the candidate kept the input's operators (`reorder::follow`,
+/// spliced with the heuristics), since its share of the budget is smaller than the input's.
 fn judge(
     func: &Function,
     opts: &RewriteOptions,
     time: Duration,
     until: Option<Instant>,
+    known: Option<&HashMap<String, usize>>,
 ) -> Result<(u64, Vec<usize>, u64, bool), RewriteError> {
     let dag = Dag::from_function(func, opts.align)?;
     let share = Budget {
@@ -470,8 +502,24 @@ fn judge(
     };
     let mut orders: Vec<Vec<usize>> = Vec::new();
     if opts.scheduler == Scheduler::Exact {
-        for h in Scheduler::HEURISTICS {
-            orders.push(reorder::schedule(&dag, h, share, opts.align)?.order);
+        orders = reorder::fast_orders(&dag, opts.align)?;
+        if let Some(known) = known {
+            // The input's judged order where the candidate kept its operators, spliced
+            // piece by piece with the heuristics: the search starts from what the input's
+            // search found instead of redoing it within a smaller share.
+            let rank: Vec<Option<usize>> = (0..dag.len())
+                .map(|v| known.get(&result_name(func, &dag, v)).copied())
+                .collect();
+            let followed = reorder::follow::schedule(&dag, &rank);
+            if !dag.is_topological(&followed) {
+                return Err(ReorderError::InvalidOrder("follow").into());
+            }
+            let mut pool = vec![followed];
+            pool.extend(orders.iter().cloned());
+            if let Some(spliced) = reorder::splice::schedule(&dag, &pool) {
+                orders.push(spliced);
+            }
+            orders.push(pool.swap_remove(0));
         }
         let incumbent = orders
             .iter()
@@ -507,6 +555,15 @@ fn judge(
         .ok_or_else(|| RewriteError::Plan("no order to judge".into()))
 }
 
+/// The name of node `v`'s first result (every operator has one).
+fn result_name(func: &Function, dag: &Dag, v: usize) -> String {
+    func.ops[dag.ops[v]]
+        .results
+        .first()
+        .map(|&r| func.values[r].name.clone())
+        .unwrap_or_default()
+}
+
 /// Runs the IR verifier on a rewritten function.
 pub fn verified(func: Function) -> Result<Function, RewriteError> {
     let mut m = Module::new("rewrite");
@@ -527,10 +584,10 @@ pub fn verified(func: Function) -> Result<Function, RewriteError> {
 fn fast_peak(func: &Function, align: u64) -> Result<(u64, u64), RewriteError> {
     let dag = Dag::from_function(func, align)?;
     let mut best = (u64::MAX, u64::MAX);
-    for s in Scheduler::HEURISTICS {
-        let sched = reorder::schedule(&dag, s, Budget::default(), align)?;
-        let pressure = dag.breadths(&sched.order).iter().sum();
-        best = best.min((sched.peak, pressure));
+    for order in reorder::fast_orders(&dag, align)? {
+        let breadths = dag.breadths(&order);
+        let peak = breadths.iter().copied().max().unwrap_or(0);
+        best = best.min((peak, breadths.iter().sum()));
     }
     Ok(best)
 }

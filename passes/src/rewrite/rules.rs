@@ -78,7 +78,7 @@ pub fn kernel_rules(pieces: u64) -> Vec<Rewrite> {
 
 type Cond = Box<dyn Fn(&mut EGraph, Id, &Subst) -> bool + Send + Sync>;
 
-fn var(s: &str) -> Var {
+pub(super) fn var(s: &str) -> Var {
     s.parse().expect("rule variables are well formed")
 }
 
@@ -140,12 +140,12 @@ fn inverse_perms(p: &str, q: &str) -> Cond {
     })
 }
 
-fn add_attrs(eg: &mut EGraph, a: Attrs) -> Id {
+pub(super) fn add_attrs(eg: &mut EGraph, a: Attrs) -> Id {
     let i = eg.analysis.intern(a);
     eg.add(TirNode::Attr(i))
 }
 
-fn add_op(eg: &mut EGraph, name: &str, children: Vec<Id>) -> Id {
+pub(super) fn add_op(eg: &mut EGraph, name: &str, children: Vec<Id>) -> Id {
     eg.add(TirNode::Op(Symbol::from(name), children))
 }
 
@@ -201,7 +201,7 @@ fn add(eg: &mut EGraph, activation: Option<Activation>, x: Id, y: Id) -> Id {
 
 /// egg 0.9's appliers union what they build with the matched class themselves and return
 /// the classes that changed.
-fn union(eg: &mut EGraph, eclass: Id, new: Id, rule: Symbol) -> Vec<Id> {
+pub(super) fn union(eg: &mut EGraph, eclass: Id, new: Id, rule: Symbol) -> Vec<Id> {
     if eg.union_trusted(eclass, new, rule) {
         vec![new]
     } else {
@@ -209,11 +209,11 @@ fn union(eg: &mut EGraph, eclass: Id, new: Id, rule: Symbol) -> Vec<Id> {
     }
 }
 
-fn shape(eg: &EGraph, id: Id) -> Option<&[u64]> {
+pub(super) fn shape(eg: &EGraph, id: Id) -> Option<&[u64]> {
     eg[id].data.as_ref().map(|m| m.ty.shape.as_slice())
 }
 
-fn is_weight(eg: &EGraph, id: Id) -> bool {
+pub(super) fn is_weight(eg: &EGraph, id: Id) -> bool {
     eg[id].data.as_ref().is_some_and(|m| m.weight)
 }
 
