@@ -339,8 +339,14 @@ pub fn rewrite(
             budget_stopped = true;
             break;
         }
-        // Each finalist's share: 60% for its order search, the rest to plan its orders.
-        let share = left / (order.len() - k) as u32;
+        // Each finalist's share: 60% for its order search, the rest to plan its orders. The
+        // kernel walk's candidate, judged first, was chosen by compile's slab already and is
+        // the likeliest winner, so it gets half of what is left when others follow it.
+        let share = if k == 0 && kernel_index.is_some() && order.len() > 1 {
+            left / 2
+        } else {
+            left / (order.len() - k) as u32
+        };
         let (slab, o, peak, stopped) = judge(
             &candidates[i].func,
             opts,
