@@ -284,24 +284,9 @@ fn kernel_wise_partitioning_lowers_the_compiled_slab_and_computes_the_same() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// NASNet-A's factorized reduction, small: the shifted path pads and copies the whole input
-/// before a 1×1 stride-2 pool keeps a quarter of it (see `rewrite::shrink`).
-const FACTORIZED: &str = "module @factorized {
-  func @main(%x: tensor<1x8x15x15xf32>) -> tensor<1x16x8x8xf32> {
-    %w1 = const {name = \"path1.weight\"} : tensor<8x8x1x1xf32>
-    %w2 = const {name = \"path2.weight\"} : tensor<8x8x1x1xf32>
-    %h = relu(%x) : tensor<1x8x15x15xf32>
-    %p1 = avg_pool(%h) {kernel = [1, 1], strides = [2, 2]} : tensor<1x8x8x8xf32>
-    %c1 = conv2d(%p1, %w1) : tensor<1x8x8x8xf32>
-    %pad = pad(%h) {pads = [0, 0, 0, 0, 0, 0, 1, 1]} : tensor<1x8x16x16xf32>
-    %shift = slice(%pad) {starts = [1, 1], ends = [16, 16], axes = [2, 3]} : tensor<1x8x15x15xf32>
-    %p2 = avg_pool(%shift) {kernel = [1, 1], strides = [2, 2]} : tensor<1x8x8x8xf32>
-    %c2 = conv2d(%p2, %w2) : tensor<1x8x8x8xf32>
-    %y = concat(%c1, %c2) {axis = 1} : tensor<1x16x8x8xf32>
-    return %y
-  }
-}
-";
+/// NASNet-A's factorized reduction and DARTS' shifted stride-2 conv, small: the shifted paths
+/// pad and copy the whole input before keeping a quarter of it (see `rewrite::shrink`).
+const FACTORIZED: &str = include_str!("models/factorized.tir");
 
 #[test]
 fn shrinking_a_factorized_reduction_lowers_the_compiled_slab_bitwise() {

@@ -327,28 +327,7 @@ fn an_inverted_residual_split_through_its_depthwise_conv_computes_the_same() {
 
 /// NASNet-A's factorized reduction (both paths) and DARTS' shifted stride-2 conv, small: the
 /// shifted path pads and copies the whole input before keeping a quarter of it.
-const FACTORIZED: &str = "module @factorized {
-  func @main(%x: tensor<1x8x15x15xf32>) -> tensor<1x24x8x8xf32> {
-    %w1 = const {name = \"path1.weight\"} : tensor<8x8x1x1xf32>
-    %w2 = const {name = \"path2.weight\"} : tensor<8x8x1x1xf32>
-    %w3 = const {name = \"darts.weight\"} : tensor<8x8x1x1xf32>
-    %b3 = const {name = \"darts.bias\"} : tensor<8xf32>
-    %h = relu(%x) : tensor<1x8x15x15xf32>
-    %p1 = avg_pool(%h) {kernel = [1, 1], strides = [2, 2]} : tensor<1x8x8x8xf32>
-    %c1 = conv2d(%p1, %w1) : tensor<1x8x8x8xf32>
-    %pad = pad(%h) {pads = [0, 0, 0, 0, 0, 0, 1, 1]} : tensor<1x8x16x16xf32>
-    %shift = slice(%pad) {starts = [1, 1], ends = [16, 16], axes = [2, 3]} : tensor<1x8x15x15xf32>
-    %p2 = avg_pool(%shift) {kernel = [1, 1], strides = [2, 2]} : tensor<1x8x8x8xf32>
-    %c2 = conv2d(%p2, %w2) : tensor<1x8x8x8xf32>
-    %g = relu(%x) : tensor<1x8x15x15xf32>
-    %dshift = slice(%g) {starts = [1, 1], ends = [15, 15], axes = [2, 3]} : tensor<1x8x14x14xf32>
-    %c3 = conv2d(%dshift, %w3, %b3) {strides = [2, 2]} : tensor<1x8x7x7xf32>
-    %c3p = pad(%c3) {pads = [0, 0, 0, 0, 0, 0, 1, 1]} : tensor<1x8x8x8xf32>
-    %y = concat(%c1, %c2, %c3p) {axis = 1} : tensor<1x24x8x8xf32>
-    return %y
-  }
-}
-";
+const FACTORIZED: &str = include_str!("models/factorized.tir");
 
 #[test]
 fn factorized_reductions_subsample_first_and_compute_bitwise_the_same() {
