@@ -5,14 +5,15 @@
 #   breadth (offsets lower bound, ".lb") and the slab of the best offsets strategy (checked)
 #   for the input order, Kahn's order, the best of XLA's three heuristics (list, dfs,
 #   post_order), the exact search; e/kahn and e/xla are the exact slab over Kahn's and XLA's;
-# - compile's slab (".c": `rewrite::compile_slab`, with views, in-place element-wise ops and
-#   concat sharing, as `tirc compile` plans), which the rewrite pass judges by: the unrewritten
-#   program in Kahn's order, in the best XLA order, in the best order known (the smallest of
-#   every row's order and the order the rewrite pass's own exact search judged; the pass
-#   starts from the row order compile plans smallest), and egg, the rewritten program in its
-#   order. egg/k.c, egg/x.c and egg/e.c are
-#   egg's compile slab over those three: below 1 on egg/e.c, rewriting lowered what compile
-#   gets beyond the best order of the unrewritten program.
+# - compile's slab (".c": `rewrite::compile_slab` with every offsets strategy, with views,
+#   in-place element-wise ops and concat sharing, exactly as `tirc compile` plans): the
+#   unrewritten program in Kahn's order, in the best XLA order, in the best order known (the
+#   smallest of every row's order and the order the rewrite pass's own exact search judged,
+#   which the pass plans with its judge's fast strategies, an upper bound; the pass starts
+#   from the row order compile plans smallest), and egg, the program the pass kept, in its
+#   order. egg/k.c, egg/x.c and egg/e.c are egg's compile slab over those three: below 1 on
+#   egg/e.c, rewriting lowered what compile gets beyond the best order of the unrewritten
+#   program.
 # Then the exact and egg times (s) and, in the last column, which budget stopped exact or egg.
 # Extra arguments go to `tirc plan` (e.g. --time-limit 5 --states 5000).
 # Details per model: `tirc plan MODEL --reorder=egg`.
@@ -31,6 +32,7 @@ for f in examples/*.tir; do
     $1=="exact" && /stopped by the/ { s=$0; sub(/.*stopped by the /,"",s); sub(/:.*/,"",s); stop = stop "exact:" s " " }
     $1=="egg" && /stopped by the time budget/ { stop = stop "egg:time" }
     $1=="egg" { r=$0; sub(/.*compile slab: reordered /,"",r); sub(/ .*/,"",r); reordered=r }
+    $1=="egg" { p=$0; sub(/.*, planned /,"",p); sub(/;.*/,"",p); planned=p }
     ($1=="list"||$1=="dfs"||$1=="post_order") && (xs=="" || $3+0 < xs+0) { xs=$3; xl=$2 }
     $1=="compile" { for (i = 5; i < NF; i += 2) c[$i] = $(i+1) }
     END {
@@ -39,7 +41,7 @@ for f in examples/*.tir; do
       printf "%-18s %9d %9d %9d %9d %9d %9d %9d %9d %6.3f %6.3f | %9d %9d %9d %9d %9d %6.3f %6.3f %6.3f | %6.2f %6.2f  %s\n",
         m, lb["input"], slab["input"], lb["kahn"], slab["kahn"], xl, xs, lb["exact"], slab["exact"],
         slab["exact"]/slab["kahn"], slab["exact"]/xs,
-        c["kahn"], xc, ec, lb["egg"], slab["egg"], slab["egg"]/c["kahn"], slab["egg"]/xc, slab["egg"]/ec,
+        c["kahn"], xc, ec, lb["egg"], planned, planned/c["kahn"], planned/xc, planned/ec,
         t["exact"], t["egg"], stop
     }'
 done

@@ -55,8 +55,12 @@ pub fn regions(func: &Function, st: &Storage) -> Vec<Region> {
     for (_, op) in func.ops_in_order() {
         match op.op {
             Op::AllocTensor { .. } => {
+                // A buffer inside another (a concat's slice) belongs to the outer one,
+                // whatever the times its own values are live: relocation then moves it with
+                // its host, and the guard watches the host's end only.
                 let r = op.results[0];
-                root[r.index()] = Some(r);
+                let host = op.operands.first().and_then(|p| root[p.index()]);
+                root[r.index()] = Some(host.unwrap_or(r));
                 allocs.push(r);
             }
             Op::AllocSlab { .. } | Op::Const { .. } => {}

@@ -5,10 +5,12 @@
 //! analyses, the thesis's MemoMalloc does it for TorchScript):
 //! - a view (`reshape`, `flatten`, `squeeze`, `unsqueeze`) lives in its source's bytes;
 //! - an element-wise op writes in place into an operand of its own type when nothing living in
-//!   that operand's buffer is read after the op;
+//!   that operand's buffer is read after the op (of several, the buffer written last);
 //! - a `concat` along its outermost non-unit axis owns one buffer, and each operand that is a
 //!   whole buffer of its own is moved into its slice, so producers write straight into the
-//!   output and the concat copies nothing.
+//!   output and the concat copies nothing; except an operand whose buffer was first written
+//!   long before the operands exist (more than their span of definitions before the first),
+//!   which would keep the whole concat live from then.
 //!
 //! Liveness then runs on buffers: a buffer is live from the first write of any value in it to
 //! the last read of any value in it.
@@ -167,6 +169,12 @@ pub fn assign_buffers(
         last_use[v.index()] = live.num_operators;
     }
 
+    let first_write = |vals: &[Value]| {
+        vals.iter()
+            .map(|w| def_at[w.index()])
+            .min()
+            .unwrap_or(usize::MAX)
+    };
     let mut forest = Forest {
         parent: Vec::new(),
         size: Vec::new(),
@@ -198,14 +206,29 @@ pub fn assign_buffers(
             // In place: an element-wise op over an operand of its own type whose buffer holds
             // nothing read after this op.
             if sharing.in_place && is_elementwise(&data.op) {
+                // Of several candidates, the buffer written most recently: the result may
+                // later move into a concat's slice, and the concat's buffer then lives from
+                // its members' first write (a residual `add` over a long-lived operand would
+                // pin the whole concat from that operand's definition).
                 let rty = func.ty(r);
-                let candidate = data.operands.iter().copied().find(|&u| {
-                    let Some(s) = slot[u.index()] else {
-                        return false;
-                    };
-                    let (top, _) = forest.resolve(s.node);
-                    func.ty(u) == rty && members[top].iter().all(|&w| last_use[w.index()] <= i)
-                });
+                let candidate = data
+                    .operands
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .filter(|&(_, u)| {
+                        let Some(s) = slot[u.index()] else {
+                            return false;
+                        };
+                        let (top, _) = forest.resolve(s.node);
+                        func.ty(u) == rty && members[top].iter().all(|&w| last_use[w.index()] <= i)
+                    })
+                    .max_by_key(|&(k, u)| {
+                        let (top, _) = forest.resolve(slot[u.index()].expect("filtered").node);
+                        // Ties (the same buffer, or equal first writes) go to the first operand.
+                        (first_write(&members[top]), std::cmp::Reverse(k))
+                    })
+                    .map(|(_, u)| u);
                 if let Some(u) = candidate {
                     let s = slot[u.index()].expect("candidate has a slot");
                     slot[r.index()] = Some(s);
@@ -226,6 +249,13 @@ pub fn assign_buffers(
                     let node = forest.add(size_of(r)?, r);
                     members.push(vec![r]);
                     slot[r.index()] = Some(Slot { node, offset: 0 });
+                    let earliest = data
+                        .operands
+                        .iter()
+                        .map(|u| def_at[u.index()])
+                        .filter(|&d| d <= i)
+                        .min()
+                        .unwrap_or(i);
                     let mut offset = 0u64;
                     let mut seen: Vec<Value> = Vec::new();
                     for &u in &data.operands {
@@ -236,7 +266,13 @@ pub fn assign_buffers(
                                 let whole = s.offset == 0
                                     && forest.parent[s.node].is_none()
                                     && forest.size[s.node] == usize_;
-                                if whole && s.node != node {
+                                // An in-place chain that began long before the operand
+                                // itself (a residual `add` over a pool run early) would make
+                                // the whole concat live from then: past twice the span of its
+                                // operands' definitions, the operand stays apart and is copied.
+                                let recent = first_write(&members[s.node])
+                                    >= earliest.saturating_sub(i - earliest);
+                                if whole && s.node != node && recent {
                                     forest.parent[s.node] = Some((node, offset));
                                     let moved = std::mem::take(&mut members[s.node]);
                                     members[node].extend(moved);
