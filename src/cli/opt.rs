@@ -33,7 +33,12 @@ pub fn run(opts: Options) -> Result<(), Failure> {
     })?;
     if opts.stats {
         for s in &stats {
-            let items: Vec<String> = s.stats.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            let items: Vec<String> = s
+                .report
+                .items()
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
             eprintln!(
                 "{:<10} {:>10.3} ms  {}",
                 s.pass,
