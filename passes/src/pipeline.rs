@@ -296,6 +296,15 @@ pub enum PassReport {
 }
 
 impl PassReport {
+    /// `name = value, ...`, as `--stats` prints it.
+    pub fn summary(&self) -> String {
+        self.items()
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// `(name, value)` pairs, in the order `--stats` prints them.
     pub fn items(&self) -> Vec<(&'static str, String)> {
         match self {
@@ -436,7 +445,11 @@ pub fn verify_module(module: &mut Module) -> Result<(), Vec<String>> {
     Ok(())
 }
 
-fn run_one(module: &mut Module, pass: &Pass, cx: &mut PassContext) -> Result<PassReport, PassError> {
+fn run_one(
+    module: &mut Module,
+    pass: &Pass,
+    cx: &mut PassContext,
+) -> Result<PassReport, PassError> {
     let fail = |message: String| PassError::Failed {
         pass: pass.name(),
         message,

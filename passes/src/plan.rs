@@ -163,8 +163,7 @@ pub fn plan_function(
         return Err(PlanFunctionError::Bufferized(func.name.clone()));
     }
     let align = policy.align;
-    let mut chosen: Option<(Sharing, BufferAssignment, Vec<UsageRecord>, OffsetsPlan, _)> =
-        None;
+    let mut chosen: Option<(Sharing, BufferAssignment, Vec<UsageRecord>, OffsetsPlan, _)> = None;
     let mut complete = true;
     for &variant in policy.variants() {
         let assignment = assign_buffers(func, variant)?;

@@ -37,7 +37,9 @@ fn policy() -> PlanPolicy {
 fn records_of(module: &tir_ir::Module, dag: &Dag, order: &[usize]) -> Vec<UsageRecord> {
     let mut f = entry(module).clone();
     f.layout = layout_of(entry(module), dag, order);
-    assign_buffers(&f, Sharing::NONE).expect("buffers").records()
+    assign_buffers(&f, Sharing::NONE)
+        .expect("buffers")
+        .records()
 }
 
 /// The smallest checked slab over the strategies `keep` selects, on the order's records.
@@ -60,9 +62,14 @@ fn slab_of(
 /// Exact with `time`: a topological order that only moves ops, judged as promised.
 fn check_exact(module: &tir_ir::Module, time: Duration) {
     let dag = Dag::from_function(entry(module), ALIGN).expect("dag");
-    let sched =
-        reorder::schedule_judged(entry(module), &dag, Scheduler::Exact, budget(time), &policy())
-            .expect("schedule");
+    let sched = reorder::schedule_judged(
+        entry(module),
+        &dag,
+        Scheduler::Exact,
+        budget(time),
+        &policy(),
+    )
+    .expect("schedule");
     assert!(dag.is_topological(&sched.order));
     let mut after = module.clone();
     after.entry_mut().expect("main").layout = layout_of(entry(module), &dag, &sched.order);
@@ -81,8 +88,8 @@ fn check_exact(module: &tir_ir::Module, time: Duration) {
         );
     } else {
         assert!(judged.complete && !sched.judge_stopped_by_time);
-        let best = planner::best_offsets(&records_of(module, &dag, &sched.order), ALIGN)
-            .expect("plan");
+        let best =
+            planner::best_offsets(&records_of(module, &dag, &sched.order), ALIGN).expect("plan");
         assert_eq!(
             (judged.strategy, judged.slab()),
             (best.strategy, best.plan.total_size)

@@ -144,7 +144,10 @@ pub fn run(o: Options) -> Result<(), Failure> {
                     s.slab_before, s.slab_after
                 );
                 if let Some(b) = s.exact.as_ref().and_then(|e| e.stopped) {
-                    eprintln!("{name}: reorder ({mode}): search stopped by the {}", b.name());
+                    eprintln!(
+                        "{name}: reorder ({mode}): search stopped by the {}",
+                        b.name()
+                    );
                 }
                 if s.judge_stopped_by_time {
                     eprintln!(

@@ -227,7 +227,9 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         table.orders.push(row);
     }
     if egg {
-        let best = compile_row(&module, &dag, &orders, opts.align, &src, opts.json, &mut table)?;
+        let best = compile_row(
+            &module, &dag, &orders, opts.align, &src, opts.json, &mut table,
+        )?;
         // The egg row starts from the order compile plans smallest (as `reorder` then
         // `rewrite` in a pipeline would): the pass judges its input in its own layout among
         // its candidates, so its slab is never above that row's, whatever share of the budget
@@ -270,10 +272,11 @@ fn compile_row(
         f.layout = reorder::layout_of(func, dag, order);
         // `full`: every offsets strategy, as `tirc compile` plans (the judge inside the pass
         // skips the quadratic ones above `JUDGE_FULL_LIMIT` buffers).
-        let slab = tir_passes::rewrite::compile_slab(&f, &compile_policy(align), true).map_err(|e| {
-            eprintln!("{src}: error: {e}");
-            Failure::Reported
-        })?;
+        let slab =
+            tir_passes::rewrite::compile_slab(&f, &compile_policy(align), true).map_err(|e| {
+                eprintln!("{src}: error: {e}");
+                Failure::Reported
+            })?;
         if best.is_none_or(|(b, _)| slab < b) {
             best = Some((slab, order));
         }

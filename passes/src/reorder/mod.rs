@@ -418,7 +418,13 @@ pub fn reorder(func: &mut Function, opts: &ReorderOptions) -> Result<Reordered, 
     let peak_before = dag.peak(&input);
     let mut complete = before.complete;
     // The best so far: (plan, scheduler, order, peak, exact result).
-    let mut best = (before.clone(), Scheduler::Input, input.clone(), peak_before, None);
+    let mut best = (
+        before.clone(),
+        Scheduler::Input,
+        input.clone(),
+        peak_before,
+        None,
+    );
     let schedulers = match opts.search {
         Search::Scheduler(s) => vec![s],
         Search::Heuristics => Scheduler::HEURISTICS.to_vec(),

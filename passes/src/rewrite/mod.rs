@@ -239,7 +239,14 @@ pub fn rewrite(
         if i == 1 {
             // Kernel-wise partitioning, until 30% of the budget is left.
             let end = deadline.checked_sub(total.mul_f64(0.3)).unwrap_or(start);
-            let k = kernel::walk(&base, &entered, &opts.policy, opts.node_limit, end, progress)?;
+            let k = kernel::walk(
+                &base,
+                &entered,
+                &opts.policy,
+                opts.node_limit,
+                end,
+                progress,
+            )?;
             nodes = nodes.max(k.egraph_nodes);
             classes = classes.max(k.egraph_classes);
             sites_total += k.sites;
