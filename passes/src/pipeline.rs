@@ -471,7 +471,7 @@ fn run_one(
             // Any earlier plan was made for the old order.
             cx.planned = None;
             let unproven = r.stats.judge_stopped_by_time && func.layout != original.layout;
-            cx.fallback = unproven.then(|| (original, Some(r.input_plan)));
+            cx.fallback = unproven.then_some((original, Some(r.input_plan)));
             cx.judged = Some(r.plan);
             Ok(PassReport::Reorder(r.stats))
         }
