@@ -16,7 +16,7 @@ mod gather;
 mod gemv;
 
 use crate::nest::{llvm, K, R};
-use crate::storage::{is_view, Loc, Storage};
+use crate::storage::{Loc, Storage};
 use crate::{Arg, CodegenError, Gen};
 use inkwell::values::{BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue};
 use tir_ir::op::PadMode;
@@ -604,7 +604,7 @@ pub(crate) fn emit_op<'a, 'c>(
                 &|_, v| Ok(v[0]),
             )?)
         }
-        o if is_view(o) => {
+        o if o.is_view() => {
             let r = result.ok_or_else(|| unsupported(func, op, "no result"))?;
             let x = op.operands[0];
             if loc(x)? == loc(r)? {
