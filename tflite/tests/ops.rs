@@ -308,3 +308,60 @@ fn pad_grouped_dilated_conv_mul_leaky_resize_transpose() {
     assert_eq!(out[0].0, vec![1, 2, 8, 8]);
     assert_close(&out[0].1, &want);
 }
+
+/// The body runs in NCHW: a chain of layout-sensitive ops (conv → depthwise → pool → add) has
+/// one transpose at the input and one at the output, none between, and the parameters and
+/// results keep the model's NHWC shapes.
+#[test]
+fn transposes_only_at_the_boundaries() {
+    let mut m = Spec::default();
+    let x = m.input("x", &[1, 6, 6, 2]);
+    let f = m.f32("f", &[3, 3, 3, 2], &values(54, 41));
+    let c = m.act("c", &[1, 6, 6, 3]);
+    let conv_opts = || Opts::Conv {
+        padding: Padding::SAME,
+        stride: [1, 1],
+        dilation: [1, 1],
+        act: Act::RELU,
+    };
+    m.op(B::CONV_2D, &[x, f, -1], &[c], conv_opts());
+    let df = m.f32("df", &[1, 3, 3, 3], &values(27, 42));
+    let d = m.act("d", &[1, 6, 6, 3]);
+    m.op(
+        B::DEPTHWISE_CONV_2D,
+        &[c, df, -1],
+        &[d],
+        Opts::Depthwise {
+            padding: Padding::SAME,
+            stride: [1, 1],
+            multiplier: 1,
+            act: Act::NONE,
+        },
+    );
+    let p = m.act("p", &[1, 3, 3, 3]);
+    m.op(
+        B::MAX_POOL_2D,
+        &[d],
+        &[p],
+        Opts::Pool {
+            padding: Padding::VALID,
+            stride: [2, 2],
+            filter: [2, 2],
+            act: Act::NONE,
+        },
+    );
+    let k = m.f32("k", &[3], &[0.5, -0.25, 1.0]);
+    let y = m.act("y", &[1, 3, 3, 3]);
+    m.op(B::ADD, &[p, k], &[y], Opts::Add { act: Act::RELU6 });
+    m.outputs.push(y);
+    let imported = tir_tflite::import_bytes(&m.build(), &Default::default()).unwrap();
+    let text = tir_ir::print(&imported.module);
+    assert_eq!(text.matches("transpose(").count(), 2, "{text}");
+    assert!(
+        text.contains("(%x: tensor<1x6x6x2xf32>) -> tensor<1x3x3x3xf32>"),
+        "{text}"
+    );
+    // The conv's fused RELU, and the add's per-channel constant broadcast in NCHW.
+    assert!(text.contains("activation = relu}"), "{text}");
+    assert!(text.contains("tensor<1x3x1x1xf32>"), "{text}");
+}
