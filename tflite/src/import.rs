@@ -719,7 +719,7 @@ impl<'a> Importer<'a> {
                     return Err(format!("the input has shape {xs:?}, not NHWC"));
                 }
                 let (cin, fin) = (xs[3], f.shape[3]);
-                if fin == 0 || cin % fin != 0 {
+                if fin == 0 || !cin.is_multiple_of(fin) {
                     return Err(format!(
                         "the filter has {fin} input channels, which does not divide the input's {cin}"
                     ));
@@ -747,7 +747,11 @@ impl<'a> Importer<'a> {
                 if xs.len() != 4 {
                     return Err(format!("the input has shape {xs:?}, not NHWC"));
                 }
-                if f.shape.len() != 4 || f.shape[0] != 1 || xs[3] == 0 || f.shape[3] % xs[3] != 0 {
+                if f.shape.len() != 4
+                    || f.shape[0] != 1
+                    || xs[3] == 0
+                    || !f.shape[3].is_multiple_of(xs[3])
+                {
                     return Err(format!(
                         "the filter has shape {:?}, not [1, H, W, C·M] for {} input channels",
                         f.shape, xs[3]
@@ -783,7 +787,7 @@ impl<'a> Importer<'a> {
                 }
                 let xs = self.em.shape(x);
                 let n: u64 = xs.iter().product();
-                if ws[1] == 0 || n % ws[1] != 0 {
+                if ws[1] == 0 || !n.is_multiple_of(ws[1]) {
                     return Err(format!(
                         "the input has {n} elements, not a multiple of the weights' {}",
                         ws[1]
@@ -1103,7 +1107,7 @@ impl<'a> Importer<'a> {
                     xs.len(),
                 )?;
                 let n = outs.len() as u64;
-                if xs[axis] % n != 0 {
+                if n == 0 || !xs[axis].is_multiple_of(n) {
                     return Err(format!(
                         "{} does not split into {n} equal pieces along axis {axis}",
                         xs[axis]
