@@ -90,7 +90,12 @@ fn model() -> Vec<u8> {
     );
     let w = m.f32("fc/w", &[4, 6], &values(24, 4));
     let y = m.act("logits", &[1, 4]);
-    m.op(B::FULLY_CONNECTED, &[p, w, -1], &[y], Opts::Fc { act: Act::NONE });
+    m.op(
+        B::FULLY_CONNECTED,
+        &[p, w, -1],
+        &[y],
+        Opts::Fc { act: Act::NONE },
+    );
     let s = m.act("probs", &[1, 4]);
     m.op(B::SOFTMAX, &[y], &[s], Opts::Softmax { beta: 1.0 });
     m.outputs.push(s);
