@@ -72,9 +72,11 @@ pub fn run(o: Options) -> Result<(), Failure> {
     if o.guard_fault_op.is_some() && !o.guard {
         return Err(Failure::Usage("--guard-fault-op needs --guard".into()));
     }
-    // An `.onnx` model is imported in memory and brings its own weights.
+    // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     let (mut module, model_weights) = if import::is_onnx(&o.model) {
         import::load_onnx(&o.model)?
+    } else if import::is_tflite(&o.model) {
+        import::load_tflite(&o.model)?
     } else {
         (input::load_module(&o.model)?.1, None)
     };

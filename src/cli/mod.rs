@@ -198,9 +198,9 @@ pub enum Command {
         #[arg(long, requires = "reorder")]
         time_limit: Option<f64>,
     },
-    /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
+    /// Import an ONNX or TFLite model: a .tir file plus the safetensors file its `const` ops name.
     Import {
-        /// The .onnx file (external data is read relative to it).
+        /// The .onnx file (external data is read relative to it) or .tflite file.
         model: PathBuf,
         /// The .tir file to write.
         #[arg(long, short = 'o')]
