@@ -87,6 +87,7 @@ done
 
 echo "== fuzz summary"
 printf '%s\n' "${summary[@]}"
+echo "fuzz: $((${#targets[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "fuzz/run.sh: ${failed[*]} found a crash, a timeout or an out-of-memory; the input is in fuzz/artifacts/TARGET/" >&2
     echo "reproduce with: fuzz/target/$host/release/TARGET fuzz/artifacts/TARGET/crash-..." >&2
