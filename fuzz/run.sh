@@ -44,7 +44,7 @@ max_len() {
 }
 
 host=$(rustc -vV | sed -n 's/^host: //p')
-bin_dir="target/$host/release"
+bin_dir="${CARGO_TARGET_DIR:-target}/$host/release"
 if [[ ${FUZZ_NO_BUILD:-} != 1 ]]; then
     # An explicit --target keeps these flags off build scripts and proc macros, as cargo-fuzz does.
     RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
@@ -90,6 +90,6 @@ printf '%s\n' "${summary[@]}"
 echo "fuzz: $((${#targets[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "fuzz/run.sh: ${failed[*]} found a crash, a timeout or an out-of-memory; the input is in fuzz/artifacts/TARGET/" >&2
-    echo "reproduce with: fuzz/target/$host/release/TARGET fuzz/artifacts/TARGET/crash-..." >&2
+    echo "reproduce with: $bin_dir/TARGET fuzz/artifacts/TARGET/crash-..." >&2
     exit 1
 fi
