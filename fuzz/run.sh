@@ -74,8 +74,11 @@ for t in "${targets[@]}"; do
     status=0
     "$bin_dir/$t" "${args[@]}" "work/corpus/$t" "corpus/$t" "regressions/$t" >"$log" 2>&1 || status=$?
     stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
-    cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*' "$log" | tail -1 || true)
-    line="$t: $(stat number_of_executed_units) executions in ${seconds}s, ${cov:-no coverage line}"
+    # -fork mode prints no final stats: its progress lines `#N: cov: ...` carry the count.
+    execs=$(stat number_of_executed_units)
+    [[ -n $execs ]] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
+    cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+(/[0-9]+[a-zA-Z]*)?' "$log" | tail -1 || true)
+    line="$t: ${execs:-no} executions in ${seconds}s, ${cov:-no coverage line}"
     if [[ $status -ne 0 ]]; then
         tail -n 60 "$log"
         line="$line, FAILED (exit $status; log $PWD/$log)"
