@@ -13,6 +13,10 @@ use std::rc::Rc;
 use tir_ir::op::Slice;
 use tir_ir::{DType, Op, TensorType};
 
+/// The most elements an element-wise fold evaluates: folding is for shape computations and
+/// small constants, and its element list is not compact (16 bytes an element).
+const MAX_FOLDED_ELEMENTS: u64 = 1 << 24;
+
 impl Importer {
     /// Evaluates a node whose inputs are all constants, if it is one that can be folded.
     pub(super) fn fold(
@@ -181,7 +185,14 @@ impl Importer {
             "Transpose" => {
                 let x = c(0)?;
                 let perm = transpose_perm(a, x.shape.len())?;
-                let shape: Vec<u64> = perm.iter().map(|&p| x.shape[p as usize]).collect();
+                // The IR's shape rule checks that `perm` is a permutation of the axes (a
+                // hostile one must not index past them) and gives the run-time path's message.
+                let shape = tir_ir::shape::infer(
+                    &Op::Transpose { perm: perm.clone() },
+                    &[&TensorType::new(x.shape.clone(), x.dtype)],
+                )?
+                .remove(0)
+                .shape;
                 let st = x.strides();
                 x.gather_elems(shape, |o| {
                     o.iter()
@@ -245,7 +256,20 @@ impl Importer {
                     .ok_or_else(|| NodeError::FoldTooLarge {
                         shape: shape.clone(),
                     })?;
-                let target = Tensor::from_i64s(DType::Bool, shape, &vec![0; n as usize]);
+                // What `elementwise` would refuse, refused before the target is built.
+                let out = tir_ir::shape::broadcast(&x.shape, &shape)?;
+                let m = numel(&out).ok_or(NodeError::Overflow {
+                    what: "the result shape",
+                })?;
+                if m > MAX_FOLDED_ELEMENTS {
+                    return Err(NodeError::FoldTooLarge { shape: out });
+                }
+                // Only the target's shape matters: one zero byte an element.
+                let target = Tensor {
+                    dtype: DType::Bool,
+                    shape,
+                    data: vec![0; n as usize],
+                };
                 elementwise(&[&x, &target], |v| Ok(v[0]), Some(x.dtype))?
             }
             _ => return Ok(None),
@@ -308,8 +332,7 @@ fn elementwise(
     let n = numel(&shape).ok_or(NodeError::Overflow {
         what: "the result shape",
     })?;
-    // Folding is for shape computations and small constants; the element list is not compact.
-    if n > 1 << 24 {
+    if n > MAX_FOLDED_ELEMENTS {
         return Err(NodeError::FoldTooLarge { shape });
     }
     let strs: Vec<Vec<usize>> = ins
