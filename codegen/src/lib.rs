@@ -27,7 +27,7 @@ pub mod profile;
 pub mod relocate;
 pub mod rowpack;
 pub mod storage;
-mod toolchain;
+pub mod toolchain;
 pub mod vexp;
 
 use inkwell::attributes::{Attribute, AttributeLoc};

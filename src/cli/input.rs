@@ -1,7 +1,6 @@
 //! Reading input files and writing output files, with located diagnostics and atomic writes.
 
 use super::Failure;
-use std::io::Write;
 use std::path::Path;
 use tir_ir::diag::{render, Diagnostic};
 use tir_ir::{Module, ToDiagnostic};
@@ -46,30 +45,12 @@ pub fn report(file: &str, source: &str, diags: &[Diagnostic]) {
     eprintln!("{file}: {n} error{}", if n == 1 { "" } else { "s" });
 }
 
-/// Writes `contents` to `path` through a temporary file in the same directory and a rename,
-/// so a failure never leaves a half-written file behind.
+/// Writes `contents` to `path` so that it appears whole or not at all, and nothing is left
+/// behind on any failure, a kill included (`tir_codegen::toolchain::publish`: written unnamed,
+/// then linked in under its name).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
-    let fail = |what: &str, e: std::io::Error| {
-        eprintln!("{}: error: cannot {what}: {e}", path.display());
+    tir_codegen::toolchain::publish(path, contents, 0o666).map_err(|e| {
+        eprintln!("{}: error: cannot write it: {e}", path.display());
         Failure::Reported
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write it", e));
-    }
-    Ok(())
+    })
 }
