@@ -11,7 +11,6 @@ use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tir_codegen::{Artifact, Bufferized, Options as CgOptions};
-use tir_interp::Weights;
 use tir_passes::pipeline::{parse_pipeline, run_pipeline, Pass};
 use tir_passes::reorder::{reorder, Budget, ReorderOptions, Scheduler};
 
@@ -68,18 +67,13 @@ pub fn run(o: Options) -> Result<(), Failure> {
         eprintln!("{name}: error: {msg}");
         Failure::Reported
     };
-    let mut weights = match &o.weights {
-        Some(p) => {
-            let bytes = std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
-            Weights::from_safetensors(&module, &bytes).map_err(|e| err(e.to_string()))?
-        }
-        None => match &model_weights {
-            Some(bytes) => {
-                Weights::from_safetensors(&module, bytes).map_err(|e| err(e.to_string()))?
-            }
-            None => Weights::generate(&module, o.seed).map_err(|e| err(e.to_string()))?,
-        },
-    };
+    let mut weights = input::load_weights(
+        &module,
+        &o.model,
+        o.weights.as_deref(),
+        model_weights.as_deref(),
+        o.seed,
+    )?;
     let mut plan = format!("sharing={}", !o.no_sharing);
     if o.guard {
         plan = format!("guard={GUARD_BYTES},{plan}");

@@ -54,3 +54,37 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
         Failure::Reported
     })
 }
+
+/// The weights of `module` (the model file `model`): from the safetensors file `file` when one
+/// is given, else from `embedded` (an ONNX model's own weights), else generated from `seed`.
+/// A fault of a weights file is reported against that file, in words; one of the module (two
+/// consts naming one weight differently, say), against the model. `tirc run` and `tirc compile`
+/// both load their weights here.
+pub fn load_weights(
+    module: &Module,
+    model: &Path,
+    file: Option<&Path>,
+    embedded: Option<&[u8]>,
+    seed: u64,
+) -> Result<tir_interp::Weights, Failure> {
+    use tir_interp::Weights;
+    let blame = |path: &Path, e: tir_interp::WeightsError| {
+        let at = if e.is_the_files_fault() { path } else { model };
+        eprintln!("{}: error: {e}", at.display());
+        Failure::Reported
+    };
+    match (file, embedded) {
+        (Some(path), _) => {
+            let bytes = std::fs::read(path).map_err(|e| {
+                eprintln!("{}: error: cannot read the file: {e}", path.display());
+                Failure::Reported
+            })?;
+            Weights::from_safetensors(module, &bytes).map_err(|e| blame(path, e))
+        }
+        // The model file holds these weights: it is at fault either way.
+        (None, Some(bytes)) => {
+            Weights::from_safetensors(module, bytes).map_err(|e| blame(model, e))
+        }
+        (None, None) => Weights::generate(module, seed).map_err(|e| blame(model, e)),
+    }
+}

@@ -99,23 +99,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
         )));
     }
 
-    let weights = match &o.weights {
-        Some(path) => {
-            let name = path.display().to_string();
-            let bytes = std::fs::read(path).map_err(|e| {
-                eprintln!("{name}: error: cannot read the file: {e}");
-                Failure::Reported
-            })?;
-            Weights::from_safetensors(&module, &bytes).map_err(|e| {
-                eprintln!("{name}: error: {e}");
-                Failure::Reported
-            })?
-        }
-        None => Weights::generate(&module, o.seed).map_err(|e| {
-            eprintln!("{model_name}: error: {e}");
-            Failure::Reported
-        })?,
-    };
+    let weights = input::load_weights(&module, &o.model, o.weights.as_deref(), None, o.seed)?;
 
     let mut inputs = Vec::with_capacity(func.params.len());
     for (i, &p) in func.params.iter().enumerate() {
