@@ -5,7 +5,6 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
 use tir_ir::Function;
 
 /// The C header of a model compiled under the symbol prefix `name`.
@@ -76,12 +75,19 @@ pub fn header(func: &Function, name: &str) -> String {
     s
 }
 
-/// An `ar` archive holding `object` as `<name>.o`, written atomically to `out`.
+/// An `ar` archive holding `object` as `<name>.o`, with the symbol index linkers want,
+/// written atomically to `out`. It is built in memory (no `ar` run in a scratch directory),
+/// so a kill at any moment leaves nothing behind (see [`crate::toolchain`]).
 pub fn archive(object: &[u8], name: &str, out: &Path) -> Result<(), String> {
-    crate::toolchain::build_then_publish(out, |dir| {
-        let (o, a) = (dir.join(format!("{name}.o")), dir.join("lib.a"));
-        crate::toolchain::write(&o, object)?;
-        crate::toolchain::run(Command::new("ar").arg("rcs").arg(&a).arg(&o), "ar")?;
-        Ok(a)
-    })
+    use ar_archive_writer::{write_archive_to_stream, ArchiveKind, NewArchiveMember};
+    let members = [NewArchiveMember::new(
+        object,
+        &ar_archive_writer::DEFAULT_OBJECT_READER,
+        format!("{name}.o"),
+    )];
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    write_archive_to_stream(&mut bytes, &members, ArchiveKind::Gnu, false, None)
+        .map_err(|e| format!("cannot build the archive: {e}"))?;
+    crate::toolchain::publish(out, bytes.get_ref(), 0o666)
+        .map_err(|e| format!("{}: {e}", out.display()))
 }

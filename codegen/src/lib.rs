@@ -26,7 +26,7 @@ pub mod nest;
 pub mod profile;
 pub mod relocate;
 pub mod storage;
-mod toolchain;
+pub mod toolchain;
 pub mod vexp;
 
 use inkwell::attributes::{Attribute, AttributeLoc};

@@ -42,6 +42,15 @@ pub enum NpyError {
     Unrepresentable(DType),
     #[error("the tensor is inconsistent: its data does not match {0}")]
     Inconsistent(TensorType),
+    #[error("expected {expected}, found {found}")]
+    Mismatch {
+        expected: TensorType,
+        found: TensorType,
+    },
+    #[error(
+        "expected {expected}, found dtype `{descr}`, which tir does not read (it reads <f4, <f2, |i1, |u1, <i4, <i8, |b1)"
+    )]
+    DTypeFor { descr: String, expected: TensorType },
 }
 
 /// The `descr` of an IR element type (little-endian), or `None` for `bf16`.
@@ -140,6 +149,29 @@ pub fn read(bytes: &[u8]) -> Result<Tensor, NpyError> {
     })?;
     let ty = TensorType::new(h.shape, dtype);
     Tensor::new(ty.clone(), data).ok_or(NpyError::Inconsistent(ty))
+}
+
+/// Reads a `.npy` file's bytes as a model input of type `expected`: [`read`], then the file's
+/// type must be `expected`. This is the policy of every `.npy` input, `tirc run`'s and the
+/// compiled executable's (whose C reader in `tir_codegen`'s `exe_main.c` makes the same
+/// decisions with the same messages): big-endian data is read, anything that is not exactly
+/// the header's shape of data (truncated, trailing bytes) is refused, and a refusal names what
+/// was found and what was expected.
+pub fn read_input(bytes: &[u8], expected: &TensorType) -> Result<Tensor, NpyError> {
+    let t = read(bytes).map_err(|e| match e {
+        NpyError::DType(descr) => NpyError::DTypeFor {
+            descr,
+            expected: expected.clone(),
+        },
+        e => e,
+    })?;
+    if t.ty != *expected {
+        return Err(NpyError::Mismatch {
+            expected: expected.clone(),
+            found: t.ty,
+        });
+    }
+    Ok(t)
 }
 
 /// Writes a tensor as a `.npy` file: version 1.0 when the header fits, else 2.0.

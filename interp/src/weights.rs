@@ -332,7 +332,7 @@ impl Weights {
     pub fn from_safetensors(module: &Module, bytes: &[u8]) -> Result<Weights, WeightsError> {
         let func = module.entry().ok_or(WeightsError::NoEntry)?;
         let file = safetensors::SafeTensors::deserialize(bytes)
-            .map_err(|e| WeightsError::Safetensors(format!("{e:?}")))?;
+            .map_err(|e| WeightsError::Safetensors(describe_safetensors_error(&e)))?;
         let mut w = Weights::new();
         for c in unique_consts(func)? {
             let missing = || WeightsError::Missing {
@@ -411,11 +411,52 @@ impl Weights {
             .map(|(name, dtype, shape, bytes)| {
                 safetensors::tensor::TensorView::new(*dtype, shape.clone(), bytes)
                     .map(|v| (name.clone(), v))
-                    .map_err(|e| WeightsError::Safetensors(format!("{e:?}")))
+                    .map_err(|e| WeightsError::Safetensors(describe_safetensors_error(&e)))
             })
             .collect::<Result<Vec<_>, _>>()?;
         safetensors::serialize(views, &None)
-            .map_err(|e| WeightsError::Safetensors(format!("{e:?}")))
+            .map_err(|e| WeightsError::Safetensors(describe_safetensors_error(&e)))
+    }
+}
+
+impl WeightsError {
+    /// Whether the weights file is at fault (a diagnostic names it), rather than the module
+    /// (its consts, its entry function).
+    pub fn is_the_files_fault(&self) -> bool {
+        match self {
+            WeightsError::Safetensors(_)
+            | WeightsError::Missing { .. }
+            | WeightsError::Mismatch { .. }
+            | WeightsError::UnsupportedDType { .. } => true,
+            WeightsError::NoEntry
+            | WeightsError::Untyped { .. }
+            | WeightsError::Conflict { .. }
+            | WeightsError::TooLarge { .. } => false,
+        }
+    }
+}
+
+/// What is wrong with a safetensors file, in words: the crate's own `Display` shows only its
+/// variant names (`TensorInvalidInfo`).
+fn describe_safetensors_error(e: &safetensors::SafeTensorError) -> String {
+    use safetensors::SafeTensorError as E;
+    match e {
+        E::InvalidHeader => "its header is not valid UTF-8".into(),
+        E::InvalidHeaderStart => "its header does not start with `{`".into(),
+        E::InvalidHeaderDeserialization => "its header is not the JSON object of tensors safetensors expects".into(),
+        E::HeaderTooLarge => "its header is larger than the 100 MB safetensors allows".into(),
+        E::HeaderTooSmall => "it is shorter than the 8 bytes that give the header's length".into(),
+        E::InvalidHeaderLength => "the header's length (its first 8 bytes) reaches past the end of the file".into(),
+        E::TensorNotFound(name) => format!("it has no tensor `{name}`"),
+        E::TensorInvalidInfo => "a tensor's data offsets in the header do not span its shape times its dtype's size".into(),
+        E::InvalidOffset(name) => format!("the data offsets of tensor `{name}` do not start where the previous tensor's end"),
+        E::IoError(e) => e.to_string(),
+        E::JsonError(e) => format!("its header is not valid JSON: {e}"),
+        E::InvalidTensorView(dtype, shape, len) => {
+            format!("a {dtype:?} tensor of shape {shape:?} cannot hold {len} bytes")
+        }
+        E::MetadataIncompleteBuffer => "the tensors' data does not cover the file: the last tensor must end where the file does".into(),
+        E::ValidationOverflow => "a tensor's shape or byte size does not fit in 64 bits".into(),
     }
 }
 

@@ -312,6 +312,56 @@ fn reversed_inclusive_lifetime_is_rejected() {
 }
 
 #[test]
+fn inclusive_upper_at_the_largest_u64_is_rejected_at_upper() {
+    // Closed `[0, u64::MAX]` spans 2^64 operators: the count does not fit in 64 bits.
+    let err = rejected(
+        "id,lower,upper,size\n0,0,18446744073709551615,16\n",
+        true,
+        2,
+    );
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::ClosedUpperTooLarge { upper: u64::MAX }
+    );
+    assert_eq!(err.column(), Some("upper"));
+}
+
+#[test]
+fn half_open_upper_at_the_largest_u64_is_accepted() {
+    let records =
+        read_records_csv("id,lower,upper,size\n0,0,18446744073709551615,16\n", false).unwrap();
+    assert_eq!(records, vec![rec("0", 0, usize::MAX - 1, 16)]);
+}
+
+#[test]
+fn a_megabyte_field_is_shortened_in_the_message() {
+    let field = "x".repeat(1 << 20);
+    let err = rejected(&format!("id,lower,upper,size\n0,0,{field},8\n"), false, 2);
+    let message = err.to_string();
+    assert!(
+        message.len() < 200,
+        "{} bytes: {}",
+        message.len(),
+        &message[..300]
+    );
+    assert!(
+        message.ends_with(&format!("{:?}... (1048576 characters)", "x".repeat(100))),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_megabyte_duplicate_id_is_shortened_in_the_message() {
+    let id = "y".repeat(1 << 20);
+    let err = rejected(
+        &format!("id,lower,upper,size\n{id},0,1,8\n{id},0,1,8\n"),
+        false,
+        3,
+    );
+    assert!(err.to_string().len() < 200, "{}", &err.to_string()[..300]);
+}
+
+#[test]
 fn duplicate_id_is_rejected() {
     let err = rejected("id,lower,upper,size\n0,0,1,8\n1,0,1,8\n0,2,3,8\n", false, 4);
     assert_eq!(

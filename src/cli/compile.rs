@@ -12,7 +12,6 @@ use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tir_codegen::{Artifact, Bufferized, Options as CgOptions};
-use tir_interp::Weights;
 use tir_passes::pipeline::{run_pipeline, Pass, PassReport};
 use tir_passes::plan::PlanPolicy;
 use tir_passes::planner::PlanError;
@@ -85,18 +84,13 @@ pub fn run(o: Options) -> Result<(), Failure> {
         eprintln!("{name}: error: {msg}");
         Failure::Reported
     };
-    let mut weights = match &o.weights {
-        Some(p) => {
-            let bytes = std::fs::read(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
-            Weights::from_safetensors(&module, &bytes).map_err(|e| err(e.to_string()))?
-        }
-        None => match &model_weights {
-            Some(bytes) => {
-                Weights::from_safetensors(&module, bytes).map_err(|e| err(e.to_string()))?
-            }
-            None => Weights::generate(&module, o.seed).map_err(|e| err(e.to_string()))?,
-        },
-    };
+    let mut weights = input::load_weights(
+        &module,
+        &o.model,
+        o.weights.as_deref(),
+        model_weights.as_deref(),
+        o.seed,
+    )?;
     let mut policy = PlanPolicy {
         sharing: !o.no_sharing,
         guard: if o.guard { GUARD_BYTES } else { 0 },

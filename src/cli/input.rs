@@ -1,7 +1,6 @@
 //! Reading input files and writing output files, with located diagnostics and atomic writes.
 
 use super::Failure;
-use std::io::Write;
 use std::path::Path;
 use tir_ir::diag::{render, Diagnostic};
 use tir_ir::{Module, ToDiagnostic};
@@ -46,30 +45,46 @@ pub fn report(file: &str, source: &str, diags: &[Diagnostic]) {
     eprintln!("{file}: {n} error{}", if n == 1 { "" } else { "s" });
 }
 
-/// Writes `contents` to `path` through a temporary file in the same directory and a rename,
-/// so a failure never leaves a half-written file behind.
+/// Writes `contents` to `path` so that it appears whole or not at all, and nothing is left
+/// behind on any failure, a kill included (`tir_codegen::toolchain::publish`: written unnamed,
+/// then linked in under its name).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
-    let fail = |what: &str, e: std::io::Error| {
-        eprintln!("{}: error: cannot {what}: {e}", path.display());
+    tir_codegen::toolchain::publish(path, contents, 0o666).map_err(|e| {
+        eprintln!("{}: error: cannot write it: {e}", path.display());
+        Failure::Reported
+    })
+}
+
+/// The weights of `module` (the model file `model`): from the safetensors file `file` when one
+/// is given, else from `embedded` (an ONNX model's own weights), else generated from `seed`.
+/// A fault of a weights file is reported against that file, in words; one of the module (two
+/// consts naming one weight differently, say), against the model. `tirc run` and `tirc compile`
+/// both load their weights here.
+pub fn load_weights(
+    module: &Module,
+    model: &Path,
+    file: Option<&Path>,
+    embedded: Option<&[u8]>,
+    seed: u64,
+) -> Result<tir_interp::Weights, Failure> {
+    use tir_interp::Weights;
+    let blame = |path: &Path, e: tir_interp::WeightsError| {
+        let at = if e.is_the_files_fault() { path } else { model };
+        eprintln!("{}: error: {e}", at.display());
         Failure::Reported
     };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{file_name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write it", e));
+    match (file, embedded) {
+        (Some(path), _) => {
+            let bytes = std::fs::read(path).map_err(|e| {
+                eprintln!("{}: error: cannot read the file: {e}", path.display());
+                Failure::Reported
+            })?;
+            Weights::from_safetensors(module, &bytes).map_err(|e| blame(path, e))
+        }
+        // The model file holds these weights: it is at fault either way.
+        (None, Some(bytes)) => {
+            Weights::from_safetensors(module, bytes).map_err(|e| blame(model, e))
+        }
+        (None, None) => Weights::generate(module, seed).map_err(|e| blame(model, e)),
     }
-    Ok(())
 }

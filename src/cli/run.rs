@@ -99,23 +99,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
         )));
     }
 
-    let weights = match &o.weights {
-        Some(path) => {
-            let name = path.display().to_string();
-            let bytes = std::fs::read(path).map_err(|e| {
-                eprintln!("{name}: error: cannot read the file: {e}");
-                Failure::Reported
-            })?;
-            Weights::from_safetensors(&module, &bytes).map_err(|e| {
-                eprintln!("{name}: error: {e}");
-                Failure::Reported
-            })?
-        }
-        None => Weights::generate(&module, o.seed).map_err(|e| {
-            eprintln!("{model_name}: error: {e}");
-            Failure::Reported
-        })?,
-    };
+    let weights = input::load_weights(&module, &o.model, o.weights.as_deref(), None, o.seed)?;
 
     let mut inputs = Vec::with_capacity(func.params.len());
     for (i, &p) in func.params.iter().enumerate() {
@@ -210,18 +194,11 @@ fn read_input(path: &Path, value: &str, ty: &tir_ir::TensorType) -> Result<Tenso
         eprintln!("{file}: error: input `{value}`: cannot read the file: {e}");
         Failure::Reported
     })?;
-    let t = npy::read(&bytes).map_err(|e| {
+    // One policy with the compiled executable's reader (see `npy::read_input`).
+    npy::read_input(&bytes, ty).map_err(|e| {
         eprintln!("{file}: error: input `{value}`: {e}");
         Failure::Reported
-    })?;
-    if t.ty != *ty {
-        eprintln!(
-            "{file}: error: input `{value}`: expected {ty}, found {}",
-            t.ty
-        );
-        return Err(Failure::Reported);
-    }
-    Ok(t)
+    })
 }
 
 /// One path per output: the file itself, or `DIR/NAME.npy` (made unique if a value is

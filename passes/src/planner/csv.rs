@@ -52,7 +52,7 @@ impl CsvError {
                 Some(column)
             }
             NonPositiveSize { .. } => Some("size"),
-            EmptyLifetime { .. } => Some("upper"),
+            EmptyLifetime { .. } | ClosedUpperTooLarge { .. } => Some("upper"),
             DuplicateId { .. } => Some("id"),
             Empty | Malformed { .. } | FieldCount { .. } => None,
         }
@@ -68,21 +68,24 @@ pub enum CsvErrorKind {
     Malformed { message: String },
     #[error("header lacks the column `{column}` (expected `id,lower,upper,size`)")]
     MissingColumn { column: &'static str },
-    #[error("unknown column `{column}` in the header (expected `id,lower,upper,size[,offset]`)")]
+    #[error(
+        "unknown column `{}` in the header (expected `id,lower,upper,size[,offset]`)",
+        Elided(column)
+    )]
     UnknownColumn { column: String },
-    #[error("column `{column}` appears twice in the header")]
+    #[error("column `{}` appears twice in the header", Elided(column))]
     DuplicateColumn { column: String },
     #[error("expected {expected} fields as in the header, got {found}")]
     FieldCount { expected: usize, found: usize },
     #[error("`{column}` is empty")]
     EmptyId { column: &'static str },
-    #[error("`{column}` must be an integer, got {value:?}")]
+    #[error("`{column}` must be an integer, got {}", Quoted(value))]
     NotAnInteger { column: &'static str, value: String },
-    #[error("`{column}` must not be negative, got {value}")]
+    #[error("`{column}` must not be negative, got {}", Elided(value))]
     Negative { column: &'static str, value: String },
-    #[error("`{column}` does not fit in 64 bits, got {value}")]
+    #[error("`{column}` does not fit in 64 bits, got {}", Elided(value))]
     Overflow { column: &'static str, value: String },
-    #[error("size must be positive, got {value}")]
+    #[error("size must be positive, got {}", Elided(value))]
     NonPositiveSize { value: String },
     #[error("{}", describe_empty_lifetime(*.lower, *.upper, *.inclusive))]
     EmptyLifetime {
@@ -90,8 +93,52 @@ pub enum CsvErrorKind {
         upper: u64,
         inclusive: bool,
     },
-    #[error("duplicate id {id:?} (first on line {first_line})")]
+    /// A closed lifetime ending at the largest index leaves no operator count: the operators
+    /// are numbered `0..=upper`, and `upper + 1` does not fit in 64 bits.
+    #[error(
+        "`upper` must be below {} in a closed interval (the operator count, upper + 1, must fit in 64 bits), got {upper}",
+        u64::MAX
+    )]
+    ClosedUpperTooLarge { upper: u64 },
+    #[error("duplicate id {} (first on line {first_line})", Quoted(id))]
     DuplicateId { id: String, first_line: u64 },
+}
+
+/// Longest stretch of a field echoed in a message, as `tir_ir::diag` shows at most 100
+/// characters of a long source line: a 1 MB field still gives a one-line diagnostic.
+const MAX_SHOWN: usize = 100;
+
+/// A field as a message shows it: whole when short, else its first [`MAX_SHOWN`] characters,
+/// `...` and how long it is.
+struct Elided<'a>(&'a str);
+
+/// [`Elided`], the shown part quoted and escaped as Rust's `{:?}` does.
+struct Quoted<'a>(&'a str);
+
+/// The shown part of `text` and, when it was cut, its length in characters.
+fn elide(text: &str) -> (&str, Option<usize>) {
+    match text.char_indices().nth(MAX_SHOWN) {
+        None => (text, None),
+        Some((cut, _)) => (&text[..cut], Some(text.chars().count())),
+    }
+}
+
+impl fmt::Display for Elided<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match elide(self.0) {
+            (shown, None) => f.write_str(shown),
+            (shown, Some(n)) => write!(f, "{shown}... ({n} characters)"),
+        }
+    }
+}
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match elide(self.0) {
+            (shown, None) => write!(f, "{shown:?}"),
+            (shown, Some(n)) => write!(f, "{shown:?}... ({n} characters)"),
+        }
+    }
 }
 
 fn describe_empty_lifetime(lower: u64, upper: u64, inclusive: bool) -> String {
@@ -309,6 +356,11 @@ pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, C
         if size == 0 {
             return Err(err(CsvErrorKind::NonPositiveSize {
                 value: size_text.to_string(),
+            }));
+        }
+        if inclusive && upper == usize::MAX {
+            return Err(err(CsvErrorKind::ClosedUpperTooLarge {
+                upper: upper as u64,
             }));
         }
         let last_op = if inclusive {

@@ -1,0 +1,584 @@
+/* The executable's `main` (see exe.rs): the model's tables (NI, in_names, ...) are defined
+   above this text by `main_c`. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The largest count of runs `--bench` and `--profile` take: the timings of every run are
+   kept (to take the median), 8 bytes per run and per op. */
+#define MAX_RUNS 100000000L
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) { h ^= (unsigned char)*s; h *= 0x100000001b3ULL; }
+    return h;
+}
+static uint64_t splitmix(uint64_t *st) {
+    *st += 0x9E3779B97F4A7C15ULL;
+    uint64_t z = *st;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+static uint64_t count(const unsigned long long *d, int r) {
+    uint64_t n = 1;
+    for (int i = 0; i < r; i++) n *= d[i];
+    return n;
+}
+static void out_of_memory(size_t n) {
+    fprintf(stderr, "error: out of memory (%zu bytes)\n", n);
+    exit(1);
+}
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) out_of_memory(n);
+    return p;
+}
+/* n * size, or an out-of-memory exit when it does not fit in size_t. */
+static size_t bytes_of(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size) out_of_memory(SIZE_MAX);
+    return n * size;
+}
+static void *xalloc(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n ? n : 64) != 0) out_of_memory(n);
+    memset(p, 0, n ? n : 64);
+    return p;
+}
+
+/* ---- reading `.npy` inputs -------------------------------------------------------------
+   One policy with `tirc run` (tir_interp::npy::read_input): the same files are accepted, and
+   a refused one gets the same message, `FILE: error: input `%NAME`: WHY`, exit 1. The header
+   is the Python dict literal NumPy writes, parsed by the same grammar; `<f4`, `>f4`, `|f4` and
+   `=f4` are float32 (big-endian data is swapped); the data must be exactly what the file's
+   shape says, and the shape and dtype the model's. */
+
+static const char *npy_file; static int npy_input;
+static void npy_fail(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "%s: error: input `%%%s`: ", npy_file, in_names[npy_input]);
+    va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+static void npy_os_fail(int e) { npy_fail("cannot read the file: %s (os error %d)", strerror(e), e); }
+/* The whole file, as `std::fs::read`. */
+static unsigned char *slurp(const char *path, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) npy_os_fail(errno);
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *b = xmalloc(cap);
+    for (;;) {
+        if (n == cap) {
+            cap = bytes_of(cap, 2);
+            unsigned char *nb = realloc(b, cap);
+            if (!nb) out_of_memory(cap);
+            b = nb;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0) { if (errno == EINTR) continue; npy_os_fail(errno); }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *len = n;
+    return b;
+}
+/* As Rust's `str::from_utf8`: well-formed UTF-8, no overlong forms, no surrogates. */
+static int utf8_ok(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x80) { i++; continue; }
+        size_t k; unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) k = 1;
+        else if (c == 0xE0) { k = 2; lo = 0xA0; }
+        else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) k = 2;
+        else if (c == 0xED) { k = 2; hi = 0x9F; }
+        else if (c == 0xF0) { k = 3; lo = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) k = 3;
+        else if (c == 0xF4) { k = 3; hi = 0x8F; }
+        else return 0;
+        if (n - i - 1 < k || s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (size_t j = 2; j <= k; j++) if ((s[i + j] & 0xC0) != 0x80) return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+/* The header's literals: strings, booleans, integers and tuples (of which only the top level's
+   integers are kept, as the shape). */
+enum { LIT_STR, LIT_BOOL, LIT_INT, LIT_TUPLE };
+typedef struct {
+    int kind;
+    const unsigned char *str; size_t len; /* LIT_STR */
+    int boolean;                          /* LIT_BOOL */
+    uint64_t num;                         /* LIT_INT */
+    uint64_t *items; size_t n; int all_ints; /* LIT_TUPLE */
+} lit_t;
+typedef struct { const unsigned char *s; size_t n, i; } lexer_t;
+static int is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+static void skip_ws(lexer_t *p) { while (p->i < p->n && is_ws(p->s[p->i])) p->i++; }
+static int eat(lexer_t *p, unsigned char c) {
+    if (p->i < p->n && p->s[p->i] == c) { p->i++; return 1; }
+    return 0;
+}
+static void expect(lexer_t *p, unsigned char c) {
+    skip_ws(p);
+    if (!eat(p, c)) npy_fail("malformed .npy header: expected `%c` at byte %zu", c, p->i);
+}
+/* Rust's `char::escape_default` of a byte taken as a char. */
+static void escape_default(unsigned char c, char out[16]) {
+    switch (c) {
+    case '\t': strcpy(out, "\\t"); return;
+    case '\r': strcpy(out, "\\r"); return;
+    case '\n': strcpy(out, "\\n"); return;
+    case '\'': strcpy(out, "\\'"); return;
+    case '"': strcpy(out, "\\\""); return;
+    case '\\': strcpy(out, "\\\\"); return;
+    }
+    if (c >= 0x20 && c <= 0x7e) { out[0] = (char)c; out[1] = 0; }
+    else snprintf(out, 16, "\\u{%x}", c);
+}
+static void literal(lexer_t *p, int depth, lit_t *l) {
+    memset(l, 0, sizeof *l);
+    if (depth > 8) npy_fail("malformed .npy header: tuples nested too deeply");
+    skip_ws(p);
+    if (p->i >= p->n) npy_fail("malformed .npy header: the header ends early");
+    unsigned char c = p->s[p->i];
+    if (c == '\'' || c == '"') {
+        p->i++;
+        size_t start = p->i;
+        while (p->i < p->n && p->s[p->i] != c) {
+            if (p->s[p->i] == '\\') npy_fail("malformed .npy header: escapes in strings are not supported");
+            p->i++;
+        }
+        if (p->i >= p->n) npy_fail("malformed .npy header: unterminated string");
+        l->kind = LIT_STR; l->str = p->s + start; l->len = p->i - start;
+        p->i++;
+    } else if (c == '(') {
+        p->i++;
+        l->kind = LIT_TUPLE; l->all_ints = 1;
+        size_t cap = 0;
+        for (;;) {
+            skip_ws(p);
+            if (eat(p, ')')) break;
+            lit_t item;
+            literal(p, depth + 1, &item);
+            free(item.items);
+            if (item.kind != LIT_INT) l->all_ints = 0;
+            else {
+                if (l->n == cap) {
+                    cap = cap ? bytes_of(cap, 2) : 8;
+                    uint64_t *ni = realloc(l->items, bytes_of(cap, sizeof *ni));
+                    if (!ni) out_of_memory(cap * sizeof *ni);
+                    l->items = ni;
+                }
+                l->items[l->n++] = item.num;
+            }
+            skip_ws(p);
+            if (!eat(p, ',')) { expect(p, ')'); break; }
+        }
+    } else if (c >= '0' && c <= '9') {
+        size_t start = p->i;
+        while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9') p->i++;
+        size_t end = p->i;
+        /* Python 2 wrote long integers with an `L` suffix. */
+        eat(p, 'L');
+        uint64_t v = 0;
+        for (size_t k = start; k < end; k++) {
+            unsigned d = p->s[k] - '0';
+            if (v > (UINT64_MAX - d) / 10)
+                npy_fail("malformed .npy header: the dimension %.*s does not fit in 64 bits", (int)(end - start), (const char *)p->s + start);
+            v = v * 10 + d;
+        }
+        l->kind = LIT_INT; l->num = v;
+    } else if (p->n - p->i >= 4 && !memcmp(p->s + p->i, "True", 4)) {
+        p->i += 4; l->kind = LIT_BOOL; l->boolean = 1;
+    } else if (p->n - p->i >= 5 && !memcmp(p->s + p->i, "False", 5)) {
+        p->i += 5; l->kind = LIT_BOOL; l->boolean = 0;
+    } else {
+        char e[16]; escape_default(c, e);
+        npy_fail("malformed .npy header: unexpected `%s` at byte %zu", e, p->i);
+    }
+}
+static const char *const SUPPORTED = "<f4, <f2, |i1, |u1, <i4, <i8, |b1";
+/* A tensor type as the IR prints it, `tensor<1x3x8x8xf32>`. */
+static char *type_str(const uint64_t *d, size_t r, const char *dtype) {
+    size_t cap = bytes_of(r, 24) + 32, k;
+    char *out = xmalloc(cap);
+    k = (size_t)snprintf(out, cap, "tensor<");
+    for (size_t i = 0; i < r; i++) k += (size_t)snprintf(out + k, cap - k, "%llux", (unsigned long long)d[i]);
+    snprintf(out + k, cap - k, "%s>", dtype);
+    return out;
+}
+static float *read_npy(int input, const char *path) {
+    npy_file = path; npy_input = input;
+    uint64_t want[MAXR];
+    for (int k = 0; k < in_rank[input]; k++) want[k] = in_dims[input][k];
+    char *expected = type_str(want, (size_t)in_rank[input], "f32");
+    size_t len;
+    unsigned char *b = slurp(path, &len);
+    if (len < 8 || memcmp(b, "\x93NUMPY", 6) != 0) {
+        if (len <= 6 && !memcmp("\x93NUMPY", b, len)) npy_fail("the file ends inside the header");
+        npy_fail("not a .npy file (the magic string \\x93NUMPY is missing)");
+    }
+    size_t hlen, start;
+    if (b[6] == 1) {
+        if (len < 10) npy_fail("the file ends inside the header");
+        hlen = b[8] | (size_t)b[9] << 8; start = 10;
+    } else if (b[6] == 2 || b[6] == 3) {
+        if (len < 12) npy_fail("the file ends inside the header");
+        hlen = b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24; start = 12;
+    } else npy_fail("unsupported .npy format version %u.%u", b[6], b[7]);
+    if (len - start < hlen) npy_fail("the file ends inside the header");
+    size_t end = start + hlen;
+    if (!utf8_ok(b + start, hlen)) npy_fail("malformed .npy header: the header is not valid text");
+    lexer_t p = { b + start, hlen, 0 };
+    const unsigned char *descr = NULL; size_t descr_len = 0;
+    int fortran = -1, has_shape = 0;
+    uint64_t *shape = NULL; size_t rank = 0;
+    expect(&p, '{');
+    for (;;) {
+        skip_ws(&p);
+        if (eat(&p, '}')) break;
+        lit_t key, value;
+        literal(&p, 0, &key);
+        if (key.kind != LIT_STR) npy_fail("malformed .npy header: dict keys must be strings");
+        expect(&p, ':');
+        literal(&p, 0, &value);
+        int is_descr = key.len == 5 && !memcmp(key.str, "descr", 5);
+        int is_fortran = key.len == 13 && !memcmp(key.str, "fortran_order", 13);
+        int is_shape = key.len == 5 && !memcmp(key.str, "shape", 5);
+        if (is_descr && value.kind == LIT_STR) { descr = value.str; descr_len = value.len; }
+        else if (is_descr) npy_fail("expected %s, found dtype `a structured dtype`, which tir does not read (it reads %s)", expected, SUPPORTED);
+        else if (is_fortran && value.kind == LIT_BOOL) fortran = value.boolean;
+        else if (is_shape && value.kind == LIT_TUPLE) {
+            if (!value.all_ints) npy_fail("malformed .npy header: shape entries must be integers");
+            free(shape); shape = value.items; rank = value.n; has_shape = 1; value.items = NULL;
+        } else if (is_fortran || is_shape) npy_fail("malformed .npy header: `%.*s` has the wrong kind of value", (int)key.len, (const char *)key.str);
+        else npy_fail("malformed .npy header: unexpected key `%.*s`", (int)key.len, (const char *)key.str);
+        free(value.items);
+        skip_ws(&p);
+        if (!eat(&p, ',')) { expect(&p, '}'); break; }
+    }
+    skip_ws(&p);
+    if (p.i != p.n) npy_fail("malformed .npy header: text after the dict");
+    if (!descr) npy_fail("malformed .npy header: no `descr` key");
+    if (fortran < 0) npy_fail("malformed .npy header: no `fortran_order` key");
+    if (!has_shape) npy_fail("malformed .npy header: no `shape` key");
+    /* The dtype: an order character then a code tir reads. */
+    static const struct { const char *code, *name; uint64_t size; } codes[] = {
+        {"f4", "f32", 4}, {"f2", "f16", 2}, {"i1", "i8", 1}, {"u1", "u8", 1},
+        {"i4", "i32", 4}, {"i8", "i64", 8}, {"b1", "bool", 1},
+    };
+    int code = -1;
+    for (int k = 0; k < 7 && descr_len == 3; k++) if (!memcmp(descr + 1, codes[k].code, 2)) code = k;
+    unsigned char order = descr_len ? descr[0] : 0;
+    if (code < 0 || (order != '<' && order != '|' && order != '>' && order != '='))
+        npy_fail("expected %s, found dtype `%.*s`, which tir does not read (it reads %s)", expected, (int)descr_len, (const char *)descr, SUPPORTED);
+    int big_endian = order == '>' && codes[code].size > 1;
+    if (fortran) npy_fail("fortran_order is True: only C-order arrays are supported");
+    /* The data is exactly what the file's own shape says. */
+    uint64_t data_bytes = codes[code].size; int fits = 1;
+    for (size_t k = 0; k < rank; k++) {
+        if (shape[k] && data_bytes > UINT64_MAX / shape[k]) fits = 0;
+        else data_bytes *= shape[k];
+    }
+    uint64_t found_bytes = len - end;
+    if (!fits || data_bytes != found_bytes) {
+        size_t cap = bytes_of(rank, 24) + 4, k = 1;
+        char *dims = xmalloc(cap);
+        dims[0] = '[';
+        for (size_t i = 0; i < rank; i++)
+            k += (size_t)snprintf(dims + k, cap - k, "%s%llu", i ? ", " : "", (unsigned long long)shape[i]);
+        snprintf(dims + k, cap - k, "]");
+        npy_fail("the shape %s has %llu bytes of data but the file holds %llu", dims,
+                 (unsigned long long)(fits ? data_bytes : UINT64_MAX), (unsigned long long)found_bytes);
+    }
+    /* Then it must be the model's input. */
+    int same = code == 0 && rank == (size_t)in_rank[input];
+    for (size_t k = 0; same && k < rank; k++) same = shape[k] == want[k];
+    if (!same) {
+        npy_fail("expected %s, found %s", expected, type_str(shape, rank, codes[code].name));
+    }
+    uint64_t n = count(in_dims[input], in_rank[input]);
+    float *x = xalloc(bytes_of(n, 4));
+    memcpy(x, b + end, n * 4);
+    if (big_endian) {
+        unsigned char *q = (unsigned char *)x;
+        for (uint64_t k = 0; k < n; k++, q += 4) {
+            unsigned char t0 = q[0], t1 = q[1];
+            q[0] = q[3]; q[1] = q[2]; q[2] = t1; q[3] = t0;
+        }
+    }
+    free(shape); free(b); free(expected);
+    return x;
+}
+
+/* ---- writing `.npy` outputs -------------------------------------------------------------
+   A file appears complete or not at all, and nothing else is left behind on any failure: it is
+   written unnamed (O_TMPFILE) and linked in under its name; an existing file is replaced by
+   linking under a temporary name and renaming over it at once (the only moment a temporary
+   name exists, removed again if the rename fails). Without O_TMPFILE (a file system that lacks
+   it), the bytes go to a temporary name that any failure removes. */
+
+static int write_all(int fd, const void *p, size_t n) {
+    const unsigned char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) { if (errno == EINTR) continue; return -1; }
+        c += w; n -= (size_t)w;
+    }
+    return 0;
+}
+static char *temp_name(const char *path, int attempt) {
+    size_t n = strlen(path) + 64;
+    char *t = xmalloc(n);
+    snprintf(t, n, "%s.tmp%ld.%d", path, (long)getpid(), attempt);
+    return t;
+}
+/* Renames `tmp` onto `path`, removing `tmp` if that fails. */
+static int rename_or_remove(const char *tmp, const char *path) {
+    if (rename(tmp, path) == 0) return 0;
+    int e = errno; unlink(tmp); errno = e;
+    return -1;
+}
+static int publish(const char *path, const void *hdr, size_t hn, const void *data, size_t dn) {
+    size_t pl = strlen(path);
+    char *dir = xmalloc(pl + 2);
+    const char *slash = strrchr(path, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == path) strcpy(dir, "/");
+    else { memcpy(dir, path, (size_t)(slash - path)); dir[slash - path] = 0; }
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    free(dir);
+    if (fd >= 0) {
+        if (write_all(fd, hdr, hn) || write_all(fd, data, dn)) { int e = errno; close(fd); errno = e; return -1; }
+        char proc[64]; snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        int rc = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+        for (int attempt = 0; rc != 0 && errno == EEXIST && attempt < 100; attempt++) {
+            char *tmp = temp_name(path, attempt);
+            if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+                rc = rename_or_remove(tmp, path);
+                free(tmp);
+                break;
+            }
+            free(tmp);
+        }
+        int e = errno;
+        if (close(fd) != 0 && rc == 0) return -1;
+        errno = e;
+        if (rc == 0 || errno != ENOENT) return rc;
+        /* No /proc to link through: write again under a temporary name. */
+    } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -1;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char *tmp = temp_name(path, attempt);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0) { int e = errno; free(tmp); if (e == EEXIST) continue; errno = e; return -1; }
+        int bad = write_all(fd, hdr, hn) || write_all(fd, data, dn);
+        int e = errno;
+        bad |= close(fd) != 0;
+        if (bad) { unlink(tmp); free(tmp); errno = e; return -1; }
+        int rc = rename_or_remove(tmp, path);
+        free(tmp);
+        return rc;
+    }
+    errno = EEXIST;
+    return -1;
+}
+static int write_npy(const char *path, const float *x, const unsigned long long *d, int r) {
+    char shape[256] = "";
+    for (int k = 0; k < r; k++) {
+        char b[32]; snprintf(b, sizeof b, "%llu,%s", d[k], (r > 1 && k < r - 1) ? " " : "");
+        strncat(shape, b, sizeof shape - strlen(shape) - 1);
+    }
+    if (r > 1) shape[strlen(shape) - 1] = 0;
+    char hdr[512];
+    int n = snprintf(hdr, 400, "\x93NUMPY\x01%c..{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", 0, shape);
+    /* The data starts at a multiple of 64 bytes; the header ends with a newline. */
+    int total = n + 1, pad = (64 - total % 64) % 64;
+    unsigned short hl = (unsigned short)(total + pad - 10);
+    hdr[8] = (char)(hl & 0xff); hdr[9] = (char)(hl >> 8);
+    memset(hdr + n, ' ', (size_t)pad);
+    hdr[n + pad] = '\n';
+    return publish(path, hdr, (size_t)(n + pad + 1), x, bytes_of(count(d, r), 4));
+}
+
+static double now(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+static int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double *prof_t; static double prof_last;
+static void prof_tick(int i) {
+    double t = now();
+    if (i > 0) prof_t[i - 1] = t - prof_last;
+    prof_last = t;
+}
+/* --profile N: per op, the median over N runs of the time between its tick and the next. */
+static void profile(const void *const *ins, void *const *outs, void *slab, long runs) {
+    const char *info = MODEL_PROFILE_INFO;
+    int n = 0;
+    for (const char *c = info; *c; c++) n += *c == '\n';
+    size_t ops = n ? (size_t)n : 1;
+    double *all = xmalloc(bytes_of(bytes_of(ops, (size_t)runs), sizeof(double)));
+    prof_t = xmalloc(sizeof(double) * ops);
+    for (long r = 0; r < runs; r++) {
+        MODEL_RUN_PROFILED(ins, outs, slab, prof_tick);
+        for (int i = 0; i < n; i++) all[(size_t)i * runs + r] = prof_t[i];
+    }
+    double *med = xmalloc(sizeof(double) * ops), total = 0;
+    for (int i = 0; i < n; i++) {
+        qsort(all + (size_t)i * runs, runs, sizeof(double), cmpd);
+        med[i] = all[(size_t)i * runs + runs / 2];
+        total += med[i];
+    }
+    printf("profile over %ld runs (median per op), total %.3f ms\n", runs, total);
+    printf("%4s %9s %6s %8s  %-22s %-28s %s\n", "#", "ms", "%", "GFLOP/s", "kind", "result", "shape");
+    char kinds[256][64]; double ktime[256]; int nk = 0;
+    const char *line = info;
+    for (int i = 0; i < n; i++) {
+        char kind[64] = "", res[256] = "", shape[128] = ""; unsigned long long fl = 0;
+        const char *end = strchr(line, '\n');
+        const char *f[4]; int nf = 0; f[nf++] = line;
+        for (const char *c = line; c < end && nf < 4; c++) if (*c == '\t') f[nf++] = c + 1;
+        if (nf == 4) {
+            snprintf(kind, sizeof kind, "%.*s", (int)(f[1] - f[0] - 1), f[0]);
+            snprintf(res, sizeof res, "%.*s", (int)(f[2] - f[1] - 1), f[1]);
+            snprintf(shape, sizeof shape, "%.*s", (int)(f[3] - f[2] - 1), f[2]);
+            fl = strtoull(f[3], NULL, 10);
+        }
+        char gf[32] = "-";
+        if (fl && med[i] > 0) snprintf(gf, sizeof gf, "%.1f", fl / (med[i] * 1e6));
+        printf("%4d %9.3f %6.1f %8s  %-22s %-28s %s\n", i, med[i], total > 0 ? 100 * med[i] / total : 0, gf, kind, res, shape);
+        int k = 0;
+        while (k < nk && strcmp(kinds[k], kind)) k++;
+        if (k == nk && nk < 256) { snprintf(kinds[nk], 64, "%s", kind); ktime[nk++] = 0; }
+        if (k < nk) ktime[k] += med[i];
+        line = end + 1;
+    }
+    printf("by kind:\n");
+    for (int k = 0; k < nk; k++) printf("  %-22s %9.3f ms %6.1f%%\n", kinds[k], ktime[k], total > 0 ? 100 * ktime[k] / total : 0);
+    free(all); free(prof_t); free(med);
+}
+
+/* ---- the command line ------------------------------------------------------------------
+   Every misuse (an unknown flag, a flag without its value or given twice, a count that is not
+   a whole number from 1 to MAX_RUNS) is refused with a message and exit code 2. */
+
+static const char *prog = "model";
+static int usage(void) {
+    fprintf(stderr, "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N]\n", prog);
+    return 2;
+}
+static int misuse(const char *fmt, ...) {
+    va_list ap;
+    fputs("error: ", stderr);
+    va_start(ap, fmt); vfprintf(stderr, fmt, ap); va_end(ap);
+    fputc('\n', stderr);
+    return usage();
+}
+/* A count of runs: decimal digits only (no sign, space or suffix), from 1 to MAX_RUNS. */
+static int parse_runs(const char *s, long *runs) {
+    long v = 0;
+    if (!*s) return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return 0;
+        v = v * 10 + (*s - '0');
+        if (v > MAX_RUNS) return 0;
+    }
+    *runs = v;
+    return v >= 1;
+}
+int main(int argc, char **argv) {
+    if (argc > 0 && argv[0]) prog = argv[0];
+    const char *paths[NI + 1] = {0};
+    const char *out = NULL;
+    long bench = 0, prof = 0;
+    for (int a = 1; a < argc; a++) {
+        const char *flag = argv[a];
+        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
+            printf("usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N]\n", prog);
+            return 0;
+        }
+        int takes_value = !strcmp(flag, "--input") || !strcmp(flag, "--output") || !strcmp(flag, "--bench") || !strcmp(flag, "--profile");
+        if (!takes_value) return misuse("unknown argument `%s`", flag);
+        if (a + 1 >= argc) return misuse("%s needs a value", flag);
+        const char *value = argv[++a];
+        if (!strcmp(flag, "--input")) {
+            const char *eq = strchr(value, '=');
+            if (!eq || eq == value || !eq[1]) return misuse("--input `%s`: expected NAME=FILE.npy", value);
+            const char *nm = value[0] == '%' ? value + 1 : value;
+            size_t nl = (size_t)(eq - nm);
+            int found = -1;
+            for (int i = 0; i < NI; i++) if (strlen(in_names[i]) == nl && !strncmp(in_names[i], nm, nl)) found = i;
+            if (found < 0) return misuse("--input `%s`: the model has no input `%%%.*s`", value, (int)nl, nm);
+            if (paths[found]) return misuse("--input: `%%%s` is given more than once", in_names[found]);
+            paths[found] = eq + 1;
+        } else if (!strcmp(flag, "--output")) {
+            if (out) return misuse("--output is given more than once");
+            if (!*value) return misuse("--output wants a directory or a .npy file");
+            out = value;
+        } else {
+            long *runs = !strcmp(flag, "--bench") ? &bench : &prof;
+            if (*runs) return misuse("%s is given more than once", flag);
+            if (!parse_runs(value, runs))
+                return misuse("%s wants a whole number of runs from 1 to %ld, got `%s`", flag, MAX_RUNS, value);
+        }
+    }
+    const void *ins[NI + 1]; void *outs[NO + 1];
+    for (int i = 0; i < NI; i++) {
+        if (paths[i]) { ins[i] = read_npy(i, paths[i]); continue; }
+        uint64_t n = count(in_dims[i], in_rank[i]);
+        float *x = xalloc(bytes_of(n, 4));
+        char key[1024]; snprintf(key, sizeof key, "input:%s", in_names[i]);
+        uint64_t st = fnv1a(key);
+        for (uint64_t k = 0; k < n; k++) x[k] = (float)(splitmix(&st) >> 40) * (1.0f / 8388608.0f) - 1.0f;
+        ins[i] = x;
+    }
+    for (int j = 0; j < NO; j++) outs[j] = xalloc(bytes_of(count(out_dims[j], out_rank[j]), 4));
+    unsigned long long slab_size = MODEL_SLAB();
+    void *slab = xalloc(slab_size);
+    printf("slab: %llu bytes\n", slab_size);
+    MODEL_RUN(ins, outs, slab);
+    if (bench > 0) {
+        double *t = xmalloc(bytes_of((size_t)bench, sizeof(double)));
+        for (long r = 0; r < bench; r++) { double t0 = now(); MODEL_RUN(ins, outs, slab); t[r] = now() - t0; }
+        qsort(t, bench, sizeof(double), cmpd);
+        printf("latency over %ld runs: median %.3f ms, min %.3f ms\n", bench, t[bench / 2], t[0]);
+        free(t);
+    }
+    if (prof > 0) profile(ins, outs, slab, prof);
+    size_t out_len = out ? strlen(out) : 0;
+    int single = out && NO == 1 && out_len > 4 && !strcmp(out + out_len - 4, ".npy");
+    for (int j = 0; j < NO && out; j++) {
+        size_t n = out_len + strlen(out_names[j]) + 8;
+        char *path = xmalloc(n);
+        if (single) snprintf(path, n, "%s", out);
+        else snprintf(path, n, "%s/%s.npy", out, out_names[j]);
+        if (write_npy(path, outs[j], out_dims[j], out_rank[j])) {
+            int e = errno;
+            fprintf(stderr, "%s: error: cannot write it: %s (os error %d)\n", path, strerror(e), e);
+            return 1;
+        }
+        free(path);
+    }
+    if (!out) {
+        for (int j = 0; j < NO; j++) {
+            const float *y = outs[j]; uint64_t n = count(out_dims[j], out_rank[j]); double s = 0;
+            for (uint64_t k = 0; k < n; k++) s += y[k];
+            printf("%s: %llu values, sum %.6g\n", out_names[j], (unsigned long long)n, s);
+        }
+    }
+    return 0;
+}
