@@ -23,8 +23,7 @@ fn run_case(pipeline: &str, text: &str) -> String {
     out.push_str(&printed);
     out.push_str("// stats:\n");
     for s in stats {
-        let items: Vec<String> = s.stats.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        out.push_str(&format!("//   {}: {}\n", s.pass, items.join(", ")));
+        out.push_str(&format!("//   {}: {}\n", s.pass, s.report.summary()));
     }
     out
 }

@@ -15,11 +15,12 @@
 //! concat's operand placed in the concat's result) is part of that buffer.
 
 use crate::nest::{llvm, R};
-use crate::storage::{is_view, Base, Storage};
+use crate::storage::{Base, Storage};
 use crate::{CodegenError, Gen};
 use inkwell::module::Linkage;
 use inkwell::values::{FunctionValue, PointerValue};
 use inkwell::AddressSpace;
+use tir_ir::op::Role;
 use tir_ir::{EntityRef, Function, Op, Value};
 
 /// Guard-mode options.
@@ -53,8 +54,10 @@ pub fn regions(func: &Function, st: &Storage) -> Vec<Region> {
     let mut root: Vec<Option<Value>> = vec![None; func.values.len()];
     let mut allocs: Vec<Value> = Vec::new();
     for (_, op) in func.ops_in_order() {
-        match op.op {
-            Op::AllocTensor { .. } => {
+        match op.op.role() {
+            // The slab is the arena, not a buffer in it.
+            Role::Buffer if matches!(op.op, Op::AllocSlab { .. }) => {}
+            Role::Buffer => {
                 // A buffer inside another (a concat's slice) belongs to the outer one,
                 // whatever the times its own values are live: relocation then moves it with
                 // its host, and the guard watches the host's end only.
@@ -63,12 +66,12 @@ pub fn regions(func: &Function, st: &Storage) -> Vec<Region> {
                 root[r.index()] = Some(host.unwrap_or(r));
                 allocs.push(r);
             }
-            Op::AllocSlab { .. } | Op::Const { .. } => {}
-            _ => {
+            Role::Weight => {}
+            Role::Operator => {
                 for (i, &r) in op.results.iter().enumerate() {
                     root[r.index()] = match op.outs.get(i) {
                         Some(&o) => root[o.index()],
-                        None if is_view(&op.op) => {
+                        None if op.op.is_view() => {
                             op.operands.first().and_then(|s| root[s.index()])
                         }
                         None => None,
@@ -80,10 +83,7 @@ pub fn regions(func: &Function, st: &Storage) -> Vec<Region> {
     let mut first = vec![usize::MAX; func.values.len()];
     let mut last = vec![0usize; func.values.len()];
     for (idx, (_, op)) in func.ops_in_order().enumerate() {
-        if matches!(
-            op.op,
-            Op::AllocTensor { .. } | Op::AllocSlab { .. } | Op::Const { .. }
-        ) {
+        if !op.op.is_operator() {
             continue;
         }
         for &v in op.operands.iter().chain(&op.outs).chain(&op.results) {

@@ -2,8 +2,9 @@
 //!
 //! Shapes are static, so every op instance gets its own kernel function with every extent a
 //! constant, and LLVM optimises it fully (`default<O3>`, host CPU features). Kernels are
-//! written with the loop-nest builder of [`nest`]; GEMM-shaped work (matmul, gemm, 1×1
-//! convolution) goes through the register-blocked micro-kernel of [`kernels::gemm`].
+//! written with the loop-nest builder of [`nest`]; [`dispatch`] picks each op's kernels from
+//! their families in [`kernels`]. GEMM-shaped work (matmul, gemm, 1×1 convolution) goes
+//! through the register-blocked micro-kernel of [`kernels::gemm`].
 //!
 //! Memory: every intermediate lives at its planned offset in the one slab the caller passes;
 //! parameters and returned values are the caller's `inputs`/`outputs` pointers; weights are
@@ -16,16 +17,14 @@
 //! `uint64_t <model>_slab_size(void)`. `inputs` and `outputs` must not overlap each other or
 //! the slab.
 
-pub mod depthwise;
+mod dispatch;
 pub mod embed;
 pub mod exe;
 pub mod guard;
-pub mod im2col;
-pub mod kernels;
+mod kernels;
 pub mod nest;
 pub mod profile;
 pub mod relocate;
-pub mod rowpack;
 pub mod storage;
 mod toolchain;
 pub mod vexp;
@@ -40,6 +39,7 @@ use inkwell::targets::{
 };
 use inkwell::values::{FunctionValue, PointerValue};
 use inkwell::{AddressSpace, OptimizationLevel};
+use kernels::common::Call;
 use nest::{llvm, K, R};
 use storage::{Base, Loc, Storage};
 use tir_interp::Weights;
@@ -515,15 +515,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let run_entry = self.ctx.append_basic_block(run, "entry");
         // The kernels of each op, by layout index (the guard checks between ops), and the
         // profile's info line of every op that has kernels (see `profile`).
-        let mut per_op: Vec<Vec<kernels::Call<'ctx>>> = Vec::new();
+        let mut per_op: Vec<Vec<Call<'ctx>>> = Vec::new();
         let mut lines: Vec<Option<String>> = Vec::new();
         for (idx, (id, op)) in func.ops_in_order().enumerate() {
             let kname = format!("k{idx}_{}", op.op.name());
-            let calls = kernels::emit_op(self, func, &storage, id, &kname)?;
+            let calls = dispatch::emit_op(self, func, &storage, id, &kname)?;
             lines.push((!calls.is_empty()).then(|| profile::info_line(func, id)));
             per_op.push(calls);
         }
-        let returns = kernels::emit_returns(self, func, &storage)?;
+        let returns = kernels::copy::returns(self, func, &storage)?;
         lines.push((!returns.is_empty()).then(|| "copy\t(outputs)\t\t0\n".to_string()));
         per_op.push(returns);
 
@@ -575,7 +575,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     fn emit_calls(
         &self,
         run: FunctionValue<'ctx>,
-        per_op: &[Vec<kernels::Call<'ctx>>],
+        per_op: &[Vec<Call<'ctx>>],
         globals: &[PointerValue<'ctx>],
         guard: Option<(&guard::Guard, &guard::Guarded<'ctx>, &Function, &Storage)>,
         ticks: Option<(&[Option<String>], PointerValue<'ctx>)>,

@@ -48,7 +48,32 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
             let k = if g.trans_a { a.first() } else { a.last() };
             2 * outn * k.copied().unwrap_or(0)
         }
-        _ => 0,
+        // Only the GEMM-shaped ops' multiply-adds count, as in models' published FLOPs.
+        Op::Const { .. }
+        | Op::Binary { .. }
+        | Op::Unary(_)
+        | Op::Clip { .. }
+        | Op::HardSigmoid { .. }
+        | Op::Prelu
+        | Op::MaxPool(_)
+        | Op::AvgPool(_)
+        | Op::GlobalAvgPool
+        | Op::Concat { .. }
+        | Op::Split { .. }
+        | Op::Slice(_)
+        | Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Squeeze { .. }
+        | Op::Unsqueeze { .. }
+        | Op::Transpose { .. }
+        | Op::Softmax { .. }
+        | Op::Pad { .. }
+        | Op::BatchNorm { .. }
+        | Op::LayerNorm { .. }
+        | Op::ReduceMean { .. }
+        | Op::Resize(_)
+        | Op::AllocSlab { .. }
+        | Op::AllocTensor { .. } => 0,
     }
 }
 

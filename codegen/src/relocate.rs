@@ -8,7 +8,7 @@
 //! every offset strategy with one compilation ("plans cannot change results", issue 6).
 
 use crate::guard::{regions, Region};
-use crate::kernels::Call;
+use crate::kernels::common::Call;
 use crate::nest::{llvm, R};
 use crate::storage::{Base, Storage};
 use crate::{CodegenError, Gen};

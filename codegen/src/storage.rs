@@ -46,14 +46,6 @@ pub struct Storage {
     pub transposed: Vec<Value>,
 }
 
-/// Ops whose result has the bytes of their first operand.
-pub fn is_view(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. }
-    )
-}
-
 impl Storage {
     pub fn analyze(func: &Function) -> Result<Storage, CodegenError> {
         let mut loc: Vec<Option<Loc>> = vec![None; func.values.len()];
@@ -108,17 +100,14 @@ impl Storage {
             }
         }
         for (_, op) in func.ops_in_order() {
-            if matches!(
-                op.op,
-                Op::AllocSlab { .. } | Op::AllocTensor { .. } | Op::Const { .. }
-            ) {
+            if !op.op.is_operator() {
                 continue;
             }
             for (i, &r) in op.results.iter().enumerate() {
                 if let Some(&o) = op.outs.get(i) {
                     loc[r.index()] = loc[o.index()];
                 }
-                if loc[r.index()].is_none() && is_view(&op.op) {
+                if loc[r.index()].is_none() && op.op.is_view() {
                     loc[r.index()] = op.operands.first().and_then(|s| loc[s.index()]);
                 }
                 if loc[r.index()].is_none() {

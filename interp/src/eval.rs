@@ -92,7 +92,10 @@ pub fn run(
         last_use[v.index()] = usize::MAX;
     }
     for (pos, (_, op)) in func.ops_in_order().enumerate() {
-        if is_buffer_op(&op.op) {
+        // `alloc_slab` and `alloc_tensor` say where results live (the ops' `outs`), which does
+        // not change what the results are: a bufferized module runs exactly as the module
+        // before bufferization.
+        if op.op.is_buffer_op() {
             continue;
         }
         let mut outs = Vec::with_capacity(op.results.len());
@@ -163,13 +166,6 @@ pub fn run(
     Ok(results)
 }
 
-/// `alloc_slab` and `alloc_tensor`: in a bufferized module they say where results live (the
-/// ops' `outs`), which does not change what the results are, so the interpreter skips them and
-/// runs a bufferized module exactly as the module before bufferization.
-fn is_buffer_op(op: &Op) -> bool {
-    matches!(op, Op::AllocSlab { .. } | Op::AllocTensor { .. })
-}
-
 /// Checks what the kernels rely on and returns every value's type, indexed by value.
 fn check_function(func: &Function) -> Result<Vec<TensorType>, InterpError> {
     let malformed = |message: &str| InterpError::NotVerified {
@@ -196,7 +192,7 @@ fn check_function(func: &Function) -> Result<Vec<TensorType>, InterpError> {
         })?;
         let is_buffer = func
             .producer(v)
-            .is_some_and(|id| is_buffer_op(&func.ops[id].op));
+            .is_some_and(|id| func.ops[id].op.is_buffer_op());
         if is_buffer {
             types.push(ty.clone());
             continue;
@@ -229,7 +225,7 @@ fn check_function(func: &Function) -> Result<Vec<TensorType>, InterpError> {
             value: first.clone(),
             message,
         };
-        if is_buffer_op(&op.op) {
+        if op.op.is_buffer_op() {
             continue;
         }
         if let Op::Const { .. } = op.op {

@@ -332,6 +332,43 @@ impl fmt::Display for Arity {
     }
 }
 
+/// What an op is to the passes that order ops and place their results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Computes its results from its operands: one step of the execution order, an
+    /// *operator* of the seed paper's usage records.
+    Operator,
+    /// `const`: data that exists before the model runs, so it occupies no operator index
+    /// and no slab bytes.
+    Weight,
+    /// `alloc_slab`, `alloc_tensor`: say where results live after bufferization and compute
+    /// nothing; the interpreter skips them and the passes that order ops refuse them.
+    Buffer,
+}
+
+/// Which bytes an operator's result may occupy besides a buffer of its own: what buffer
+/// sharing (`plan{sharing=true}`) and the buffer checker rely on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Alias {
+    /// Only a buffer of its own (or a slice of a concat's output, which `concat` itself
+    /// decides).
+    Own,
+    /// A view: the result reinterprets its first operand's bytes (same data, new shape).
+    View,
+    /// Element-wise: output element `i` depends only on element `i` of a same-typed operand,
+    /// so writing the output over that operand is safe.
+    InPlace,
+}
+
+/// The properties of an op that passes and backends decide by, from [`Op::props`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OpProps {
+    pub role: Role,
+    pub alias: Alias,
+    /// The result type is written in the text and checked, not inferred by a shape rule.
+    pub declared_type: bool,
+}
+
 /// Every op name the text accepts, for "unknown op" hints and docs.
 pub const OP_NAMES: &[&str] = &[
     "const",
@@ -454,7 +491,33 @@ impl Op {
     pub fn num_results(&self) -> usize {
         match self {
             Op::Split { sizes, .. } => sizes.len(),
-            _ => 1,
+            Op::Const { .. }
+            | Op::Conv2d(_)
+            | Op::MatMul { .. }
+            | Op::Gemm(_)
+            | Op::Binary { .. }
+            | Op::Unary(_)
+            | Op::Clip { .. }
+            | Op::HardSigmoid { .. }
+            | Op::Prelu
+            | Op::MaxPool(_)
+            | Op::AvgPool(_)
+            | Op::GlobalAvgPool
+            | Op::Concat { .. }
+            | Op::Slice(_)
+            | Op::Reshape { .. }
+            | Op::Flatten { .. }
+            | Op::Squeeze { .. }
+            | Op::Unsqueeze { .. }
+            | Op::Transpose { .. }
+            | Op::Softmax { .. }
+            | Op::Pad { .. }
+            | Op::BatchNorm { .. }
+            | Op::LayerNorm { .. }
+            | Op::ReduceMean { .. }
+            | Op::Resize(_)
+            | Op::AllocSlab { .. }
+            | Op::AllocTensor { .. } => 1,
         }
     }
 
@@ -464,16 +527,99 @@ impl Op {
             Op::Conv2d(c) => c.activation,
             Op::Gemm(g) => g.activation,
             Op::MatMul { activation } | Op::Binary { activation, .. } => *activation,
-            _ => None,
+            Op::Const { .. }
+            | Op::Unary(_)
+            | Op::Clip { .. }
+            | Op::HardSigmoid { .. }
+            | Op::Prelu
+            | Op::MaxPool(_)
+            | Op::AvgPool(_)
+            | Op::GlobalAvgPool
+            | Op::Concat { .. }
+            | Op::Split { .. }
+            | Op::Slice(_)
+            | Op::Reshape { .. }
+            | Op::Flatten { .. }
+            | Op::Squeeze { .. }
+            | Op::Unsqueeze { .. }
+            | Op::Transpose { .. }
+            | Op::Softmax { .. }
+            | Op::Pad { .. }
+            | Op::BatchNorm { .. }
+            | Op::LayerNorm { .. }
+            | Op::ReduceMean { .. }
+            | Op::Resize(_)
+            | Op::AllocSlab { .. }
+            | Op::AllocTensor { .. } => None,
         }
     }
 
-    /// Whether the result only reinterprets its operand's bytes (same data, new shape).
+    /// The op's properties: the one table every pass and backend asks, so that a new op
+    /// cannot compile without saying whether it is an operator, a view or element-wise (a
+    /// default would silently keep it out of buffer sharing, or out of the execution order).
+    pub fn props(&self) -> OpProps {
+        use Alias::{InPlace, Own, View};
+        use Role::{Buffer, Operator, Weight};
+        let (role, alias, declared_type) = match self {
+            Op::Const { .. } => (Weight, Own, true),
+            Op::Conv2d(_) => (Operator, Own, false),
+            Op::MatMul { .. } => (Operator, Own, false),
+            Op::Gemm(_) => (Operator, Own, false),
+            Op::Binary { .. } => (Operator, InPlace, false),
+            Op::Unary(_) => (Operator, InPlace, false),
+            Op::Clip { .. } => (Operator, InPlace, false),
+            Op::HardSigmoid { .. } => (Operator, InPlace, false),
+            Op::Prelu => (Operator, InPlace, false),
+            Op::MaxPool(_) => (Operator, Own, false),
+            Op::AvgPool(_) => (Operator, Own, false),
+            Op::GlobalAvgPool => (Operator, Own, false),
+            Op::Concat { .. } => (Operator, Own, false),
+            Op::Split { .. } => (Operator, Own, false),
+            Op::Slice(_) => (Operator, Own, false),
+            Op::Reshape { .. } => (Operator, View, false),
+            Op::Flatten { .. } => (Operator, View, false),
+            Op::Squeeze { .. } => (Operator, View, false),
+            Op::Unsqueeze { .. } => (Operator, View, false),
+            Op::Transpose { .. } => (Operator, Own, false),
+            Op::Softmax { .. } => (Operator, Own, false),
+            Op::Pad { .. } => (Operator, Own, false),
+            // Element-wise in `x`; scale, bias, mean and variance are read per channel.
+            Op::BatchNorm { .. } => (Operator, InPlace, false),
+            Op::LayerNorm { .. } => (Operator, Own, false),
+            Op::ReduceMean { .. } => (Operator, Own, false),
+            Op::Resize(_) => (Operator, Own, false),
+            Op::AllocSlab { .. } => (Buffer, Own, false),
+            Op::AllocTensor { .. } => (Buffer, Own, true),
+        };
+        OpProps {
+            role,
+            alias,
+            declared_type,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.props().role
+    }
+
+    /// Whether the op counts in the execution order (weights and buffer ops are data).
+    pub fn is_operator(&self) -> bool {
+        self.role() == Role::Operator
+    }
+
+    /// `alloc_slab` or `alloc_tensor`.
+    pub fn is_buffer_op(&self) -> bool {
+        self.role() == Role::Buffer
+    }
+
+    /// Whether the result only reinterprets its first operand's bytes (same data, new shape).
     pub fn is_view(&self) -> bool {
-        matches!(
-            self,
-            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. }
-        )
+        self.props().alias == Alias::View
+    }
+
+    /// Whether the result may be written over a same-typed operand (see [`Alias::InPlace`]).
+    pub fn is_elementwise(&self) -> bool {
+        self.props().alias == Alias::InPlace
     }
 
     /// Builds an op from its name and attribute dictionary, reporting every bad attribute.

@@ -315,11 +315,7 @@ fn verify_op(
     }
     verify_buffers(f, id, errors);
     let data = &f.ops[id];
-    let declared_only = matches!(
-        data.op,
-        crate::op::Op::Const { .. } | crate::op::Op::AllocTensor { .. }
-    );
-    let inferred = if declared_only {
+    let inferred = if data.op.props().declared_type {
         let r = data.results[0];
         match f.values[r].declared.clone() {
             Some(t) => vec![t],
@@ -445,9 +441,7 @@ fn verify_buffers(f: &Function, id: OpId, errors: &mut Vec<VerifyError>) {
     if data.outs.is_empty() {
         return;
     }
-    if matches!(data.op, Op::Const { .. } | Op::AllocSlab { .. })
-        || data.outs.len() != data.results.len()
-    {
+    if !data.op.is_operator() || data.outs.len() != data.results.len() {
         errors.push(VerifyError::Buffer {
             message: format!(
                 "`{}` has {} result(s) but {} `outs`",

@@ -5,7 +5,7 @@
 //! `onnx.proto`) → walk the graph in node order ([`import`]), resolving every shape statically
 //! and folding every computation on constants (initializers, `Constant` nodes, and the
 //! `Shape → Gather → Unsqueeze → Concat → Reshape` subgraphs that PyTorch exports) → emit one IR
-//! op per remaining node → [`cleanup`]: fuse activations into their producers and fold
+//! op per remaining node (one module per op family, under `import/`) → [`cleanup`]: fuse activations into their producers and fold
 //! BatchNormalization into a preceding convolution, as inference runtimes do.
 //!
 //! Why prost with checked-in generated code: prost is the maintained, widely used protobuf
@@ -14,13 +14,17 @@
 //! are either unmaintained or pull in a whole runtime.
 
 pub mod cleanup;
+pub mod error;
 mod import;
 #[allow(clippy::all, missing_docs, rustdoc::all)]
 pub mod proto;
 pub mod tensor;
 
 pub use cleanup::{cleanup, CleanupStats};
-pub use import::{import_bytes, import_file, ImportOptions};
+pub use error::{
+    AttrError, DTypeError, ImportError, InputError, NodeError, Oversized, TensorError,
+};
+pub use import::{import_bytes, import_file, import_model, ImportOptions, MAX_OPSET, MIN_OPSET};
 pub use tensor::Tensor;
 
 use indexmap::IndexMap;
@@ -54,7 +58,7 @@ impl Weights {
     }
 
     /// The safetensors file holding every tensor.
-    pub fn to_safetensors(&self) -> Result<Vec<u8>, String> {
+    pub fn to_safetensors(&self) -> Result<Vec<u8>, safetensors::SafeTensorError> {
         struct View<'a>(&'a Tensor, Vec<usize>);
         impl safetensors::View for View<'_> {
             fn dtype(&self) -> safetensors::Dtype {
@@ -84,37 +88,6 @@ impl Weights {
             let shape = t.shape.iter().map(|&d| d as usize).collect();
             (name.as_str(), View(t, shape))
         });
-        safetensors::tensor::serialize(views, &None).map_err(|e| e.to_string())
-    }
-}
-
-/// Why a model cannot be imported. Node errors name the node's index in the graph, its name
-/// and its op type.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum ImportError {
-    #[error("cannot read `{path}`: {message}")]
-    Io { path: String, message: String },
-    #[error("not a valid ONNX model: {0}")]
-    Decode(String),
-    #[error("{0}")]
-    Model(String),
-    #[error("graph input `{name}`: {message}")]
-    Input { name: String, message: String },
-    #[error("initializer `{name}`: {message}")]
-    Initializer { name: String, message: String },
-    #[error("node {index} {} ({op_type}): {message}", display_name(.name))]
-    Node {
-        index: usize,
-        name: String,
-        op_type: String,
-        message: String,
-    },
-}
-
-fn display_name(name: &str) -> String {
-    if name.is_empty() {
-        "<unnamed>".into()
-    } else {
-        format!("`{name}`")
+        safetensors::tensor::serialize(views, &None)
     }
 }

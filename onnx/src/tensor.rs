@@ -4,6 +4,7 @@
 //! safetensors file stores; folding reads it as `i64` (integer and bool types, exact) or `f64`
 //! (every type).
 
+use crate::error::{DTypeError, Oversized, TensorError};
 use crate::proto::{tensor_proto, TensorProto};
 use std::path::Path;
 use tir_ir::DType;
@@ -11,6 +12,12 @@ use tir_ir::DType;
 /// Folding refuses to build a tensor larger than this (a `ConstantOfShape` of a huge shape in
 /// a corrupt or hostile file must not exhaust memory).
 pub const MAX_FOLDED_BYTES: u64 = 1 << 30;
+
+/// No imported tensor (graph input, constant, op result) may be larger than this, 1 TiB: far
+/// past any device an inference graph runs on, so a larger shape can only come from a corrupt
+/// or hostile file, and small enough that slab offsets summed over many tensors stay far from
+/// overflowing 64 bits. Checked by [`Oversized::check`].
+pub const MAX_TENSOR_BYTES: u64 = 1 << 40;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tensor {
@@ -21,9 +28,14 @@ pub struct Tensor {
 }
 
 /// The IR element type of an ONNX `TensorProto.DataType`, or why there is none.
-pub fn dtype_from_onnx(code: i32) -> Result<DType, String> {
+pub fn dtype_from_onnx(code: i64) -> Result<DType, DTypeError> {
     use tensor_proto::DataType as D;
-    let d = D::try_from(code).map_err(|_| format!("unknown ONNX element type {code}"))?;
+    // The code is an `int32` in `TensorProto` but an `int64` in Cast's `to` attribute: a value
+    // past `i32` is unknown, not truncated into some other type.
+    let d = i32::try_from(code)
+        .ok()
+        .and_then(|c| D::try_from(c).ok())
+        .ok_or(DTypeError::Unknown { code })?;
     Ok(match d {
         D::Float => DType::F32,
         D::Uint8 => DType::U8,
@@ -34,10 +46,9 @@ pub fn dtype_from_onnx(code: i32) -> Result<DType, String> {
         D::Float16 => DType::F16,
         D::Bfloat16 => DType::BF16,
         other => {
-            return Err(format!(
-            "element type {} is not supported (the IR has f32, f16, bf16, i8, u8, i32, i64, bool)",
-            other.as_str_name()
-        ))
+            return Err(DTypeError::Unsupported {
+                name: other.as_str_name(),
+            })
         }
     })
 }
@@ -47,16 +58,14 @@ pub fn numel(shape: &[u64]) -> Option<u64> {
     shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))
 }
 
-fn checked_bytes(dtype: DType, shape: &[u64]) -> Result<usize, String> {
+fn checked_bytes(dtype: DType, shape: &[u64]) -> Result<usize, TensorError> {
     numel(shape)
         .and_then(|n| n.checked_mul(dtype.byte_size()))
         .filter(|&b| b <= MAX_FOLDED_BYTES)
         .map(|b| b as usize)
-        .ok_or_else(|| {
-            format!(
-                "a constant of shape {:?} and type {dtype} is too large (limit {MAX_FOLDED_BYTES} bytes)",
-                shape
-            )
+        .ok_or_else(|| TensorError::TooLarge {
+            shape: shape.to_vec(),
+            dtype,
         })
 }
 
@@ -66,31 +75,34 @@ impl Tensor {
     }
 
     /// Reads an ONNX tensor. External data is read relative to `base_dir`.
-    pub fn from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor, String> {
+    pub fn from_proto(t: &TensorProto, base_dir: Option<&Path>) -> Result<Tensor, TensorError> {
         let code = t.data_type.unwrap_or(0);
-        let dtype = dtype_from_onnx(code)?;
+        let dtype = dtype_from_onnx(code.into())?;
         let mut shape = Vec::with_capacity(t.dims.len());
         for &d in &t.dims {
             if d < 0 {
-                return Err(format!("negative dimension {d}"));
+                return Err(TensorError::NegativeDim { dim: d });
             }
             shape.push(d as u64);
         }
+        // Before anything is allocated or read: external data could claim any size.
+        Oversized::check(&shape, dtype)?;
         if t.segment.is_some() {
-            return Err("segmented tensors are not supported".into());
+            return Err(TensorError::Segmented);
         }
-        let n = numel(&shape).ok_or("the element count overflows 64 bits")?;
-        let want = n
-            .checked_mul(dtype.byte_size())
-            .ok_or("the byte size overflows 64 bits")?;
+        // Within MAX_TENSOR_BYTES, so neither product overflows.
+        let n = numel(&shape).unwrap_or(0);
+        let want = n * dtype.byte_size();
         let data = if t.data_location == Some(tensor_proto::DataLocation::External as i32) {
             read_external(t, base_dir, want)?
         } else if let Some(raw) = &t.raw_data {
             if raw.len() as u64 != want {
-                return Err(format!(
-                    "raw_data has {} bytes, but shape {shape:?} of {dtype} needs {want}",
-                    raw.len()
-                ));
+                return Err(TensorError::RawDataLen {
+                    got: raw.len(),
+                    shape,
+                    dtype,
+                    want,
+                });
             }
             raw.clone()
         } else {
@@ -98,11 +110,13 @@ impl Tensor {
                 DType::F32 => t.float_data.len(),
                 DType::I64 => t.int64_data.len(),
                 _ => t.int32_data.len(),
-            } as u64;
-            if typed_len != n {
-                return Err(format!(
-                    "holds {typed_len} values, but shape {shape:?} needs {n}"
-                ));
+            };
+            if typed_len as u64 != n {
+                return Err(TensorError::TypedDataLen {
+                    got: typed_len,
+                    shape,
+                    want: n,
+                });
             }
             let mut out = Vec::with_capacity(want as usize);
             match dtype {
@@ -192,7 +206,7 @@ impl Tensor {
         &self,
         shape: Vec<u64>,
         mut src: impl FnMut(&[u64]) -> usize,
-    ) -> Result<Tensor, String> {
+    ) -> Result<Tensor, TensorError> {
         let bytes = checked_bytes(self.dtype, &shape)?;
         let s = self.dtype.byte_size() as usize;
         let mut data = Vec::with_capacity(bytes);
@@ -287,7 +301,11 @@ fn push_elem(out: &mut Vec<u8>, dtype: DType, v: Num) {
     }
 }
 
-fn read_external(t: &TensorProto, base_dir: Option<&Path>, want: u64) -> Result<Vec<u8>, String> {
+fn read_external(
+    t: &TensorProto,
+    base_dir: Option<&Path>,
+    want: u64,
+) -> Result<Vec<u8>, TensorError> {
     let mut location = None;
     let mut offset = 0u64;
     let mut length = None;
@@ -296,7 +314,10 @@ fn read_external(t: &TensorProto, base_dir: Option<&Path>, want: u64) -> Result<
         let number = || {
             value
                 .parse::<u64>()
-                .map_err(|_| format!("external data `{}` is not a number: `{value}`", kv.key()))
+                .map_err(|_| TensorError::ExternalNotNumber {
+                    key: kv.key().to_string(),
+                    value: value.to_string(),
+                })
         };
         match kv.key() {
             "location" => location = Some(value.to_string()),
@@ -305,43 +326,42 @@ fn read_external(t: &TensorProto, base_dir: Option<&Path>, want: u64) -> Result<
             _ => {}
         }
     }
-    let location = location.ok_or("external data without a `location`")?;
+    let location = location.ok_or(TensorError::ExternalNoLocation)?;
     let rel = Path::new(&location);
     if rel.is_absolute()
         || rel
             .components()
             .any(|c| matches!(c, std::path::Component::ParentDir))
     {
-        return Err(format!(
-            "external data location `{location}` must be a relative path inside the model's directory"
-        ));
+        return Err(TensorError::ExternalOutside { location });
     }
     let path = base_dir.unwrap_or(Path::new(".")).join(rel);
     if let Some(len) = length {
         if len != want {
-            return Err(format!(
-                "external data length {len} does not match the {want} bytes the shape needs"
-            ));
+            return Err(TensorError::ExternalLength { length: len, want });
         }
     }
-    let file_len = std::fs::metadata(&path)
-        .map_err(|e| format!("cannot read external data file `{}`: {e}", path.display()))?
-        .len();
+    let unreadable = |e: std::io::Error| TensorError::ExternalRead {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let file_len = std::fs::metadata(&path).map_err(unreadable)?.len();
     let end = offset
         .checked_add(want)
-        .ok_or("external data offset overflows")?;
+        .ok_or(TensorError::ExternalOffsetOverflow)?;
     if end > file_len {
-        return Err(format!(
-            "external data file `{}` has {file_len} bytes, but bytes {offset}..{end} are needed",
-            path.display()
-        ));
+        return Err(TensorError::ExternalShort {
+            path: path.display().to_string(),
+            file_len,
+            offset,
+            end,
+        });
     }
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(&path)
-        .map_err(|e| format!("cannot read external data file `{}`: {e}", path.display()))?;
+    let mut f = std::fs::File::open(&path).map_err(unreadable)?;
     let mut buf = vec![0u8; want as usize];
     f.seek(SeekFrom::Start(offset))
         .and_then(|_| f.read_exact(&mut buf))
-        .map_err(|e| format!("cannot read external data file `{}`: {e}", path.display()))?;
+        .map_err(unreadable)?;
     Ok(buf)
 }

@@ -8,8 +8,6 @@
 //!    (same bytes), a concat operand already in its slice, or the operand an element-wise op
 //!    consumes in place.
 
-use crate::buffers::is_elementwise;
-use crate::liveness::is_operator;
 use crate::planner::checker::check_offsets;
 use crate::planner::{OffsetsPlan, UsageRecord};
 use tir_ir::{EntityRef, Function, Op, Value};
@@ -82,7 +80,7 @@ pub fn check_bufferized(func: &Function) -> Result<Option<BufferCheck>, Vec<Stri
     let mut order = Vec::new();
     for &id in &func.layout {
         let d = &func.ops[id];
-        if !is_operator(&d.op) {
+        if !d.op.is_operator() {
             continue;
         }
         for &v in &d.operands {
@@ -168,7 +166,7 @@ pub fn check_bufferized(func: &Function) -> Result<Option<BufferCheck>, Vec<Stri
                     || (matches!(d.op, Op::Concat { .. })
                         && is_operand
                         && concat_slice(func, d, v, w) == Some(b))
-                    || (is_elementwise(&d.op)
+                    || (d.op.is_elementwise()
                         && is_operand
                         && b == w
                         && last_use[v.index()] == t

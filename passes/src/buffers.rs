@@ -205,7 +205,7 @@ pub fn assign_buffers(
             }
             // In place: an element-wise op over an operand of its own type whose buffer holds
             // nothing read after this op.
-            if sharing.in_place && is_elementwise(&data.op) {
+            if sharing.in_place && data.op.is_elementwise() {
                 // Of several candidates, the buffer written most recently: the result may
                 // later move into a concat's slice, and the concat's buffer then lives from
                 // its members' first write (a residual `add` over a long-lived operand would
@@ -330,18 +330,4 @@ pub fn assign_buffers(
         buffers,
         num_operators: live.num_operators,
     })
-}
-
-/// Ops whose output element `i` depends only on input element `i` of a same-typed operand, so
-/// writing the output over that operand is safe.
-pub fn is_elementwise(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Unary(_)
-            | Op::Clip { .. }
-            | Op::HardSigmoid { .. }
-            | Op::Binary { .. }
-            | Op::Prelu
-            | Op::BatchNorm { .. }
-    )
 }

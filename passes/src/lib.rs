@@ -8,6 +8,7 @@ pub mod bufferize;
 pub mod buffers;
 pub mod liveness;
 pub mod pipeline;
+pub mod plan;
 pub mod planner;
 pub mod reorder;
 pub mod rewrite;

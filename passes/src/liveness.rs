@@ -7,7 +7,7 @@
 //! constants, so none of them is planned.
 
 use crate::planner::UsageRecord;
-use tir_ir::{EntityRef, Function, Op, OpId, Value};
+use tir_ir::{EntityRef, Function, OpId, Value};
 
 /// Usage records of one function, with the value each record describes.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,15 +34,6 @@ impl Liveness {
     }
 }
 
-/// Whether an op counts in the execution order: weights and buffer allocations are data, not
-/// operators.
-pub fn is_operator(op: &Op) -> bool {
-    !matches!(
-        op,
-        Op::Const { .. } | Op::AllocSlab { .. } | Op::AllocTensor { .. }
-    )
-}
-
 /// Why a function cannot be analysed: it has not been verified.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LivenessError {
@@ -57,7 +48,7 @@ pub fn analyze(func: &Function) -> Result<Liveness, LivenessError> {
     let mut op_index = vec![None; func.ops.len()];
     let mut n = 0;
     for &id in &func.layout {
-        if is_operator(&func.ops[id].op) {
+        if func.ops[id].op.is_operator() {
             op_index[id.index()] = Some(n);
             n += 1;
         }

@@ -1,32 +1,35 @@
-//! The pass manager: MLIR-style pipeline strings such as
+//! The pass manager: pipelines as values ([`Pass`]) or MLIR-style strings such as
 //! `plan{strategy=greedy_by_size,sharing=false},bufferize`, run in order over a module, each
-//! pass timed and reporting statistics, with the verifier (and, once bufferized, the buffer
-//! checker) optionally run after every pass.
+//! pass timed and reporting typed statistics ([`PassReport`]), with the verifier (and, once
+//! bufferized, the buffer checker) optionally run after every pass.
+//!
+//! Passes hand each other data through an explicit [`PassContext`]: `plan` leaves its
+//! [`FunctionPlan`] for `bufferize`; `reorder` leaves the judge's plan of the order it kept
+//! (which `plan` reuses when it is compile's plan); and when the judging of a `reorder` or
+//! `rewrite` was cut short (time budget, or the fast strategies on large programs), they leave
+//! the program they started from, which `plan` keeps if it plans smaller. So a reordered or
+//! rewritten program never plans larger than its input under the `plan` that follows.
 
 use crate::buffer_check::check_bufferized;
-use crate::bufferize::{bufferize, is_bufferized};
-use crate::buffers::{assign_buffers, BufferAssignment, Sharing};
-use crate::planner::{self, lower_bounds, OffsetStrategy, OffsetsPlan, DEFAULT_ALIGNMENT};
-use crate::reorder::{self, ReorderOptions, Scheduler};
+use crate::bufferize::{bufferize, is_bufferized, BufferizeStats};
+use crate::buffers::Sharing;
+use crate::plan::{plan_function, FunctionPlan, PlanPolicy};
+use crate::planner::{self, OffsetStrategy};
+use crate::reorder::{self, ReorderOptions, ReorderStats, Search};
+use crate::rewrite::{RewriteOptions, RewriteStats};
 use std::time::{Duration, Instant};
-use tir_ir::{Module, OpId};
+use tir_ir::{Function, Module};
 
 /// One pass with its options.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Pass {
-    /// Choose a memory-aware operator order (changes only the layout).
+    /// Choose a memory-aware operator order (changes only the layout), judged by its policy.
     Reorder(ReorderOptions),
     /// egg rewriting for memory (issue 8), then the order of its scheduler.
-    Rewrite(crate::rewrite::RewriteOptions),
-    /// Assign buffers and plan their offsets; the plan is kept for `bufferize`.
-    Plan {
-        strategy: OffsetStrategy,
-        align: u64,
-        sharing: bool,
-        /// Bytes of padding planned after every buffer (`tirc compile --guard` puts canary
-        /// bytes there); 0 plans the true sizes.
-        guard: u64,
-    },
+    Rewrite(RewriteOptions),
+    /// Assign buffers and plan their offsets (`plan_function`); the plan is kept for
+    /// `bufferize`.
+    Plan(PlanPolicy),
     /// Make the plan explicit: `alloc_slab`, `alloc_tensor`, `outs`.
     Bufferize,
     /// Run the verifier (and the buffer checker on bufferized functions).
@@ -38,19 +41,24 @@ impl Pass {
         match self {
             Pass::Reorder(_) => "reorder",
             Pass::Rewrite(_) => "rewrite",
-            Pass::Plan { .. } => "plan",
+            Pass::Plan(_) => "plan",
             Pass::Bufferize => "bufferize",
             Pass::Verify => "verify",
         }
     }
 }
 
+/// Every pass and its options, for `--help` and "unknown pass" messages.
+pub const PASSES: &str = "reorder{scheduler=NAME|heuristic,budget=TIME,states=N}, \
+rewrite{scheduler=NAME,budget=TIME,states=N}, plan{strategy=NAME,align=N,sharing=BOOL,guard=N}, \
+bufferize, verify";
+
 /// A pipeline string that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PipelineError {
     #[error("empty pass name in pipeline `{0}`")]
     Empty(String),
-    #[error("unknown pass `{0}`; the passes are: reorder, rewrite, plan, bufferize, verify")]
+    #[error("unknown pass `{0}`; the passes are: {PASSES}")]
     UnknownPass(String),
     #[error("pass `{pass}` has no option `{option}`; it takes: {takes}")]
     UnknownOption {
@@ -102,7 +110,31 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<Pass>, PipelineError> {
         }
         passes.push(make_pass(name, options)?);
     }
+    judge_as_planned(&mut passes);
     Ok(passes)
+}
+
+/// `reorder` and `rewrite` judge with the policy of the `plan` pass that follows them, so the
+/// order they keep is the one that pass plans smallest; with no `plan` after them they keep
+/// their own defaults.
+pub fn judge_as_planned(passes: &mut [Pass]) {
+    let mut next_plan: Option<PlanPolicy> = None;
+    for pass in passes.iter_mut().rev() {
+        match pass {
+            Pass::Plan(p) => next_plan = Some(*p),
+            Pass::Reorder(o) => {
+                if let Some(p) = next_plan {
+                    o.policy = p;
+                }
+            }
+            Pass::Rewrite(o) => {
+                if let Some(p) = next_plan {
+                    o.policy = p;
+                }
+            }
+            Pass::Bufferize | Pass::Verify => {}
+        }
+    }
 }
 
 fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, PipelineError> {
@@ -117,8 +149,7 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
             for (k, v) in options {
                 match k.as_str() {
                     "scheduler" => {
-                        opts.scheduler =
-                            v.parse::<Scheduler>().map_err(|e| bad(&k, e.to_string()))?
+                        opts.search = v.parse::<Search>().map_err(|e| bad(&k, e.to_string()))?
                     }
                     "budget" => {
                         opts.budget.time = parse_duration(&v).ok_or_else(|| {
@@ -144,39 +175,43 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
                 }
             }
             if name == "rewrite" {
-                return Ok(Pass::Rewrite(crate::rewrite::RewriteOptions {
-                    scheduler: opts.scheduler,
+                let Search::Scheduler(scheduler) = opts.search else {
+                    return Err(bad(
+                        "scheduler",
+                        "the rewrite pass judges with one scheduler, not `heuristic`".into(),
+                    ));
+                };
+                return Ok(Pass::Rewrite(RewriteOptions {
+                    scheduler,
                     budget: opts.budget,
-                    align: opts.align,
                     ..Default::default()
                 }));
             }
             Ok(Pass::Reorder(opts))
         }
         "plan" => {
-            let (mut strategy, mut align, mut sharing, mut guard) =
-                (OffsetStrategy::Best, DEFAULT_ALIGNMENT, false, 0);
+            let mut policy = PlanPolicy::default();
             for (k, v) in options {
                 match k.as_str() {
                     "strategy" => {
-                        strategy = v
+                        policy.strategy = v
                             .parse()
                             .map_err(|e: planner::PlanError| bad(&k, e.to_string()))?
                     }
                     "align" => {
-                        align = v
+                        policy.align = v
                             .parse()
                             .ok()
                             .filter(|a: &u64| *a > 0 && a.is_power_of_two())
                             .ok_or_else(|| bad(&k, format!("expected a power of two, got `{v}`")))?
                     }
                     "sharing" => {
-                        sharing = v
+                        policy.sharing = v
                             .parse()
                             .map_err(|_| bad(&k, format!("expected true or false, got `{v}`")))?
                     }
                     "guard" => {
-                        guard = v
+                        policy.guard = v
                             .parse()
                             .map_err(|_| bad(&k, format!("expected a byte count, got `{v}`")))?
                     }
@@ -189,12 +224,7 @@ fn make_pass(name: &str, options: Vec<(String, String)>) -> Result<Pass, Pipelin
                     }
                 }
             }
-            Ok(Pass::Plan {
-                strategy,
-                align,
-                sharing,
-                guard,
-            })
+            Ok(Pass::Plan(policy))
         }
         "bufferize" | "verify" => {
             if let Some((k, _)) = options.into_iter().next() {
@@ -239,21 +269,138 @@ pub enum PassError {
     },
 }
 
-/// What a pass reports.
+/// What the `plan` pass did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanStats {
+    /// The strategy that made the plan.
+    pub strategy: OffsetStrategy,
+    /// The sharing variant kept.
+    pub sharing: Sharing,
+    pub buffers: usize,
+    pub shared_buffers: usize,
+    pub slab: u64,
+    pub lower_bound: u64,
+    /// The slab of the program a `reorder` or `rewrite` started from, kept because it planned
+    /// smaller than theirs (their budget had cut the judging short).
+    pub kept_input: Option<u64>,
+}
+
+/// What a pass reports, typed; [`PassReport::items`] renders it for `tirc opt --stats`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PassReport {
+    Reorder(ReorderStats),
+    Rewrite(Box<RewriteStats>),
+    Plan(PlanStats),
+    Bufferize(BufferizeStats),
+    Verify,
+}
+
+impl PassReport {
+    /// `name = value, ...`, as `--stats` prints it.
+    pub fn summary(&self) -> String {
+        self.items()
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `(name, value)` pairs, in the order `--stats` prints them.
+    pub fn items(&self) -> Vec<(&'static str, String)> {
+        match self {
+            PassReport::Reorder(s) => {
+                let mut items = vec![
+                    ("scheduler", s.scheduler.name().to_string()),
+                    ("peak bytes before", s.peak_before.to_string()),
+                    ("peak bytes after", s.peak_after.to_string()),
+                    ("slab bytes before", s.slab_before.to_string()),
+                    ("slab bytes after", s.slab_after.to_string()),
+                ];
+                if s.kept_input {
+                    items.push(("kept input order", "true".to_string()));
+                }
+                if s.judge_stopped_by_time {
+                    items.push((
+                        "judge",
+                        "stopped by the time budget (slabs are upper bounds)".to_string(),
+                    ));
+                }
+                if let Some(e) = &s.exact {
+                    items.push((
+                        "exact",
+                        match e.stopped {
+                            None => "optimal peak proved".to_string(),
+                            Some(b) => format!(
+                                "stopped by the {} (lower bound {})",
+                                b.name(),
+                                e.lower_bound
+                            ),
+                        },
+                    ));
+                }
+                items
+            }
+            PassReport::Rewrite(s) => {
+                let mut items = vec![
+                    ("scheduler", s.scheduler.name().to_string()),
+                    ("candidate", s.chosen.clone()),
+                    (
+                        "rewrite sites kept",
+                        format!("{} of {}", s.sites_kept, s.sites),
+                    ),
+                    ("sliced weights", s.derived.len().to_string()),
+                    ("peak bytes before", s.peak_before.to_string()),
+                    ("peak bytes after", s.peak_after.to_string()),
+                    ("slab bytes before", s.slab_before.to_string()),
+                    ("slab bytes after", s.slab_after.to_string()),
+                ];
+                if s.budget_stopped {
+                    items.push(("stopped by", "the time budget".to_string()));
+                }
+                items
+            }
+            PassReport::Plan(s) => {
+                let mut items = vec![
+                    ("strategy", s.strategy.name().to_string()),
+                    ("sharing", s.sharing.name().to_string()),
+                    ("buffers", s.buffers.to_string()),
+                    ("shared buffers", s.shared_buffers.to_string()),
+                    ("slab bytes", s.slab.to_string()),
+                    ("lower bound bytes", s.lower_bound.to_string()),
+                ];
+                if let Some(input) = s.kept_input {
+                    items.push(("kept input program", format!("{input} bytes")));
+                }
+                items
+            }
+            PassReport::Bufferize(s) => vec![
+                ("slab bytes", s.slab_size.to_string()),
+                ("buffers", s.buffers.to_string()),
+                ("alloc_tensor ops", s.alloc_tensors.to_string()),
+            ],
+            PassReport::Verify => vec![],
+        }
+    }
+}
+
+/// One pass's report and time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PassStats {
     pub pass: &'static str,
     pub time: Duration,
-    pub stats: Vec<(&'static str, String)>,
+    pub report: PassReport,
 }
 
-/// The plan carried from `plan` to `bufferize`, with the op order it was made for.
-struct Planned {
-    func: String,
-    layout: Vec<OpId>,
-    assignment: BufferAssignment,
-    plan: OffsetsPlan,
-    align: u64,
+/// What passes hand each other (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub struct PassContext {
+    /// The `plan` pass's plan, for `bufferize`.
+    pub planned: Option<FunctionPlan>,
+    /// The judge's plan of the program as `reorder` or `rewrite` left it.
+    pub judged: Option<FunctionPlan>,
+    /// The program a `reorder` or `rewrite` started from, with the judge's plan of it, when
+    /// their judging was cut short: nothing proves that what they kept plans no larger.
+    pub fallback: Option<(Function, Option<FunctionPlan>)>,
 }
 
 /// Runs the passes in order. `after_each` sees the module after every pass (for
@@ -264,15 +411,15 @@ pub fn run_pipeline(
     verify_each: bool,
     mut after_each: impl FnMut(&Pass, &Module),
 ) -> Result<Vec<PassStats>, PassError> {
-    let mut planned: Option<Planned> = None;
+    let mut cx = PassContext::default();
     let mut all = Vec::new();
     for pass in passes {
         let start = Instant::now();
-        let stats = run_one(module, pass, &mut planned)?;
+        let report = run_one(module, pass, &mut cx)?;
         all.push(PassStats {
             pass: pass.name(),
             time: start.elapsed(),
-            stats,
+            report,
         });
         if verify_each || cfg!(debug_assertions) {
             verify_module(module).map_err(|errors| PassError::Invalid {
@@ -301,8 +448,8 @@ pub fn verify_module(module: &mut Module) -> Result<(), Vec<String>> {
 fn run_one(
     module: &mut Module,
     pass: &Pass,
-    planned: &mut Option<Planned>,
-) -> Result<Vec<(&'static str, String)>, PassError> {
+    cx: &mut PassContext,
+) -> Result<PassReport, PassError> {
     let fail = |message: String| PassError::Failed {
         pass: pass.name(),
         message,
@@ -313,143 +460,71 @@ fn run_one(
                 pass: "verify",
                 errors,
             })?;
-            Ok(vec![])
+            Ok(PassReport::Verify)
         }
         Pass::Reorder(opts) => {
             let func = module
                 .entry_mut()
                 .ok_or_else(|| fail("the module has no `@main` function".into()))?;
-            let s = reorder::reorder(func, opts).map_err(|e| fail(e.to_string()))?;
+            let original = func.clone();
+            let r = reorder::reorder(func, opts).map_err(|e| fail(e.to_string()))?;
             // Any earlier plan was made for the old order.
-            *planned = None;
-            let mut stats = vec![
-                ("scheduler", s.scheduler.name().to_string()),
-                ("peak bytes before", s.peak_before.to_string()),
-                ("peak bytes after", s.peak_after.to_string()),
-                ("slab bytes before", s.slab_before.to_string()),
-                ("slab bytes after", s.slab_after.to_string()),
-            ];
-            if s.kept_input {
-                stats.push(("kept input order", "true".to_string()));
-            }
-            if s.judge_stopped_by_time {
-                stats.push((
-                    "judge",
-                    "stopped by the time budget (slabs are upper bounds)".to_string(),
-                ));
-            }
-            if let Some(e) = &s.exact {
-                stats.push((
-                    "exact",
-                    match e.stopped {
-                        None => "optimal peak proved".to_string(),
-                        Some(b) => format!(
-                            "stopped by the {} (lower bound {})",
-                            b.name(),
-                            e.lower_bound
-                        ),
-                    },
-                ));
-            }
-            Ok(stats)
+            cx.planned = None;
+            let unproven = r.stats.judge_stopped_by_time && func.layout != original.layout;
+            cx.fallback = unproven.then_some((original, Some(r.input_plan)));
+            cx.judged = Some(r.plan);
+            Ok(PassReport::Reorder(r.stats))
         }
         Pass::Rewrite(opts) => {
             let func = module
                 .entry_mut()
                 .ok_or_else(|| fail("the module has no `@main` function".into()))?;
-            let s = crate::rewrite::rewrite(func, opts, &mut |_, _, _| {})
+            let original = func.clone();
+            let stats = crate::rewrite::rewrite(func, opts, &mut |_, _, _| {})
                 .map_err(|e| fail(e.to_string()))?;
-            *planned = None;
-            let mut stats = vec![
-                ("scheduler", s.scheduler.name().to_string()),
-                ("candidate", s.chosen.clone()),
-                (
-                    "rewrite sites kept",
-                    format!("{} of {}", s.sites_kept, s.sites),
-                ),
-                ("sliced weights", s.derived.len().to_string()),
-                ("peak bytes before", s.peak_before.to_string()),
-                ("peak bytes after", s.peak_after.to_string()),
-                ("slab bytes before", s.slab_before.to_string()),
-                ("slab bytes after", s.slab_after.to_string()),
-            ];
-            if s.budget_stopped {
-                stats.push(("stopped by", "the time budget".to_string()));
-            }
-            Ok(stats)
+            cx.planned = None;
+            // The rewrite pass judges large programs with the fast strategies only, so its
+            // choice is proven only when it kept the input as laid out.
+            cx.fallback = (*func != original).then_some((original, None));
+            cx.judged = None;
+            Ok(PassReport::Rewrite(Box::new(stats)))
         }
-        Pass::Plan {
-            strategy,
-            align,
-            sharing,
-            guard,
-        } => {
+        Pass::Plan(policy) => {
             let func = module
-                .entry()
+                .entry_mut()
                 .ok_or_else(|| fail("the module has no `@main` function".into()))?;
             if is_bufferized(func) {
                 return Err(fail(format!("`@{}` is already bufferized", func.name)));
             }
-            // Sharing shortens lives and removes copies, but pinning producers into a concat's
-            // buffer can raise the peak; the variants are planned and the smallest slab kept
-            // (ties go to more sharing), so sharing never costs memory.
-            let variants: &[Sharing] = if *sharing {
-                &[Sharing::ALL, Sharing::NO_CONCAT, Sharing::NONE]
-            } else {
-                &[Sharing::NONE]
+            let plan_of = |f: &Function, judged: Option<FunctionPlan>| match judged {
+                Some(p) if p.is_compile_plan_of(f, policy) => Ok(p),
+                _ => plan_function(f, policy).map_err(|e| fail(e.to_string())),
             };
-            let mut chosen: Option<(Sharing, BufferAssignment, OffsetsPlan, &'static str)> = None;
-            for &variant in variants {
-                let assignment = assign_buffers(func, variant).map_err(|e| fail(e.to_string()))?;
-                let mut records = assignment.records();
-                // Guard bytes belong to their buffer for its whole life: padded records.
-                for r in &mut records {
-                    r.size += *guard;
-                }
-                let (plan, used) = if *strategy == OffsetStrategy::Best {
-                    let best =
-                        planner::best_offsets(&records, *align).map_err(|e| fail(e.to_string()))?;
-                    (best.plan, best.strategy.name())
-                } else {
-                    let plan = planner::plan_offsets(&records, *strategy, *align)
-                        .map_err(|e| fail(e.to_string()))?;
-                    (plan, strategy.name())
-                };
-                if chosen
-                    .as_ref()
-                    .is_none_or(|c| plan.total_size < c.2.total_size)
-                {
-                    chosen = Some((variant, assignment, plan, used));
+            let mut plan = plan_of(func, cx.judged.take())?;
+            let mut kept_input = None;
+            if let Some((original, judged)) = cx.fallback.take() {
+                let input = plan_of(&original, judged)?;
+                if input.slab() < plan.slab() {
+                    kept_input = Some(input.slab());
+                    *func = original;
+                    plan = input;
                 }
             }
-            let (variant, assignment, plan, used) =
-                chosen.ok_or_else(|| fail("no sharing variant".into()))?;
-            let mut records = assignment.records();
-            for r in &mut records {
-                r.size += *guard;
-            }
-            let bound = lower_bounds(&records, *align)
-                .map_err(|e| fail(e.to_string()))?
-                .offsets;
-            let stats = vec![
-                ("strategy", used.to_string()),
-                ("sharing", variant.name().to_string()),
-                ("buffers", records.len().to_string()),
-                ("shared buffers", assignment.shared_buffers().to_string()),
-                ("slab bytes", plan.total_size.to_string()),
-                ("lower bound bytes", bound.to_string()),
-            ];
-            *planned = Some(Planned {
-                func: func.name.clone(),
-                layout: func.layout.clone(),
-                assignment,
-                plan,
-                align: *align,
-            });
-            Ok(stats)
+            let lower_bound = plan.lower_bound().map_err(|e| fail(e.to_string()))?;
+            let stats = PlanStats {
+                strategy: plan.strategy,
+                sharing: plan.sharing,
+                buffers: plan.records.len(),
+                shared_buffers: plan.assignment.shared_buffers(),
+                slab: plan.slab(),
+                lower_bound,
+                kept_input,
+            };
+            cx.planned = Some(plan);
+            Ok(PassReport::Plan(stats))
         }
         Pass::Bufferize => {
-            let p = planned.take().ok_or_else(|| {
+            let p = cx.planned.take().ok_or_else(|| {
                 fail("there is no plan: run `plan` first (e.g. `plan,bufferize`)".into())
             })?;
             let func = module
@@ -462,13 +537,9 @@ fn run_one(
                     "the plan was made for another op order; run `plan` again".into(),
                 ));
             }
-            let s = bufferize(func, &p.assignment, &p.plan, p.align)
+            let s = bufferize(func, &p.assignment, &p.plan, p.policy.align)
                 .map_err(|e| fail(e.to_string()))?;
-            Ok(vec![
-                ("slab bytes", s.slab_size.to_string()),
-                ("buffers", s.buffers.to_string()),
-                ("alloc_tensor ops", s.alloc_tensors.to_string()),
-            ])
+            Ok(PassReport::Bufferize(s))
         }
     }
 }

@@ -11,8 +11,10 @@ use proptest::prelude::*;
 use reorder_common::*;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tir_passes::planner::{self, checker::check_offsets, OffsetStrategy};
-use tir_passes::reorder::{self, layout_of, Budget, Dag, ReorderOptions, Scheduler};
+use tir_passes::buffers::{assign_buffers, Sharing};
+use tir_passes::plan::{Effort, PlanPolicy};
+use tir_passes::planner::{self, checker::check_offsets, OffsetStrategy, UsageRecord};
+use tir_passes::reorder::{self, layout_of, Budget, Dag, ReorderOptions, Scheduler, Search};
 
 const ALIGN: u64 = 64;
 
@@ -23,9 +25,31 @@ fn budget(time: Duration) -> Budget {
     }
 }
 
+/// The judge's policy: no sharing, at `ALIGN`.
+fn policy() -> PlanPolicy {
+    PlanPolicy {
+        align: ALIGN,
+        ..PlanPolicy::default()
+    }
+}
+
+/// The usage records of the function laid out in `order`, one buffer per intermediate.
+fn records_of(module: &tir_ir::Module, dag: &Dag, order: &[usize]) -> Vec<UsageRecord> {
+    let mut f = entry(module).clone();
+    f.layout = layout_of(entry(module), dag, order);
+    assign_buffers(&f, Sharing::NONE)
+        .expect("buffers")
+        .records()
+}
+
 /// The smallest checked slab over the strategies `keep` selects, on the order's records.
-fn slab_of(dag: &Dag, order: &[usize], keep: impl Fn(&OffsetStrategy) -> bool) -> u64 {
-    let records = dag.records(order);
+fn slab_of(
+    module: &tir_ir::Module,
+    dag: &Dag,
+    order: &[usize],
+    keep: impl Fn(&OffsetStrategy) -> bool,
+) -> u64 {
+    let records = records_of(module, dag, order);
     let mut best = u64::MAX;
     for s in OffsetStrategy::ALL.into_iter().filter(keep) {
         let plan = planner::plan_offsets(&records, s, ALIGN).expect("plan");
@@ -38,7 +62,14 @@ fn slab_of(dag: &Dag, order: &[usize], keep: impl Fn(&OffsetStrategy) -> bool) -
 /// Exact with `time`: a topological order that only moves ops, judged as promised.
 fn check_exact(module: &tir_ir::Module, time: Duration) {
     let dag = Dag::from_function(entry(module), ALIGN).expect("dag");
-    let sched = reorder::schedule(&dag, Scheduler::Exact, budget(time), ALIGN).expect("schedule");
+    let sched = reorder::schedule_judged(
+        entry(module),
+        &dag,
+        Scheduler::Exact,
+        budget(time),
+        &policy(),
+    )
+    .expect("schedule");
     assert!(dag.is_topological(&sched.order));
     let mut after = module.clone();
     after.entry_mut().expect("main").layout = layout_of(entry(module), &dag, &sched.order);
@@ -47,22 +78,23 @@ fn check_exact(module: &tir_ir::Module, time: Duration) {
     if time.is_zero() {
         // Without time the judge finishes only where a fast plan met the peak breadth (the
         // offsets lower bound), which no quadratic strategy could beat.
-        if !judged.stopped_by_time {
-            assert_eq!(judged.slab, dag.peak(&sched.order));
+        if judged.complete {
+            assert_eq!(judged.slab(), dag.peak(&sched.order));
         }
         assert!(!judged.strategy.is_quadratic(), "{}", judged.strategy);
         assert_eq!(
-            judged.slab,
-            slab_of(&dag, &sched.order, |s| !s.is_quadratic())
+            judged.slab(),
+            slab_of(module, &dag, &sched.order, |s| !s.is_quadratic())
         );
     } else {
-        assert!(!judged.stopped_by_time);
-        let best = planner::best_offsets(&dag.records(&sched.order), ALIGN).expect("plan");
+        assert!(judged.complete && !sched.judge_stopped_by_time);
+        let best =
+            planner::best_offsets(&records_of(module, &dag, &sched.order), ALIGN).expect("plan");
         assert_eq!(
-            (judged.strategy, judged.slab),
+            (judged.strategy, judged.slab()),
             (best.strategy, best.plan.total_size)
         );
-        assert_eq!(judged.slab, slab_of(&dag, &sched.order, |_| true));
+        assert_eq!(judged.slab(), slab_of(module, &dag, &sched.order, |_| true));
     }
 }
 
@@ -88,11 +120,13 @@ proptest! {
         let module = parse(&random_tir(&spec));
         let mut after = module.clone();
         let opts = ReorderOptions {
-            scheduler: Scheduler::ALL[which],
+            search: Search::Scheduler(Scheduler::ALL[which]),
             budget: budget(Duration::ZERO),
-            align: ALIGN,
+            policy: policy(),
         };
-        let stats = reorder::reorder(after.entry_mut().expect("main"), &opts).expect("reorder");
+        let stats = reorder::reorder(after.entry_mut().expect("main"), &opts)
+            .expect("reorder")
+            .stats;
         if !stats.judge_stopped_by_time {
             prop_assert_eq!(stats.slab_before, stats.peak_before);
             prop_assert_eq!(stats.slab_after, stats.peak_after);
@@ -102,7 +136,7 @@ proptest! {
         let input = reorder::input::schedule(&dag);
         prop_assert_eq!(
             stats.slab_before,
-            slab_of(&dag, &input, |s| !s.is_quadratic())
+            slab_of(&module, &dag, &input, |s| !s.is_quadratic())
         );
         if let Some(e) = &stats.exact {
             prop_assert!(e.lower_bound <= e.peak);
@@ -123,12 +157,13 @@ fn no_time_on_darts() {
     check_exact(&module, Duration::ZERO);
     let dag = Dag::from_function(entry(&module), ALIGN).expect("dag");
     let input = reorder::input::schedule(&dag);
-    let fast = slab_of(&dag, &input, |s| !s.is_quadratic());
+    let fast = slab_of(&module, &dag, &input, |s| !s.is_quadratic());
     assert!(
         fast > dag.peak(&input),
         "the input order now plans at its bound"
     );
-    let s = reorder::score_within(&dag, &input, ALIGN, Some(Instant::now())).expect("score");
-    assert!(s.stopped_by_time);
-    assert_eq!(s.slab, fast);
+    let judge = policy().with_effort(Effort::Until(Instant::now()));
+    let s = reorder::judge_order(entry(&module), &dag, &input, &judge).expect("judge");
+    assert!(!s.complete);
+    assert_eq!(s.slab(), fast);
 }

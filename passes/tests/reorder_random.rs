@@ -7,7 +7,8 @@ mod reorder_common;
 use proptest::prelude::*;
 use reorder_common::*;
 use std::time::Duration;
-use tir_passes::reorder::{self, layout_of, Budget, Dag, Scheduler};
+use tir_passes::plan::PlanPolicy;
+use tir_passes::reorder::{self, layout_of, Budget, Dag, Scheduler, Search};
 
 const ALIGN: u64 = 64;
 
@@ -23,6 +24,15 @@ fn dag_spec(max_nodes: usize) -> impl Strategy<Value = Vec<(Vec<usize>, u8)>> {
         (prop::collection::vec(0usize..64, 0..=3), 1u8..=16),
         1..=max_nodes,
     )
+}
+
+/// The judge's policy: the `plan` pass's defaults at `ALIGN`, with or without sharing.
+fn policy(sharing: bool) -> PlanPolicy {
+    PlanPolicy {
+        align: ALIGN,
+        sharing,
+        ..PlanPolicy::default()
+    }
 }
 
 proptest! {
@@ -41,7 +51,8 @@ proptest! {
             let layout = layout_of(entry(&module), &dag, &sched.order);
             after.entry_mut().expect("main").layout = layout;
             check_reordered(&module, &mut after, &dag, &sched.order, ALIGN);
-            reorder::score(&dag, &sched.order, ALIGN).expect("checked plan");
+            reorder::judge_order(entry(&module), &dag, &sched.order, &policy(false))
+                .expect("checked plan");
             match &sched.exact {
                 Some(e) => exact_peak = Some(e.peak),
                 None => heuristic_peaks.push((s, sched.peak)),
@@ -66,16 +77,16 @@ proptest! {
     }
 
     #[test]
-    fn the_pass_changes_only_the_layout(spec in dag_spec(12), which in 0usize..6) {
+    fn the_pass_changes_only_the_layout(spec in dag_spec(12), which in 0usize..6, sharing: bool) {
         let module = parse(&random_tir(&spec));
         let mut after = module.clone();
         let opts = reorder::ReorderOptions {
-            scheduler: Scheduler::ALL[which],
+            search: Search::Scheduler(Scheduler::ALL[which]),
             budget: budget(),
-            align: ALIGN,
+            policy: policy(sharing),
         };
-        let stats = reorder::reorder(after.entry_mut().expect("main"), &opts).expect("reorder");
-        prop_assert!(stats.slab_after <= stats.slab_before);
+        let r = reorder::reorder(after.entry_mut().expect("main"), &opts).expect("reorder");
+        prop_assert!(r.stats.slab_after <= r.stats.slab_before);
         let dag = Dag::from_function(entry(&module), ALIGN).expect("dag");
         // Recover the node order from the new layout.
         let pos: std::collections::HashMap<_, _> =

@@ -3,17 +3,32 @@
 //! writes a static library at OUT and its C header next to it (`OUT` with extension `.h`);
 //! `--guard` plans padded buffers and checks canaries after every op (`tir_codegen::guard`).
 //! `--reorder[=heuristic|exact]` runs the `reorder` pass (issue 8) before planning: the best
-//! heuristic order, or the exact search; never a larger slab than the input order.
-//! `--reorder=egg` runs the `rewrite` pass instead (see `egg.rs`). Every mode fits in
-//! `--time-limit`, judging included.
+//! heuristic order, or the exact search; `--reorder=egg` runs the `rewrite` pass instead (see
+//! `egg.rs`). The pipeline is built as values, and both passes judge with this compile's own
+//! plan policy (`plan_function`), so the `plan` pass after them never plans a larger slab
+//! than the input program's. Every mode fits in `--time-limit`, judging included.
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tir_codegen::{Artifact, Bufferized, Options as CgOptions};
 use tir_interp::Weights;
-use tir_passes::pipeline::{parse_pipeline, run_pipeline, Pass};
-use tir_passes::reorder::{reorder, Budget, ReorderOptions, Scheduler};
+use tir_passes::pipeline::{run_pipeline, Pass, PassReport};
+use tir_passes::plan::PlanPolicy;
+use tir_passes::planner::PlanError;
+use tir_passes::reorder::{Budget, ReorderOptions, Scheduler, Search};
+use tir_passes::rewrite::RewriteOptions;
+
+/// `--reorder`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReorderMode {
+    /// The order of the heuristic scheduler that plans smallest.
+    Heuristic,
+    /// The exact order search.
+    Exact,
+    /// egg rewriting (the `rewrite` pass), then the exact order search.
+    Egg,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {
@@ -37,8 +52,8 @@ pub struct Options {
     /// Test-only: inject an out-of-bounds store after the op defining this value.
     pub guard_fault_op: Option<String>,
     pub opt_level: u8,
-    /// `heuristic`, `exact` or `egg`: reorder (egg: rewrite) the operators before planning.
-    pub reorder: Option<String>,
+    /// Reorder (egg: rewrite) the operators before planning.
+    pub reorder: Option<ReorderMode>,
     /// The time budget of the `reorder` pass (all of it: search and judging) or, with `egg`,
     /// of the `rewrite` pass.
     pub time_limit: std::time::Duration,
@@ -57,9 +72,11 @@ pub fn run(o: Options) -> Result<(), Failure> {
     if o.guard_fault_op.is_some() && !o.guard {
         return Err(Failure::Usage("--guard-fault-op needs --guard".into()));
     }
-    // An `.onnx` model is imported in memory and brings its own weights.
+    // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     let (mut module, model_weights) = if import::is_onnx(&o.model) {
         import::load_onnx(&o.model)?
+    } else if import::is_tflite(&o.model) {
+        import::load_tflite(&o.model)?
     } else {
         (input::load_module(&o.model)?.1, None)
     };
@@ -80,76 +97,78 @@ pub fn run(o: Options) -> Result<(), Failure> {
             None => Weights::generate(&module, o.seed).map_err(|e| err(e.to_string()))?,
         },
     };
-    let mut plan = format!("sharing={}", !o.no_sharing);
-    if o.guard {
-        plan = format!("guard={GUARD_BYTES},{plan}");
-    }
+    let mut policy = PlanPolicy {
+        sharing: !o.no_sharing,
+        guard: if o.guard { GUARD_BYTES } else { 0 },
+        ..PlanPolicy::compile()
+    };
     if let Some(s) = &o.strategy {
-        plan = format!("strategy={s},{plan}");
+        policy.strategy = s
+            .parse()
+            .map_err(|e: PlanError| Failure::Usage(format!("--strategy: {e}")))?;
     }
-    // Issue 8: "reordering never makes a model's slab larger". Each mode judges its candidates
-    // with a planner, but the judge may differ from this compile's (guard bytes, a chosen
-    // strategy, egg's cheaper judge on large programs), so the input program is planned here
-    // too and the reordered one kept only when its compiled slab is not larger.
-    let original = o.reorder.is_some().then(|| module.clone());
-    match o.reorder.as_deref() {
+    let budget = Budget {
+        time: o.time_limit,
+        ..Budget::default()
+    };
+    let mut passes = Vec::new();
+    match o.reorder {
         None => {}
-        Some("heuristic") => reorder_heuristic(&mut module, o.time_limit).map_err(err)?,
-        Some("exact") => {
-            let passes = [Pass::Reorder(ReorderOptions {
-                scheduler: Scheduler::Exact,
-                budget: Budget {
-                    time: o.time_limit,
-                    ..Budget::default()
+        Some(mode @ (ReorderMode::Heuristic | ReorderMode::Exact)) => {
+            passes.push(Pass::Reorder(ReorderOptions {
+                search: match mode {
+                    ReorderMode::Exact => Search::Scheduler(Scheduler::Exact),
+                    _ => Search::Heuristics,
                 },
-                ..ReorderOptions::default()
-            })];
-            let stats = run_pipeline(&mut module, &passes, false, |_, _| {})
-                .map_err(|e| err(e.to_string()))?;
-            let get = |k: &str| {
-                stats
-                    .iter()
-                    .flat_map(|p| p.stats.iter())
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.clone())
-            };
-            if let (Some(b), Some(a)) = (get("slab bytes before"), get("slab bytes after")) {
-                eprintln!("{name}: reorder (exact): slab {b} -> {a} bytes");
-            }
-            if let Some(e) = get("exact").filter(|e| e.starts_with("stopped by the")) {
-                eprintln!("{name}: reorder (exact): search {e}");
-            }
-            if let Some(j) = get("judge") {
-                eprintln!("{name}: reorder (exact): judge {j}");
-            }
+                budget,
+                policy,
+            }))
         }
-        Some("egg") => {
-            let budget = Budget {
-                time: o.time_limit,
-                ..Default::default()
-            };
-            super::egg::rewrite_for_compile(&mut module, &mut weights, budget, &name)
-                .map_err(err)?
-        }
-        Some(other) => {
-            return Err(Failure::Usage(format!(
-                "--reorder: expected heuristic, exact or egg, got `{other}`"
-            )))
-        }
+        Some(ReorderMode::Egg) => passes.push(Pass::Rewrite(RewriteOptions {
+            scheduler: Scheduler::Exact,
+            budget,
+            policy,
+            ..RewriteOptions::default()
+        })),
     }
-    let passes = parse_pipeline(&format!("plan{{{plan}}},bufferize"))
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-    run_pipeline(&mut module, &passes, false, |_, _| {}).map_err(|e| err(e.to_string()))?;
-    if let Some(mut original) = original {
-        run_pipeline(&mut original, &passes, false, |_, _| {}).map_err(|e| err(e.to_string()))?;
-        let (reordered, input) = (slab_of(&mut module), slab_of(&mut original));
-        if matches!((reordered, input), (Some(r), Some(i)) if r > i) {
-            eprintln!(
-                "{name}: the reordered program plans larger ({} bytes) than the input order ({} bytes) under this compile's planner: keeping the input order",
-                reordered.unwrap_or_default(),
-                input.unwrap_or_default()
-            );
-            module = original;
+    passes.extend([Pass::Plan(policy), Pass::Bufferize]);
+    let reports =
+        run_pipeline(&mut module, &passes, false, |_, _| {}).map_err(|e| err(e.to_string()))?;
+    for r in &reports {
+        match &r.report {
+            PassReport::Reorder(s) => {
+                let mode = match o.reorder {
+                    Some(ReorderMode::Exact) => "exact",
+                    _ => "heuristic",
+                };
+                eprintln!(
+                    "{name}: reorder ({mode}): slab {} -> {} bytes",
+                    s.slab_before, s.slab_after
+                );
+                if let Some(b) = s.exact.as_ref().and_then(|e| e.stopped) {
+                    eprintln!(
+                        "{name}: reorder ({mode}): search stopped by the {}",
+                        b.name()
+                    );
+                }
+                if s.judge_stopped_by_time {
+                    eprintln!(
+                        "{name}: reorder ({mode}): judge stopped by the time budget (slabs are upper bounds)"
+                    );
+                }
+            }
+            PassReport::Rewrite(s) => {
+                super::egg::add_derived_weights(&mut weights, &s.derived).map_err(err)?;
+                super::egg::report(s, &name);
+            }
+            PassReport::Plan(p) => {
+                if let Some(input) = p.kept_input {
+                    eprintln!(
+                        "{name}: the reordered program plans larger than the input program ({input} bytes) under this compile's plan: keeping the input program"
+                    );
+                }
+            }
+            PassReport::Bufferize(_) | PassReport::Verify => {}
         }
     }
     let symbol = tir_codegen::symbol_name(
@@ -193,52 +212,5 @@ pub fn run(o: Options) -> Result<(), Failure> {
         o.output.display(),
         start.elapsed().as_secs_f64()
     );
-    Ok(())
-}
-
-/// The slab of a bufferized module (`None` when it does not bufferize-verify; the caller's
-/// own `Bufferized::new` then reports why).
-fn slab_of(module: &mut tir_ir::Module) -> Option<u64> {
-    Bufferized::new(module).ok().map(|p| p.slab_size())
-}
-
-/// `--reorder=heuristic`: the `reorder` pass under every heuristic scheduler, keeping the order
-/// whose plan has the smallest slab (ties keep the earlier scheduler, the input order first).
-/// Each run already keeps the input order when its own order would plan larger. The runs share
-/// `time` (their judging is what takes time), each getting what the earlier ones left.
-fn reorder_heuristic(module: &mut tir_ir::Module, time: Duration) -> Result<(), String> {
-    let deadline = Instant::now() + time;
-    let func = module
-        .entry_mut()
-        .ok_or_else(|| "the module has no `@main` function".to_string())?;
-    let mut best: Option<(u64, tir_ir::Function, u64)> = None;
-    let mut stopped = false;
-    for scheduler in Scheduler::HEURISTICS {
-        let mut f = func.clone();
-        let opts = ReorderOptions {
-            scheduler,
-            budget: Budget {
-                time: deadline.saturating_duration_since(Instant::now()),
-                ..Budget::default()
-            },
-            ..Default::default()
-        };
-        let s = reorder(&mut f, &opts).map_err(|e| e.to_string())?;
-        stopped |= s.judge_stopped_by_time;
-        let better = match &best {
-            None => true,
-            Some((slab, _, _)) => s.slab_after < *slab,
-        };
-        if better {
-            best = Some((s.slab_after, f, s.slab_before));
-        }
-    }
-    if let Some((after, f, before)) = best {
-        *func = f;
-        eprintln!("reorder (heuristic): slab {before} -> {after} bytes");
-    }
-    if stopped {
-        eprintln!("reorder (heuristic): judge stopped by the time budget (slabs are upper bounds)");
-    }
     Ok(())
 }

@@ -5,34 +5,19 @@
 //! computes what the original computes up to summation order.
 
 use tir_interp::{Data, Tensor, Weights};
-use tir_passes::reorder::{Budget, Scheduler};
-use tir_passes::rewrite::{self, DerivedWeight, RewriteOptions};
+use tir_passes::rewrite::{DerivedWeight, RewriteStats};
 
-/// Rewrites `@main` within `budget` (judged by compile's own sharing planner, see
-/// `rewrite::compile_slab`) and adds the derived consts' data to `weights`.
-pub fn rewrite_for_compile(
-    module: &mut tir_ir::Module,
-    weights: &mut Weights,
-    budget: Budget,
-    name: &str,
-) -> Result<(), String> {
-    let func = module
-        .entry_mut()
-        .ok_or_else(|| "the module has no `@main` function".to_string())?;
-    let stats = rewrite::rewrite(
-        func,
-        &RewriteOptions {
-            scheduler: Scheduler::Exact,
-            budget,
-            ..RewriteOptions::default()
-        },
-        &mut |_, _, _| {},
-    )
-    .map_err(|e| e.to_string())?;
-    for d in &stats.derived {
+/// Adds the data of the consts the `rewrite` pass made, each cut from the weight it slices.
+pub fn add_derived_weights(weights: &mut Weights, derived: &[DerivedWeight]) -> Result<(), String> {
+    for d in derived {
         let t = derived_tensor(weights, d)?;
         weights.insert(d.name.clone(), t);
     }
+    Ok(())
+}
+
+/// The rewrite pass's line on stderr.
+pub fn report(stats: &RewriteStats, name: &str) {
     eprintln!(
         "{name}: reorder (egg): slab {} -> {} bytes (reordering alone {}), kept `{}`, {} sliced weights{}",
         stats.slab_before,
@@ -46,7 +31,6 @@ pub fn rewrite_for_compile(
             ""
         }
     );
-    Ok(())
 }
 
 /// `source[slices]`: each `(axis, start, end)` keeps a contiguous range of one axis

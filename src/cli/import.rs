@@ -1,5 +1,5 @@
 //! `tirc import MODEL.onnx -o MODEL.tir [--weights OUT.safetensors] [--dim name=value ...]`:
-//! ONNX → a verified `.tir` plus the safetensors file its `const` ops name.
+//! ONNX or TFLite (`.tflite`) → a verified `.tir` plus the safetensors file its `const` ops name.
 
 use super::{input, Failure};
 use std::path::{Path, PathBuf};
@@ -34,10 +34,26 @@ pub fn run(o: Options) -> Result<(), Failure> {
         ..Default::default()
     };
     let model_name = o.model.display().to_string();
-    let imported = tir_onnx::import_file(&o.model, &opts).map_err(|e| {
-        eprintln!("{model_name}: error: {e}");
-        Failure::Reported
-    })?;
+    let imported = if is_tflite(&o.model) {
+        if !o.dims.is_empty() {
+            return Err(Failure::Usage(
+                "--dim applies to ONNX models only (a TFLite model's shapes are static)".into(),
+            ));
+        }
+        let opts = tir_tflite::ImportOptions {
+            no_cleanup: o.no_cleanup,
+            ..Default::default()
+        };
+        tir_tflite::import_file(&o.model, &opts).map_err(|e| {
+            eprintln!("{model_name}: error: {e}");
+            Failure::Reported
+        })?
+    } else {
+        tir_onnx::import_file(&o.model, &opts).map_err(|e| {
+            eprintln!("{model_name}: error: {e}");
+            Failure::Reported
+        })?
+    };
     let weights_path = o
         .weights
         .clone()
@@ -80,6 +96,31 @@ fn weights_summary(w: &tir_onnx::Weights, path: &Path) -> String {
 pub fn is_onnx(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
+}
+
+/// Whether `path` is a TFLite model (`import` and `compile` dispatch on the extension).
+pub fn is_tflite(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("tflite"))
+}
+
+/// `tirc compile MODEL.tflite`: the model imported in memory (cleanup on), with the weights it
+/// carries as safetensors bytes (`None` when it has no constants).
+pub fn load_tflite(path: &Path) -> Result<(tir_ir::Module, Option<Vec<u8>>), Failure> {
+    let name = path.display().to_string();
+    let imported =
+        tir_tflite::import_file(path, &tir_tflite::ImportOptions::default()).map_err(|e| {
+            eprintln!("{name}: error: {e}");
+            Failure::Reported
+        })?;
+    if imported.weights.is_empty() {
+        return Ok((imported.module, None));
+    }
+    let bytes = imported.weights.to_safetensors().map_err(|e| {
+        eprintln!("{name}: error: cannot encode the weights: {e}");
+        Failure::Reported
+    })?;
+    Ok((imported.module, Some(bytes)))
 }
 
 /// `tirc compile MODEL.onnx`: the model imported in memory (symbolic batch → 1, cleanup on),

@@ -82,9 +82,8 @@ pub enum Command {
         /// scheduler. `--reorder` (or `=all`) shows every scheduler, `=heuristic` the fast
         /// ones, `=exact` the exact search, `=egg` every scheduler plus egg rewriting.
         #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "all",
-              value_parser = ["all", "heuristic", "exact", "egg"],
-              conflicts_with_all = ["records", "json", "emit_csv", "annotate"])]
-        reorder: Option<String>,
+              conflicts_with_all = ["records", "emit_csv", "annotate"])]
+        reorder: Option<reorder::Rows>,
         /// With --reorder: input, kahn, list, dfs, post_order, exact, or `all`.
         #[arg(long, requires = "reorder")]
         scheduler: Option<String>,
@@ -118,7 +117,9 @@ pub enum Command {
     /// Run a pass pipeline and print the resulting IR, e.g. `--passes 'plan{strategy=greedy_by_size},bufferize'`.
     Opt {
         file: PathBuf,
-        /// Comma-separated passes with `{key=value}` options: plan{strategy=NAME,align=N,sharing=BOOL}, bufferize, verify.
+        /// Comma-separated passes with `{key=value}` options: reorder{scheduler=NAME|heuristic,budget=TIME,states=N},
+        /// rewrite{scheduler=NAME,budget=TIME,states=N}, plan{strategy=NAME,align=N,sharing=BOOL,guard=N}, bufferize,
+        /// verify. `reorder` and `rewrite` judge orders by the policy of the `plan` that follows them.
         #[arg(long, short = 'p')]
         passes: String,
         /// Verify (and check buffers) after every pass (always on in debug builds).
@@ -190,17 +191,16 @@ pub enum Command {
         /// Reorder the operators before planning (issue 8): `heuristic` (the default) keeps the
         /// best heuristic order, `exact` runs the exact search, `egg` also rewrites the program
         /// (partitioning over concats, weights sliced); never a larger slab.
-        #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "heuristic",
-              value_parser = ["heuristic", "exact", "egg"])]
-        reorder: Option<String>,
+        #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "heuristic")]
+        reorder: Option<compile::ReorderMode>,
         /// With --reorder: the time budget in seconds (default 10) of the reorder pass, search
         /// and judging included, or with --reorder=egg of the rewrite pass.
         #[arg(long, requires = "reorder")]
         time_limit: Option<f64>,
     },
-    /// Import an ONNX model: a .tir file plus the safetensors file its `const` ops name.
+    /// Import an ONNX or TFLite model: a .tir file plus the safetensors file its `const` ops name.
     Import {
-        /// The .onnx file (external data is read relative to it).
+        /// The .onnx file (external data is read relative to it) or .tflite file.
         model: PathBuf,
         /// The .tir file to write.
         #[arg(long, short = 'o')]
@@ -355,8 +355,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                     })?;
                 return reorder::run(reorder::Options {
                     model,
-                    scheduler: scheduler.unwrap_or_else(|| mode.clone()),
-                    egg: mode == "egg",
+                    rows: mode,
+                    scheduler,
+                    json,
                     align,
                     budget: tir_passes::reorder::Budget {
                         time,

@@ -33,12 +33,11 @@ pub fn run(opts: Options) -> Result<(), Failure> {
     })?;
     if opts.stats {
         for s in &stats {
-            let items: Vec<String> = s.stats.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             eprintln!(
                 "{:<10} {:>10.3} ms  {}",
                 s.pass,
                 s.time.as_secs_f64() * 1e3,
-                items.join(", ")
+                s.report.summary()
             );
         }
     }

@@ -1,6 +1,5 @@
 //! Kernels whose input index is a function of the output index known at compile time:
-//! `pad` with `reflect`/`edge` modes, `resize` (nearest and bilinear), `reduce_mean`, and
-//! gemm whose transposed B is not a weight (so it cannot be stored pre-transposed).
+//! `pad` with `reflect`/`edge` modes, `resize` (nearest and bilinear) and `reduce_mean`.
 //!
 //! Shapes are static, so the per-axis index maps (and bilinear weights) are computed here, at
 //! compile time, and stored as constant tables the kernel reads: the generated loops do no
@@ -8,7 +7,7 @@
 //! `coordinate_transformation_mode` and `nearest_mode`) written independently of the reference
 //! interpreter, which checks them (`codegen/tests/kernels.rs`).
 
-use super::{bytes_of, contiguous, dims, unsupported, Call};
+use super::common::{bytes_of, contiguous, dims, unsupported, Call};
 use crate::nest::{llvm, K, R};
 use crate::storage::Storage;
 use crate::{Arg, Gen};
@@ -16,7 +15,7 @@ use inkwell::module::Linkage;
 use inkwell::values::{FloatValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
 use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode};
-use tir_ir::{Activation, Function, OpData};
+use tir_ir::{Function, OpData};
 
 /// The input index of the (possibly out-of-range) index `i` on an axis of `len` elements:
 /// `reflect` mirrors without repeating the edge (ONNX: `-1 → 1`, `len → len - 2`), `edge`
@@ -156,7 +155,7 @@ fn to_f64<'a, 'c>(k: &K<'a, 'c>, x: FloatValue<'c>) -> R<FloatValue<'c>> {
 /// The kernel of `pad` with `reflect` or `edge` mode: one loop per output axis; the input
 /// offset of output index `o` on axis `d` is `map_d[o] * stride_d`, from a constant table
 /// built at compile time by [`pad_source`].
-pub(super) fn pad_gather<'a, 'c>(
+pub(crate) fn pad_gather<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
     st: &Storage,
@@ -231,7 +230,7 @@ pub(super) fn pad_gather<'a, 'c>(
 /// The kernel of `resize` on NCHW: per image plane, per output row, per output column, the
 /// source taps come from constant tables (rows pre-multiplied by the input width). Bilinear
 /// interpolation is computed in `f64` as the interpreter does.
-pub(super) fn resize<'a, 'c>(
+pub(crate) fn resize<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
     st: &Storage,
@@ -337,7 +336,7 @@ pub(super) fn resize<'a, 'c>(
 
 /// The kernel of `reduce_mean`: the kept axes outside, the reduced axes inside, summed in
 /// `f64` in the input's row-major order (the interpreter's order), then divided by the count.
-pub(super) fn reduce_mean<'a, 'c>(
+pub(crate) fn reduce_mean<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
     st: &Storage,
@@ -443,41 +442,4 @@ pub(super) fn reduce_mean<'a, 'c>(
     })?;
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
-}
-
-/// Gemm whose B is transposed but not a weight (a computed `[N, K]` tensor): each output
-/// element is a dot product of a row of A and a row of B, both contiguous along K (A unless
-/// `trans_a`), summed in `f32` in K order as the interpreter does; `alpha` and, without C,
-/// the activation in the epilogue.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn gemm_nt<'a, 'c>(
-    g: &Gen<'a, 'c>,
-    args: &[Arg; 3],
-    (m, n, kk): (i64, i64, i64),
-    trans_a: bool,
-    alpha: f64,
-    act: Option<Activation>,
-    name: &str,
-) -> R<Call<'c>> {
-    let f = g.kernel(name, args, &[false, false, true]);
-    let k = g.k(f);
-    let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
-    let (a_rs, a_cs) = if trans_a { (1, m) } else { (kk, 1) };
-    k.loop_(0, m, &mut |i| {
-        let ar = k.mul(i, a_rs)?;
-        k.loop_(0, n, &mut |j| {
-            let br = k.mul(j, kk)?;
-            let acc = k.loop_carry(0, kk, 1, vec![k.f(0.0).into()], &mut |l, cur| {
-                let av = k.ld(pa, k.add(ar, k.mul(l, a_cs)?)?)?;
-                let bv = k.ld(pb, k.add(br, l)?)?;
-                let p = k.fmul(av, bv)?;
-                Ok(vec![k.fadd(cur[0].into_float_value(), p)?.into()])
-            })?;
-            let v = k.fmul(k.f(alpha), acc[0].into_float_value())?;
-            let v = super::activation(&k, act, v)?;
-            k.st(po, k.add(k.mul(i, n)?, j)?, v)
-        })
-    })?;
-    llvm(g.builder.build_return(None))?;
-    Ok((f, args.iter().map(|a| a.loc).collect()))
 }

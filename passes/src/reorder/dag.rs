@@ -1,13 +1,12 @@
 //! The operator dataflow DAG the schedulers work on, and its memory simulation.
 //!
-//! Nodes are operators (`const` is data, see `liveness::is_operator`) numbered in input order,
+//! Nodes are operators (`const` is data, see `Op::is_operator`) numbered in input order,
 //! so `0..n` is itself a topological order. Tensors are the intermediates of `liveness.rs`:
 //! results of operators that are not returned. A tensor is live from its producer's step to its
 //! last consumer's step, both inclusive (the seed paper's closed usage records), so the breadth
 //! at a step is the memory held before it plus everything the step defines; this is exactly
 //! `planner::operator_breadths` over the records `liveness::analyze` gives for that order.
 
-use crate::liveness::is_operator;
 use crate::planner::{align_size, UsageRecord};
 use tir_ir::{EntityRef, Function, OpId};
 
@@ -46,13 +45,10 @@ impl Dag {
         let mut ops = Vec::new();
         for &id in &func.layout {
             let op = &func.ops[id].op;
-            if matches!(
-                op,
-                tir_ir::Op::AllocSlab { .. } | tir_ir::Op::AllocTensor { .. }
-            ) {
+            if op.is_buffer_op() {
                 return Err(ReorderError::Bufferized(func.name.clone()));
             }
-            if is_operator(op) {
+            if op.is_operator() {
                 node_of[id.index()] = Some(ops.len());
                 ops.push(id);
             }

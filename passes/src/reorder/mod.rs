@@ -26,7 +26,8 @@ pub mod list;
 pub mod post_order;
 pub mod splice;
 
-use crate::planner::{self, checker::check_offsets, OffsetStrategy, PlanError};
+use crate::plan::{plan_function, Effort, FunctionPlan, PlanFunctionError, PlanPolicy};
+use crate::planner::PlanError;
 pub use dag::Dag;
 pub use exact::{Budget, ExactResult, Stopped};
 use std::fmt;
@@ -110,12 +111,12 @@ pub enum ReorderError {
     InvalidOrder(&'static str),
     #[error("planning the order: {0}")]
     Plan(#[from] PlanError),
-    #[error("the checker rejected the plan of an order: {0}")]
-    Check(String),
+    #[error("planning the order: {0}")]
+    Judge(#[from] PlanFunctionError),
 }
 
 /// What a scheduler returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
     pub scheduler: Scheduler,
     /// Node order (indices into `Dag::ops`).
@@ -124,22 +125,10 @@ pub struct Schedule {
     pub peak: u64,
     /// For `exact`: the search's own result (peak optimum or why it stopped).
     pub exact: Option<ExactResult>,
-    /// For `exact`: the judge's verdict on `order`, which the search judged among its
-    /// candidates; `stopped_by_time` when the budget stopped the judge on any candidate (then
-    /// another might have planned smaller). The heuristics are not judged here.
-    pub judged: Option<Score>,
-}
-
-/// The judge's verdict on an order: the slab of the best offsets strategy on its usage
-/// records, after the independent checker accepted the plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Score {
-    pub slab: u64,
-    /// The strategy that planned it.
-    pub strategy: OffsetStrategy,
-    /// The time budget stopped a quadratic strategy: `slab` is an upper bound of the best
-    /// offsets strategy's.
-    pub stopped_by_time: bool,
+    /// From [`schedule_judged`]: the judge's plan of `order`.
+    pub judged: Option<FunctionPlan>,
+    /// The budget stopped the judge on some candidate: another might have planned smaller.
+    pub judge_stopped_by_time: bool,
 }
 
 /// Share of the exact scheduler's budget the search may spend; the rest is left to the
@@ -147,9 +136,8 @@ pub struct Score {
 /// share is for the quadratic ones (min-cost flow above all), on up to six candidate orders.
 pub const SEARCH_SHARE: f64 = 0.8;
 
-/// Runs one scheduler. `exact` starts from the lowest-peak heuristic order and returns, among
-/// its own order and the heuristics', the one with the smallest planned slab: the peak guides,
-/// the planner judges.
+/// Runs one scheduler: its order and peak breadth, unjudged. `exact` returns the search's
+/// own order; [`schedule_judged`] is what picks among its candidates.
 pub fn schedule(
     dag: &Dag,
     scheduler: Scheduler,
@@ -162,7 +150,22 @@ pub fn schedule(
         Scheduler::List => list::schedule(dag),
         Scheduler::Dfs => dfs::schedule(dag),
         Scheduler::PostOrder => post_order::schedule(dag),
-        Scheduler::Exact => return schedule_exact(dag, budget, align),
+        Scheduler::Exact => {
+            let start = Instant::now();
+            let candidates = fast_orders(dag, align)?;
+            let result = search_exact(dag, &candidates, budget, start);
+            if !dag.is_topological(&result.order) {
+                return Err(ReorderError::InvalidOrder("exact"));
+            }
+            return Ok(Schedule {
+                scheduler,
+                peak: result.peak,
+                order: result.order.clone(),
+                exact: Some(result),
+                judged: None,
+                judge_stopped_by_time: false,
+            });
+        }
     };
     if !dag.is_topological(&order) {
         return Err(ReorderError::InvalidOrder(scheduler.name()));
@@ -173,6 +176,7 @@ pub fn schedule(
         order,
         exact: None,
         judged: None,
+        judge_stopped_by_time: false,
     })
 }
 
@@ -192,18 +196,20 @@ pub fn fast_orders(dag: &Dag, align: u64) -> Result<Vec<Vec<usize>>, ReorderErro
     Ok(orders)
 }
 
-fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, ReorderError> {
-    let start = Instant::now();
-    let deadline = start + budget.time;
-    let candidates = fast_orders(dag, align)?;
-    // Ties keep the earlier heuristic, the input order first.
+/// The exact search from the lowest-peak candidate (ties keep the earlier heuristic, the
+/// input order first), stopping at its share of the budget measured from `start` (so the
+/// heuristics' time counts), which leaves the rest to the judge.
+fn search_exact(
+    dag: &Dag,
+    candidates: &[Vec<usize>],
+    budget: Budget,
+    start: Instant,
+) -> ExactResult {
     let incumbent = candidates
         .iter()
         .min_by_key(|o| dag.peak(o))
         .cloned()
         .unwrap_or_default();
-    // The search stops at its share of the budget (measured from the start, so the heuristics'
-    // time counts), leaving the rest to the judge.
     let search = Budget {
         time: budget
             .time
@@ -211,71 +217,77 @@ fn schedule_exact(dag: &Dag, budget: Budget, align: u64) -> Result<Schedule, Reo
             .saturating_sub(start.elapsed()),
         ..budget
     };
-    let result = exact::schedule(dag, &incumbent, search);
+    exact::schedule(dag, &incumbent, search)
+}
+
+/// Runs one scheduler and judges its order by the policy's plan ([`judge_order`]), all within
+/// `budget.time`. `exact` returns, among its own order and the heuristics', the one with the
+/// smallest slab: the peak guides, the planner judges.
+pub fn schedule_judged(
+    func: &Function,
+    dag: &Dag,
+    scheduler: Scheduler,
+    budget: Budget,
+    policy: &PlanPolicy,
+) -> Result<Schedule, ReorderError> {
+    let start = Instant::now();
+    let judge = policy.with_effort(Effort::Until(start + budget.time));
+    if scheduler != Scheduler::Exact {
+        let mut s = schedule(dag, scheduler, budget, policy.align)?;
+        let plan = judge_order(func, dag, &s.order, &judge)?;
+        s.judge_stopped_by_time = !plan.complete;
+        s.judged = Some(plan);
+        return Ok(s);
+    }
+    let candidates = fast_orders(dag, policy.align)?;
+    let result = search_exact(dag, &candidates, budget, start);
     if !dag.is_topological(&result.order) {
         return Err(ReorderError::InvalidOrder("exact"));
     }
-    let first = score_within(dag, &result.order, align, Some(deadline))?;
-    let mut stopped_by_time = first.stopped_by_time;
+    let first = judge_order(func, dag, &result.order, &judge)?;
+    let mut complete = first.complete;
     let mut best = (first, result.peak, result.order.clone());
     let mut candidates: Vec<(u64, Vec<usize>)> =
         candidates.into_iter().map(|c| (dag.peak(&c), c)).collect();
     candidates.sort_by_key(|c| c.0);
     candidates.dedup_by(|a, b| a.1 == b.1);
     for (p, c) in candidates {
-        // A slab is never below the peak breadth (the offsets lower bound), so an order whose
-        // peak reaches the best slab cannot win; planning is the costly part (`best_offsets`
-        // runs quadratic strategies), so skip it.
-        if p >= best.0.slab || c == best.2 {
+        // Without sharing a slab is never below the peak breadth (the offsets lower bound), so
+        // an order whose peak reaches the best slab cannot win; planning is the costly part
+        // (the best strategy runs quadratic ones), so skip it. Sharing can plan below the
+        // peak, so then every candidate is judged.
+        let hopeless = !policy.sharing && p >= best.0.slab();
+        if hopeless || c == best.2 {
             continue;
         }
-        let s = score_within(dag, &c, align, Some(deadline))?;
-        stopped_by_time |= s.stopped_by_time;
-        if (s.slab, p) < (best.0.slab, best.1) {
+        let s = judge_order(func, dag, &c, &judge)?;
+        complete &= s.complete;
+        if (s.slab(), p) < (best.0.slab(), best.1) {
             best = (s, p, c);
         }
     }
+    let (judged, peak, order) = best;
     Ok(Schedule {
         scheduler: Scheduler::Exact,
-        order: best.2,
-        peak: best.1,
+        order,
+        peak,
         exact: Some(result),
-        judged: Some(Score {
-            stopped_by_time,
-            ..best.0
-        }),
+        judged: Some(judged),
+        judge_stopped_by_time: !complete,
     })
 }
 
-/// The slab of the best offsets strategy on the order's usage records, after the independent
-/// checker accepted the plan.
-pub fn score(dag: &Dag, order: &[usize], align: u64) -> Result<u64, ReorderError> {
-    Ok(score_within(dag, order, align, None)?.slab)
-}
-
-/// [`score`] within a deadline: the quadratic offsets strategies run only while it has not
-/// passed (`planner::best_offsets_within`); the plan is checked either way.
-pub fn score_within(
+/// The judge's verdict on an order: the function laid out in it, planned as `policy` says
+/// ([`plan_function`], which runs the independent checker).
+pub fn judge_order(
+    func: &Function,
     dag: &Dag,
     order: &[usize],
-    align: u64,
-    deadline: Option<Instant>,
-) -> Result<Score, ReorderError> {
-    let records = dag.records(order);
-    let best = planner::best_offsets_within(&records, align, deadline)?;
-    check_offsets(&records, &best.plan, align).map_err(|es| {
-        ReorderError::Check(
-            es.iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        )
-    })?;
-    Ok(Score {
-        slab: best.plan.total_size,
-        strategy: best.strategy,
-        stopped_by_time: best.stopped_by_time(),
-    })
+    policy: &PlanPolicy,
+) -> Result<FunctionPlan, ReorderError> {
+    let mut f = func.clone();
+    f.layout = layout_of(func, dag, order);
+    Ok(plan_function(&f, policy)?)
 }
 
 /// The layout of a node order: each `const` right before its first user, unused ones first,
@@ -316,20 +328,49 @@ pub fn layout_of(func: &Function, dag: &Dag, order: &[usize]) -> Vec<OpId> {
     layout
 }
 
+/// Which orders the `reorder` pass judges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Search {
+    /// The input order and one scheduler's (for `exact`, every candidate it judges).
+    Scheduler(Scheduler),
+    /// Every heuristic scheduler's order ([`Scheduler::HEURISTICS`]); ties keep the earlier.
+    Heuristics,
+}
+
+impl Search {
+    pub fn name(self) -> &'static str {
+        match self {
+            Search::Scheduler(s) => s.name(),
+            Search::Heuristics => "heuristic",
+        }
+    }
+}
+
+impl FromStr for Search {
+    type Err = ReorderError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "heuristic" {
+            return Ok(Search::Heuristics);
+        }
+        s.parse().map(Search::Scheduler)
+    }
+}
+
 /// Options of the `reorder` pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReorderOptions {
-    pub scheduler: Scheduler,
+    pub search: Search,
     pub budget: Budget,
-    pub align: u64,
+    /// How the orders are judged: the plan compile will make (`plan_function`).
+    pub policy: PlanPolicy,
 }
 
 impl Default for ReorderOptions {
     fn default() -> Self {
         ReorderOptions {
-            scheduler: Scheduler::Exact,
+            search: Search::Scheduler(Scheduler::Exact),
             budget: Budget::default(),
-            align: planner::DEFAULT_ALIGNMENT,
+            policy: PlanPolicy::default(),
         }
     }
 }
@@ -337,12 +378,13 @@ impl Default for ReorderOptions {
 /// What the `reorder` pass did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReorderStats {
+    /// The scheduler whose order was kept (`input` when no order planned smaller).
     pub scheduler: Scheduler,
     pub peak_before: u64,
     pub peak_after: u64,
     pub slab_before: u64,
     pub slab_after: u64,
-    /// The scheduler's order planned larger than the input order, which was kept.
+    /// Every order judged planned larger than the input order, which was kept.
     pub kept_input: bool,
     /// `exact` only: whether the peak is proven minimal, or which budget stopped it.
     pub exact: Option<ExactResult>,
@@ -352,43 +394,91 @@ pub struct ReorderStats {
     pub time: Duration,
 }
 
-/// The `reorder` pass on one function: runs the scheduler and applies its order, unless the
-/// input order plans a smaller slab (reordering never makes the slab larger). The whole pass,
-/// judging included, fits in `budget.time`: the input order is judged first (it is always a
-/// candidate), and the scheduler gets what is left.
-pub fn reorder(func: &mut Function, opts: &ReorderOptions) -> Result<ReorderStats, ReorderError> {
+/// The `reorder` pass's result: what it did, and the judge's plans of the kept order and of
+/// the input order (for the `plan` pass, which reuses a complete one and keeps the input when
+/// an incomplete judgement let a larger order through).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reordered {
+    pub stats: ReorderStats,
+    pub plan: FunctionPlan,
+    pub input_plan: FunctionPlan,
+}
+
+/// The `reorder` pass on one function: runs the search and applies the order the judge plans
+/// smallest, the input order among the candidates (so reordering never makes the judged slab
+/// larger). The whole pass, judging included, fits in `budget.time`: the input order is judged
+/// first, and the search gets what is left.
+pub fn reorder(func: &mut Function, opts: &ReorderOptions) -> Result<Reordered, ReorderError> {
     let start = Instant::now();
     let deadline = start + opts.budget.time;
-    let dag = Dag::from_function(func, opts.align)?;
+    let judge = opts.policy.with_effort(Effort::Until(deadline));
+    let dag = Dag::from_function(func, opts.policy.align)?;
     let input = input::schedule(&dag);
-    let before = score_within(&dag, &input, opts.align, Some(deadline))?;
-    let left = Budget {
-        time: deadline.saturating_duration_since(Instant::now()),
-        ..opts.budget
-    };
-    let s = schedule(&dag, opts.scheduler, left, opts.align)?;
-    let after = match s.judged {
-        Some(j) => j,
-        None if s.order == input => before,
-        None => score_within(&dag, &s.order, opts.align, Some(deadline))?,
-    };
+    let before = judge_order(func, &dag, &input, &judge)?;
     let peak_before = dag.peak(&input);
-    let kept_input = after.slab > before.slab;
-    let (order, peak_after, slab_after) = if kept_input {
-        (input, peak_before, before.slab)
-    } else {
-        (s.order, s.peak, after.slab)
-    };
-    func.layout = layout_of(func, &dag, &order);
-    Ok(ReorderStats {
-        scheduler: opts.scheduler,
+    let mut complete = before.complete;
+    // The best so far: (plan, scheduler, order, peak, exact result).
+    let mut best = (
+        before.clone(),
+        Scheduler::Input,
+        input.clone(),
         peak_before,
-        peak_after,
-        slab_before: before.slab,
-        slab_after,
-        kept_input,
-        exact: s.exact,
-        judge_stopped_by_time: before.stopped_by_time || after.stopped_by_time,
-        time: start.elapsed(),
+        None,
+    );
+    let schedulers = match opts.search {
+        Search::Scheduler(s) => vec![s],
+        Search::Heuristics => Scheduler::HEURISTICS.to_vec(),
+    };
+    // One scheduler's order is applied unless the input plans smaller; among the heuristics,
+    // ties keep the earlier scheduler, the input order first.
+    let single = matches!(opts.search, Search::Scheduler(_));
+    let mut judged = vec![input.clone()];
+    let mut rejected_larger = false;
+    for scheduler in schedulers {
+        let left = Budget {
+            time: deadline.saturating_duration_since(Instant::now()),
+            ..opts.budget
+        };
+        let s = if scheduler == Scheduler::Exact {
+            schedule_judged(func, &dag, scheduler, left, &opts.policy)?
+        } else {
+            schedule(&dag, scheduler, left, opts.policy.align)?
+        };
+        complete &= !s.judge_stopped_by_time;
+        let plan = match s.judged {
+            Some(p) => p,
+            None if judged.contains(&s.order) => continue,
+            None => judge_order(func, &dag, &s.order, &judge)?,
+        };
+        judged.push(s.order.clone());
+        complete &= plan.complete;
+        rejected_larger |= plan.slab() > before.slab();
+        let better = if single {
+            plan.slab() <= best.0.slab()
+        } else {
+            plan.slab() < best.0.slab()
+        };
+        if better {
+            best = (plan, scheduler, s.order, s.peak, s.exact);
+        } else if scheduler == Scheduler::Exact {
+            best.4 = s.exact;
+        }
+    }
+    let (plan, scheduler, order, peak_after, exact) = best;
+    func.layout = layout_of(func, &dag, &order);
+    Ok(Reordered {
+        stats: ReorderStats {
+            scheduler,
+            peak_before,
+            peak_after,
+            slab_before: before.slab(),
+            slab_after: plan.slab(),
+            kept_input: order == input && rejected_larger,
+            exact,
+            judge_stopped_by_time: !complete,
+            time: start.elapsed(),
+        },
+        plan,
+        input_plan: before,
     })
 }

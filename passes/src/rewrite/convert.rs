@@ -40,7 +40,7 @@ pub fn enter(func: &Function) -> Result<Entered, RewriteError> {
     let mut original = Vec::new();
     let mut names = HashMap::new();
     for (_, data) in func.ops_in_order() {
-        if matches!(data.op, Op::AllocSlab { .. } | Op::AllocTensor { .. }) {
+        if data.op.is_buffer_op() {
             return Err(RewriteError::Bufferized(func.name.clone()));
         }
         if let Op::Const { .. } = data.op {

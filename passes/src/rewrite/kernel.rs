@@ -26,7 +26,7 @@ use super::lang::{op_of, EGraph, TirNode};
 use super::rules::{self, KernelSplit, RuleSet};
 use super::{convert, Candidate, RewriteError};
 use crate::buffers::{assign_buffers, Sharing};
-use crate::planner::{self, checker::check_offsets, OffsetStrategy};
+use crate::plan::{plan_function, Effort, PlanPolicy};
 use crate::reorder::{self, Dag};
 use egg::{Id, Language, Runner};
 use std::collections::{HashMap, HashSet};
@@ -86,7 +86,7 @@ impl Guide {
 pub fn walk(
     func: &Function,
     entered: &convert::Entered,
-    align: u64,
+    policy: &PlanPolicy,
     node_limit: usize,
     end: Instant,
     progress: super::Progress,
@@ -99,7 +99,8 @@ pub fn walk(
         egraph_classes: 0,
         stopped: false,
     };
-    let input_guide = guide(func, align)?;
+    let align = policy.align;
+    let input_guide = guide(func, policy)?;
     let input_key = input_guide.key();
     // Dense convs with a const filter, live at the peak first, then by output bytes.
     let class_of: HashMap<&str, Id> = entered
@@ -177,7 +178,7 @@ pub fn walk(
         super::candidate(func, &eg, entered, &pick, "kernel", align)
     };
     let mut best = match &base {
-        Some(b) => guide(&b.func, align)?.key(),
+        Some(b) => guide(&b.func, policy)?.key(),
         None => input_guide.key(),
     };
     let mut hot = input_guide.hot;
@@ -221,7 +222,7 @@ pub fn walk(
                 else {
                     continue;
                 };
-                let g = guide(&cand.func, align)?;
+                let g = guide(&cand.func, policy)?;
                 let bar = here.as_ref().map_or(best, |h| h.2.key());
                 level = Some(level.map_or(g.key(), |l| l.min(g.key())));
                 if g.key() < bar {
@@ -370,9 +371,9 @@ fn is_weight_class(eg: &EGraph, id: Id) -> bool {
 /// The walk's guide (see the module doc). Planning is the costly part, so only the two
 /// lowest-peak heuristic orders are planned, with the offsets strategies that are not
 /// quadratic and the two sharing variants compile usually keeps; each plan is checked.
-pub fn guide(func: &Function, align: u64) -> Result<Guide, RewriteError> {
-    let dag = Dag::from_function(func, align)?;
-    let mut orders: Vec<(u64, Vec<usize>)> = reorder::fast_orders(&dag, align)?
+pub fn guide(func: &Function, policy: &PlanPolicy) -> Result<Guide, RewriteError> {
+    let dag = Dag::from_function(func, policy.align)?;
+    let mut orders: Vec<(u64, Vec<usize>)> = reorder::fast_orders(&dag, policy.align)?
         .into_iter()
         .map(|o| (dag.peak(&o), o))
         .collect();
@@ -383,7 +384,9 @@ pub fn guide(func: &Function, align: u64) -> Result<Guide, RewriteError> {
     let mut f = func.clone();
     for (_, order) in orders {
         f.layout = reorder::layout_of(func, &dag, &order);
-        let (slab, sharing) = quick_slab(&f, align)?;
+        let plan = plan_function(&f, &policy.with_effort(Effort::Guide))
+            .map_err(|e| RewriteError::Plan(e.to_string()))?;
+        let (slab, sharing) = (plan.slab(), plan.sharing);
         let (live, steps, hot) = live_peak(&f, sharing)?;
         let g = Guide {
             slab,
@@ -430,35 +433,4 @@ fn live_peak(
         .map(|(v, _)| func.values[tir_ir::Value::new(v)].name.clone())
         .collect();
     Ok((max, steps.len(), names))
-}
-
-/// The smallest slab of the sharing variants with the fast strategies, and its variant.
-fn quick_slab(func: &Function, align: u64) -> Result<(u64, Sharing), RewriteError> {
-    let plan_err = |e: String| RewriteError::Plan(e);
-    let mut best = (u64::MAX, Sharing::ALL);
-    for variant in [Sharing::ALL, Sharing::NO_CONCAT] {
-        let records = assign_buffers(func, variant)
-            .map_err(|e| plan_err(e.to_string()))?
-            .records();
-        for s in OffsetStrategy::ALL
-            .into_iter()
-            .filter(|s| !s.is_quadratic())
-        {
-            let p =
-                planner::plan_offsets(&records, s, align).map_err(|e| plan_err(e.to_string()))?;
-            if p.total_size >= best.0 {
-                continue;
-            }
-            check_offsets(&records, &p, align).map_err(|es| {
-                plan_err(
-                    es.iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            })?;
-            best = (p.total_size, variant);
-        }
-    }
-    Ok(best)
 }

@@ -28,6 +28,7 @@ pub mod lang;
 pub mod rules;
 pub mod shrink;
 
+use crate::plan::{plan_function, Effort, PlanPolicy};
 use crate::reorder::{self, Budget, Dag, ReorderError, Scheduler};
 pub use convert::DerivedWeight;
 use egg::{CostFunction, Extractor, Id, Language, Runner};
@@ -65,7 +66,9 @@ pub struct RewriteOptions {
     pub scheduler: Scheduler,
     /// Time for the whole pass (saturation, candidates, judging); `states` goes to `exact`.
     pub budget: Budget,
-    pub align: u64,
+    /// How candidates are judged: the plan compile will make (`plan_function`), with less
+    /// effort on large programs (see [`JUDGE_FULL_LIMIT`]).
+    pub policy: PlanPolicy,
     /// Saturation limits per rule set.
     pub iter_limit: usize,
     pub node_limit: usize,
@@ -79,7 +82,7 @@ impl Default for RewriteOptions {
         RewriteOptions {
             scheduler: Scheduler::Exact,
             budget: Budget::default(),
-            align: crate::planner::DEFAULT_ALIGNMENT,
+            policy: PlanPolicy::compile(),
             // Partitioning an n-piece concat takes n iterations (one prefix each); the time
             // limit is what usually stops saturation.
             iter_limit: 64,
@@ -180,12 +183,12 @@ pub fn rewrite(
     let start = Instant::now();
     let deadline = start + opts.budget.time;
     let total = opts.budget.time;
-    let input_dag = Dag::from_function(func, opts.align)?;
+    let input_dag = Dag::from_function(func, opts.policy.align)?;
     let input_order = reorder::input::schedule(&input_dag);
     let peak_before = input_dag.peak(&input_order);
-    let slab_before = compile_slab(func, opts.align, false)?;
+    let slab_before = compile_slab(func, &opts.policy, false)?;
 
-    let guide = fast_peak(func, opts.align)?;
+    let guide = fast_peak(func, opts.policy.align)?;
     let mut candidates = vec![Candidate {
         label: "input".into(),
         func: func.clone(),
@@ -197,7 +200,7 @@ pub fn rewrite(
     // every candidate but the input: they are the base the other rules start from.
     let base = match shrink::apply(func, opts.node_limit, start + total.mul_f64(0.05))? {
         Some(f) => {
-            let (peak, pressure) = fast_peak(&f, opts.align)?;
+            let (peak, pressure) = fast_peak(&f, opts.policy.align)?;
             candidates.push(Candidate {
                 label: "shrink".into(),
                 func: f.clone(),
@@ -236,7 +239,14 @@ pub fn rewrite(
         if i == 1 {
             // Kernel-wise partitioning, until 30% of the budget is left.
             let end = deadline.checked_sub(total.mul_f64(0.3)).unwrap_or(start);
-            let k = kernel::walk(&base, &entered, opts.align, opts.node_limit, end, progress)?;
+            let k = kernel::walk(
+                &base,
+                &entered,
+                &opts.policy,
+                opts.node_limit,
+                end,
+                progress,
+            )?;
             nodes = nodes.max(k.egraph_nodes);
             classes = classes.max(k.egraph_classes);
             sites_total += k.sites;
@@ -270,7 +280,7 @@ pub fn rewrite(
             RuleSet::Split => "split",
             RuleSet::All => "split+add",
         };
-        if let Some(c) = candidate(&base, &eg, &entered, &best_node, label, opts.align) {
+        if let Some(c) = candidate(&base, &eg, &entered, &best_node, label, opts.policy.align) {
             candidates.push(c);
         }
         if set != RuleSet::Split {
@@ -303,7 +313,7 @@ pub fn rewrite(
                 Some(n) if !chosen.contains(&id) => n.clone(),
                 _ => best_node(id),
             };
-            match candidate(&base, &eg, &entered, &choice, "greedy", opts.align) {
+            match candidate(&base, &eg, &entered, &choice, "greedy", opts.policy.align) {
                 Some(c) if (c.peak, c.pressure) < best_peak => {
                     best_peak = (c.peak, c.pressure);
                     best_greedy = Some(c);
@@ -376,7 +386,7 @@ pub fn rewrite(
         .collect();
     let (slab_after, i, order, peak_after) = best;
     let winner = candidates.swap_remove(i);
-    let dag = Dag::from_function(&winner.func, opts.align)?;
+    let dag = Dag::from_function(&winner.func, opts.policy.align)?;
     let mut out = winner.func;
     out.layout = reorder::layout_of(&out, &dag, &order);
     *func = out;
@@ -438,50 +448,17 @@ fn candidate(
 /// candidate is judged. The slab is then an upper bound of what compile's `plan` finds.
 pub const JUDGE_FULL_LIMIT: usize = 256;
 
-/// How `tirc compile` plans a function: `plan{sharing=true}` plans the three sharing
-/// variants with the best offsets strategy and keeps the smallest slab. Candidates are judged
-/// by this slab, so the program the pass keeps is the one compile plans smallest (the peak
-/// breadth of the DAG, which has no sharing, is only the search's guide). Every plan goes
-/// through the independent checker.
-/// `full` plans every variant with the best strategy whatever its size, as `plan` does.
-pub fn compile_slab(func: &Function, align: u64, full: bool) -> Result<u64, RewriteError> {
-    use crate::buffers::{assign_buffers, Sharing};
-    use crate::planner::{self, checker::check_offsets, OffsetStrategy};
-    let plan_err = |e: String| RewriteError::Plan(e);
-    let mut best = u64::MAX;
-    for variant in [Sharing::ALL, Sharing::NO_CONCAT, Sharing::NONE] {
-        let records = assign_buffers(func, variant)
-            .map_err(|e| plan_err(e.to_string()))?
-            .records();
-        let plan = if full || records.len() <= JUDGE_FULL_LIMIT {
-            planner::best_offsets(&records, align)
-                .map_err(|e| plan_err(e.to_string()))?
-                .plan
-        } else {
-            let mut fast: Option<planner::OffsetsPlan> = None;
-            for s in OffsetStrategy::ALL
-                .into_iter()
-                .filter(|s| !s.is_quadratic())
-            {
-                let p = planner::plan_offsets(&records, s, align)
-                    .map_err(|e| plan_err(e.to_string()))?;
-                if fast.as_ref().is_none_or(|f| p.total_size < f.total_size) {
-                    fast = Some(p);
-                }
-            }
-            fast.ok_or_else(|| plan_err("no offsets strategy ran".into()))?
-        };
-        check_offsets(&records, &plan, align).map_err(|es| {
-            plan_err(
-                es.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
-        best = best.min(plan.total_size);
-    }
-    Ok(best)
+/// The slab `policy` plans for `func` (`plan_function`, checked): what compile allocates
+/// with `full`, else an upper bound of it above [`JUDGE_FULL_LIMIT`] buffers.
+pub fn compile_slab(func: &Function, policy: &PlanPolicy, full: bool) -> Result<u64, RewriteError> {
+    let effort = if full {
+        Effort::Full
+    } else {
+        Effort::FastAbove(JUDGE_FULL_LIMIT)
+    };
+    plan_function(func, &policy.with_effort(effort))
+        .map(|p| p.slab())
+        .map_err(|e| RewriteError::Plan(e.to_string()))
 }
 
 /// The compile slab of a program under the requested scheduler within `time` (at least
@@ -501,14 +478,14 @@ fn judge(
     until: Option<Instant>,
     known: Option<&HashMap<String, usize>>,
 ) -> Result<(u64, Vec<usize>, u64, bool), RewriteError> {
-    let dag = Dag::from_function(func, opts.align)?;
+    let dag = Dag::from_function(func, opts.policy.align)?;
     let share = Budget {
         time: time.max(Duration::from_millis(1)),
         states: opts.budget.states,
     };
     let mut orders: Vec<Vec<usize>> = Vec::new();
     if opts.scheduler == Scheduler::Exact {
-        orders = reorder::fast_orders(&dag, opts.align)?;
+        orders = reorder::fast_orders(&dag, opts.policy.align)?;
         if let Some(known) = known {
             // The input's judged order where the candidate kept its operators, spliced
             // piece by piece with the heuristics: the search starts from what the input's
@@ -538,7 +515,7 @@ fn judge(
         }
         orders.insert(0, exact.order);
     } else {
-        orders.push(reorder::schedule(&dag, opts.scheduler, share, opts.align)?.order);
+        orders.push(reorder::schedule(&dag, opts.scheduler, share, opts.policy.align)?.order);
     }
     let mut seen = HashSet::new();
     orders.retain(|o| seen.insert(o.clone()));
@@ -551,7 +528,7 @@ fn judge(
             break;
         }
         f.layout = reorder::layout_of(func, &dag, &o);
-        let slab = compile_slab(&f, opts.align, false)?;
+        let slab = compile_slab(&f, &opts.policy, false)?;
         let peak = dag.peak(&o);
         if best.as_ref().is_none_or(|b| (slab, peak) < (b.0, b.2)) {
             best = Some((slab, o, peak));

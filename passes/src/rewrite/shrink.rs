@@ -436,7 +436,7 @@ pub fn apply(
 /// Bytes of every operator result, each once.
 fn intermediate_bytes(func: &Function) -> u64 {
     func.ops_in_order()
-        .filter(|(_, d)| crate::liveness::is_operator(&d.op))
+        .filter(|(_, d)| d.op.is_operator())
         .flat_map(|(_, d)| d.results.iter())
         .map(|&v| func.ty(v).and_then(|t| t.byte_size()).unwrap_or(0))
         .fold(0u64, u64::saturating_add)

@@ -11,7 +11,8 @@
 //! handled by peeling. A stride `s` along the width loads `s·W` contiguous inputs and keeps
 //! every `s`-th lane. Bias and activation are applied in the epilogue before the one store.
 
-use crate::kernels::activation;
+use super::geometry::interval;
+use crate::kernels::common::activation;
 use crate::nest::{llvm, K, R};
 use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
@@ -40,15 +41,6 @@ pub struct Depthwise {
     pub pt: i64,
     pub pl: i64,
     pub act: Option<Activation>,
-}
-
-/// The first and one-past-last index in `0..n` for which `ok` holds, assuming those form an
-/// interval (empty as `(0, 0)`).
-pub(crate) fn interval(n: i64, ok: impl Fn(i64) -> bool) -> (i64, i64) {
-    match (0..n).find(|&i| ok(i)) {
-        Some(a) => (a, (a..n).take_while(|&i| ok(i)).last().map_or(a, |b| b + 1)),
-        None => (0, 0),
-    }
 }
 
 /// Emits the kernel body at the builder's position; `pb` is the optional bias.

@@ -1,4 +1,5 @@
-//! Global average pooling: the mean of each `N·C` plane, summed in `f64` like the reference.
+//! Pooling: `max_pool` and `avg_pool` (a scalar loop over each window), and
+//! `global_avg_pool`, the mean of each `N·C` plane summed in `f64` like the reference.
 //!
 //! The squeeze-and-excitation blocks of EfficientNet and MobileNet v3 pool planes of up to
 //! 112×112; one scalar `f64` add chain per plane ran at the add's latency (8.6% of
@@ -8,21 +9,94 @@
 //! rounding in any order, so the result is the reference's after the cast to `f32` but for
 //! ties of the last `f64` bit.
 
-use super::{args_of, dims, unsupported, Call};
+use super::common::{args_of, dims, unsupported, Call};
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
 use crate::Gen;
 use inkwell::values::{BasicValueEnum, FloatValue, VectorValue};
-use tir_ir::Function;
+use tir_ir::op::Pool2d;
+use tir_ir::{Function, OpData};
+
+/// Max or average pooling on NCHW; padded cells never win a max and count in an average's
+/// divisor only with `count_include_pad`.
+pub(crate) fn pool<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    p: &Pool2d,
+    is_max: bool,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let xd = dims(func, x)?;
+    let od = dims(func, r)?;
+    if xd.len() != 4 {
+        return Err(unsupported(func, op, "pooling needs rank 4"));
+    }
+    let (planes, h, w) = (xd[0] * xd[1], xd[2], xd[3]);
+    let (oh, ow) = (od[2], od[3]);
+    let [kh, kw] = p.kernel.map(|v| v as i64);
+    let [sh, sw] = p.strides.map(|v| v as i64);
+    let [pt, pl, pb, pr] = p.pads.map(|v| v as i64);
+    let args = args_of(func, st, &[x, r])?;
+    let f = g.kernel(name, &args, &[false, true]);
+    let k = g.k(f);
+    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
+    k.loop_(0, planes, &mut |pl_| {
+        let xp = k.gep(px, k.mul(pl_, h * w)?)?;
+        let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
+        k.loop_(0, oh, &mut |oy| {
+            k.loop_(0, ow, &mut |ox| {
+                let by = k.add(k.mul(oy, sh)?, k.c(-pt))?;
+                let bx = k.add(k.mul(ox, sw)?, k.c(-pl))?;
+                let mut acc = k.f(if is_max { f64::NEG_INFINITY } else { 0.0 });
+                let mut cnt = k.f(0.0);
+                for i in 0..kh {
+                    let iy = k.add(by, k.c(i))?;
+                    let iny = k.in_range(iy, 0, h)?;
+                    let cy = k.iclamp(iy, 0, h - 1)?;
+                    let incl_y = k.in_range(iy, -pt, h + pb)?;
+                    for j in 0..kw {
+                        let ix = k.add(bx, k.c(j))?;
+                        let inx = k.in_range(ix, 0, w)?;
+                        let cx = k.iclamp(ix, 0, w - 1)?;
+                        let inside = llvm(k.b.build_and(iny, inx, "in"))?;
+                        let v = k.ld(xp, k.add(k.mul(cy, w)?, cx)?)?;
+                        if is_max {
+                            let m = k.max_nan(acc, v)?;
+                            acc = k.fsel(inside, m, acc)?;
+                        } else {
+                            let s = k.fadd(acc, v)?;
+                            acc = k.fsel(inside, s, acc)?;
+                            let counted = if p.count_include_pad {
+                                let inclx = k.in_range(ix, -pl, w + pr)?;
+                                llvm(k.b.build_and(incl_y, inclx, "c"))?
+                            } else {
+                                inside
+                            };
+                            let c1 = k.fadd(cnt, k.f(1.0))?;
+                            cnt = k.fsel(counted, c1, cnt)?;
+                        }
+                    }
+                }
+                let out = if is_max { acc } else { k.fdiv(acc, cnt)? };
+                k.st(op_, k.add(k.mul(oy, ow)?, ox)?, out)
+            })
+        })
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
 
 /// Independent vector accumulators per plane (each `W` lanes of `f64`: two AVX-512 registers).
 const ACCS: i64 = 2;
 
-pub(super) fn global_avg_pool<'a, 'c>(
+pub(crate) fn global_avg_pool<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
     st: &Storage,
-    op: &tir_ir::OpData,
+    op: &OpData,
     name: &str,
 ) -> R<Vec<Call<'c>>> {
     let (x, r) = (op.operands[0], op.results[0]);

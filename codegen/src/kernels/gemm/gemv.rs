@@ -9,7 +9,7 @@
 //! partial sums of a row are added at the end (the summation order differs from the
 //! reference's, within float rounding).
 
-use super::{finish, Epilogue, Gemm};
+use super::spec::{finish, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, VectorValue};
 

@@ -1,6 +1,6 @@
 //! Stride-1 k×k convolution on narrow images with *row packing* (issue 6/7): the output
 //! pixels of a whole image are one flat axis along the vector lanes, so a 7- or 14-wide row
-//! no longer leaves most of a 16-lane vector idle (the row kernel of [`crate::im2col`] gets
+//! no longer leaves most of a 16-lane vector idle (the row kernel of [`super::im2col`] gets
 //! 7/16 and 14/16 lane occupancy there, and with one vector per tile too few accumulators
 //! to hide the FMA latency).
 //!
@@ -24,8 +24,8 @@
 //! constants), so the path is taken only when the image has at most [`MAX_VECTORS`] of
 //! them; the channel-tile loop stays a runtime loop.
 
-use crate::im2col::Conv;
-use crate::kernels::activation;
+use super::geometry::Conv;
+use crate::kernels::common::activation;
 use crate::nest::{llvm, K, R};
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};

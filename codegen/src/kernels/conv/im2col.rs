@@ -13,37 +13,15 @@
 //! past the row's end). A stride `s` along the width loads `s·W` contiguous inputs and keeps
 //! every `s`-th lane. Bias and activation are applied in the epilogue.
 
-use crate::depthwise::interval;
-use crate::kernels::activation;
+use super::geometry::{interval, Conv};
+use crate::kernels::common::activation;
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
-use tir_ir::Activation;
 
 /// Output channels per tile.
 const MR: i64 = 6;
 /// Vectors of output columns per tile.
 const NV: i64 = 2;
-
-/// A convolution's constant extents (NCHW, weight `[M, C/groups, KH, KW]`).
-pub struct Conv {
-    pub n: i64,
-    pub c: i64,
-    pub h: i64,
-    pub wi: i64,
-    pub m: i64,
-    pub groups: i64,
-    pub kh: i64,
-    pub kw: i64,
-    pub oh: i64,
-    pub ow: i64,
-    pub sh: i64,
-    pub sw: i64,
-    pub dh: i64,
-    pub dw: i64,
-    pub pt: i64,
-    pub pl: i64,
-    pub act: Option<Activation>,
-}
 
 /// A column block: `nv` vectors from output column `ox0`; per vector, which output lanes
 /// exist, and per vector and kernel column, which of the `s·W` loaded input lanes are read.

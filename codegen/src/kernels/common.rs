@@ -1,0 +1,261 @@
+//! What every kernel family builds on: the extents and storage of values, the strided loop
+//! nest that is the whole kernel of every element-wise op and copy ([`strided_kernel`]), and
+//! the fused activations. It imports no kernel family: the families import it, and never one
+//! another's internals.
+
+use crate::nest::{llvm, K, R};
+use crate::storage::{Loc, Storage};
+use crate::{Arg, CodegenError, Gen};
+use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
+use tir_ir::{Activation, Function, OpData, Value};
+
+/// A kernel function and the storage of its arguments, in order: one call of the entry point.
+pub(crate) type Call<'ctx> = (FunctionValue<'ctx>, Vec<Loc>);
+
+/// An operand of a strided loop nest: where it is, how many bytes it spans, and its element
+/// strides over the iteration shape plus a base element offset.
+#[derive(Clone, Debug)]
+pub(crate) struct Strided {
+    pub loc: Loc,
+    pub bytes: u64,
+    pub strides: Vec<i64>,
+    pub base: i64,
+}
+
+pub(crate) type ScalarFn<'f> =
+    &'f dyn for<'a, 'c> Fn(&K<'a, 'c>, &[FloatValue<'c>]) -> R<FloatValue<'c>>;
+
+pub(crate) fn dims(func: &Function, v: Value) -> R<Vec<i64>> {
+    func.ty(v)
+        .map(|t| t.shape.iter().map(|&d| d as i64).collect())
+        .ok_or_else(|| CodegenError::NoStorage(func.value_name(v)))
+}
+
+pub(crate) fn contiguous(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![0; shape.len()];
+    let mut acc = 1;
+    for d in (0..shape.len()).rev() {
+        s[d] = acc;
+        acc *= shape[d];
+    }
+    s
+}
+
+/// NumPy broadcasting: strides of `shape` read over `target` (0 on broadcast axes).
+pub(crate) fn broadcast(shape: &[i64], target: &[i64]) -> Vec<i64> {
+    let own = contiguous(shape);
+    let off = target.len() - shape.len().min(target.len());
+    (0..target.len())
+        .map(|d| {
+            if d < off {
+                0
+            } else {
+                let k = d - off;
+                if shape[k] == 1 && target[d] != 1 {
+                    0
+                } else {
+                    own[k]
+                }
+            }
+        })
+        .collect()
+}
+
+/// The kernel arguments for `vals`: each one's storage and byte size.
+pub(crate) fn args_of(func: &Function, st: &Storage, vals: &[Value]) -> R<Vec<Arg>> {
+    vals.iter()
+        .map(|&v| {
+            Ok(Arg {
+                loc: st.of(func, v)?,
+                bytes: bytes_of(&dims(func, v)?),
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn bytes_of(shape: &[i64]) -> u64 {
+    shape.iter().product::<i64>().max(0) as u64 * 4
+}
+
+/// `v` walked contiguously over its own shape.
+pub(crate) fn full(func: &Function, st: &Storage, v: Value) -> R<Strided> {
+    let d = dims(func, v)?;
+    Ok(Strided {
+        loc: st.of(func, v)?,
+        bytes: bytes_of(&d),
+        strides: contiguous(&d),
+        base: 0,
+    })
+}
+
+/// `v` read over `target` with NumPy broadcasting.
+pub(crate) fn over(func: &Function, st: &Storage, v: Value, target: &[i64]) -> R<Strided> {
+    let d = dims(func, v)?;
+    Ok(Strided {
+        loc: st.of(func, v)?,
+        bytes: bytes_of(&d),
+        strides: broadcast(&d, target),
+        base: 0,
+    })
+}
+
+/// The op's first result and its extents.
+pub(crate) fn result(func: &Function, op: &OpData) -> R<(Value, Vec<i64>)> {
+    let r = op
+        .results
+        .first()
+        .copied()
+        .ok_or_else(|| unsupported(func, op, "no result"))?;
+    Ok((r, dims(func, r)?))
+}
+
+/// Merges adjacent dimensions that every operand walks contiguously; drops unit dimensions.
+fn collapse(shape: &[i64], ops: &mut [&mut Vec<i64>]) -> Vec<i64> {
+    let mut out_shape: Vec<i64> = Vec::new();
+    let mut out: Vec<Vec<i64>> = vec![Vec::new(); ops.len()];
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let merge = !out_shape.is_empty()
+            && ops.iter().enumerate().all(|(i, s)| {
+                let last = *out[i].last().unwrap_or(&0);
+                last == s[d] * shape[d]
+            });
+        if merge {
+            let n = out_shape.len() - 1;
+            out_shape[n] *= shape[d];
+            for (i, s) in ops.iter().enumerate() {
+                let k = out[i].len() - 1;
+                out[i][k] = s[d];
+            }
+        } else {
+            out_shape.push(shape[d]);
+            for (i, s) in ops.iter().enumerate() {
+                out[i].push(s[d]);
+            }
+        }
+    }
+    for (i, s) in ops.iter_mut().enumerate() {
+        **s = std::mem::take(&mut out[i]);
+    }
+    out_shape
+}
+
+/// Nested counted loops over `shape`; the body gets each stride set's element index.
+pub(crate) fn nest<'a, 'c>(
+    k: &K<'a, 'c>,
+    shape: &[i64],
+    sets: &[(&[i64], i64)],
+    body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+) -> R<()> {
+    fn rec<'a, 'c>(
+        k: &K<'a, 'c>,
+        shape: &[i64],
+        sets: &[(&[i64], i64)],
+        ivs: &mut Vec<IntValue<'c>>,
+        body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+    ) -> R<()> {
+        if ivs.len() == shape.len() {
+            let mut idx = Vec::with_capacity(sets.len());
+            for (s, base) in sets {
+                idx.push(k.index(*base, ivs, s)?);
+            }
+            return body(&idx);
+        }
+        let n = shape[ivs.len()];
+        k.loop_(0, n, &mut |iv| {
+            ivs.push(iv);
+            let r = rec(k, shape, sets, ivs, body);
+            ivs.pop();
+            r
+        })
+    }
+    rec(k, shape, sets, &mut Vec::new(), body)
+}
+
+/// A kernel `out[...] = f(ins[...])` over `shape`, the dimensions that every operand walks
+/// contiguously merged (see [`collapse`]) so that LLVM vectorises the innermost loop.
+pub(crate) fn strided_kernel<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    name: &str,
+    shape: &[i64],
+    out: Strided,
+    ins: Vec<Strided>,
+    f: ScalarFn,
+) -> R<Call<'c>> {
+    let mut all: Vec<Strided> = ins;
+    all.push(out);
+    let mut strides: Vec<Vec<i64>> = all.iter().map(|s| s.strides.clone()).collect();
+    let shape = {
+        let mut refs: Vec<&mut Vec<i64>> = strides.iter_mut().collect();
+        collapse(shape, &mut refs)
+    };
+    let args: Vec<Arg> = all
+        .iter()
+        .map(|s| Arg {
+            loc: s.loc,
+            bytes: s.bytes,
+        })
+        .collect();
+    let mut writes = vec![false; all.len()];
+    writes[all.len() - 1] = true;
+    let func = g.kernel(name, &args, &writes);
+    let k = g.k(func);
+    let ptrs: Vec<PointerValue> = (0..all.len() as u32)
+        .map(|i| g.param(func, i))
+        .collect::<R<_>>()?;
+    let sets: Vec<(&[i64], i64)> = strides
+        .iter()
+        .zip(&all)
+        .map(|(s, a)| (s.as_slice(), a.base))
+        .collect();
+    let n = all.len();
+    nest(&k, &shape, &sets, &mut |idx| {
+        let mut vals = Vec::with_capacity(n - 1);
+        for i in 0..n - 1 {
+            vals.push(k.ld(ptrs[i], idx[i])?);
+        }
+        let v = f(&k, &vals)?;
+        k.st(ptrs[n - 1], idx[n - 1], v)
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok((func, all.iter().map(|s| s.loc).collect()))
+}
+
+/// `a` applied to `x` (none: `x`), as the reference applies a fused activation.
+pub(crate) fn activation<'a, 'c>(
+    k: &K<'a, 'c>,
+    a: Option<Activation>,
+    x: FloatValue<'c>,
+) -> R<FloatValue<'c>> {
+    match a {
+        None => Ok(x),
+        Some(Activation::Relu) => k.select_lt(x, k.f(0.0), k.f(0.0), x),
+        Some(Activation::Relu6) => k.clip(x, 0.0, 6.0),
+        Some(Activation::ReluN1To1) => k.clip(x, -1.0, 1.0),
+        Some(Activation::Tanh) => k.tanh(x),
+        Some(Activation::Sigmoid) => sigmoid(k, x),
+        Some(Activation::HardSwish) => {
+            let t = k.clip(k.fadd(x, k.f(3.0))?, 0.0, 6.0)?;
+            k.fdiv(k.fmul(x, t)?, k.f(6.0))
+        }
+    }
+}
+
+pub(crate) fn sigmoid<'a, 'c>(k: &K<'a, 'c>, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+    let e = k.exp(llvm(k.b.build_float_neg(x, "n"))?)?;
+    k.fdiv(k.f(1.0), k.fadd(k.f(1.0), e)?)
+}
+
+pub(crate) fn unsupported(func: &Function, op: &OpData, why: &str) -> CodegenError {
+    CodegenError::Unsupported {
+        op: op.op.name(),
+        value: op
+            .results
+            .first()
+            .map(|&r| func.value_name(r))
+            .unwrap_or_default(),
+        why: why.into(),
+    }
+}

@@ -1,0 +1,31 @@
+//! The register-blocked GEMM micro-kernel that matmul, gemm and 1×1 convolutions run on,
+//! emitted inside their kernel function: [`Gemm`] says what to multiply, [`Epilogue`] what to
+//! do with each sum, [`gemm`] picks the tile shape.
+
+mod gemv;
+mod spec;
+mod tile;
+
+use crate::nest::{K, R};
+pub(crate) use spec::{Epilogue, Gemm};
+
+/// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
+/// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
+///   fully connected layer): a bandwidth-bound matrix-vector product ([`gemv`]);
+/// - narrow N (at most [`tile::NARROW`] vectors): every column in one tile of up to
+///   [`tile::ACC_REGS`] accumulators over the whole K, so A — the big operand there — streams
+///   once (K blocks measured slower: they cut A's rows into short runs);
+/// - otherwise `MR × NV·W` tiles, then one tile of the remaining columns (the last vector
+///   masked with `llvm.masked.*`, never a latency-bound scalar chain) with as many rows as
+///   fit [`tile::ACC_REGS`]. With a short K ([`tile::SHORT_K`]) the output rows, not the B
+///   panel, are what streams, so the row tiles go outside; otherwise K is cut into blocks
+///   whose B panel fits [`tile::PANEL_BYTES`] ([`tile::k_blocks`]) and the column blocks go
+///   outside, so the panel stays in L1 across the row tiles. A block after the first resumes
+///   from the partial sums it stored in C, so every output is still one FMA chain in K
+///   order, and only the last block applies the epilogue.
+pub(crate) fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
+        return gemv::emit(k, w, gm, epi);
+    }
+    tile::emit(k, w, gm, epi)
+}

@@ -1,0 +1,45 @@
+//! What a GEMM multiplies and what it does with each sum, shared by the tile shapes.
+
+use crate::kernels::common::activation;
+use crate::nest::{K, R};
+use inkwell::values::{FloatValue, IntValue, PointerValue};
+use tir_ir::Activation;
+
+/// The epilogue of a GEMM: `alpha * acc + bias[row]`, then the activation.
+#[derive(Clone, Copy)]
+pub(crate) struct Epilogue<'c> {
+    pub alpha: f64,
+    pub row_bias: Option<PointerValue<'c>>,
+    pub act: Option<Activation>,
+}
+
+/// `C[i, j] = epi(Σ_k A[i*a_rs + k*a_cs] * B[k*b_rs + j])`, `C[i*c_rs + j]`.
+pub(crate) struct Gemm<'c> {
+    pub a: PointerValue<'c>,
+    pub a_rs: i64,
+    pub a_cs: i64,
+    pub b: PointerValue<'c>,
+    pub b_rs: i64,
+    pub c: PointerValue<'c>,
+    pub c_rs: i64,
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+}
+
+/// `epi` applied to the sum `acc` of output row `row`.
+pub(crate) fn finish<'a, 'c>(
+    k: &K<'a, 'c>,
+    epi: Epilogue<'c>,
+    acc: FloatValue<'c>,
+    row: IntValue<'c>,
+) -> R<FloatValue<'c>> {
+    let mut v = acc;
+    if epi.alpha != 1.0 {
+        v = k.fmul(v, k.f(epi.alpha))?;
+    }
+    if let Some(b) = epi.row_bias {
+        v = k.fadd(v, k.ld(b, row)?)?;
+    }
+    activation(k, epi.act, v)
+}

@@ -1,0 +1,251 @@
+//! The tiled GEMM: `MR × NV·W` register tiles with vector accumulators, the contiguous output
+//! dimension innermost, K cut into blocks whose B panel stays in L1 (see [`super::gemm`]).
+
+use super::spec::{finish, Epilogue, Gemm};
+use crate::nest::{llvm, K, R};
+use inkwell::values::{BasicValueEnum, IntValue};
+
+/// Rows of a wide tile: `MR × NV·W` accumulators (24 of the 32 AVX-512 registers; the rest
+/// hold the `NV` B vectors and the broadcast A element). Per K step that is `NV + MR` = 10
+/// loads for 24 FMAs, within the two load ports' reach while the two FMA ports stay busy;
+/// measured against 12 × 2 (BLIS's Skylake-X shape), 8 × 3 and 4 × 6 on this machine's
+/// 512×512×512 GEMM and MobileNet's 1×1 layers, 6 × 4 was fastest (issue 6).
+const MR: i64 = 6;
+/// Vectors of columns per wide tile.
+const NV: u32 = 4;
+/// L1 bytes a K block's B panel (`kc × NV·W` floats) may fill: two thirds of the 48 KiB
+/// L1d, the rest holding the A rows' lines and the C tile. Reused across every row tile of
+/// a column block, the panel must stay in L1 or every FMA waits on L2 (unblocked, a
+/// 512×512×512 GEMM's panel is 128 KiB).
+const PANEL_BYTES: i64 = 32 * 1024;
+
+/// The tile shapes of [`super::gemm`] but the matrix-vector product.
+pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    let wl = w as i64;
+    let j0 = k.c(0);
+    if gm.n <= NARROW * wl {
+        // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
+        // tile, more rows per tile, so A — the big operand here — is read once.
+        let nv = (gm.n + wl - 1) / wl;
+        let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
+        let mr = (ACC_REGS / nv).min(12);
+        let mfull = gm.m / mr * mr;
+        let kb = KBlock::whole(k, gm.k);
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv as u32, lanes)
+        })?;
+        if mfull < gm.m {
+            let tail = gm.m - mfull;
+            tile(k, w, gm, epi, kb, k.c(mfull), j0, tail, nv as u32, lanes)?;
+        }
+        return Ok(());
+    }
+    let nr = NV as i64 * wl;
+    let nfull = gm.n / nr * nr;
+    // The columns after the full blocks: one tile of `nrest` vectors, the last one masked.
+    let rest = gm.n - nfull;
+    let nrest = ((rest + wl - 1) / wl) as u32;
+    let lanes_rest = (rest % wl != 0).then_some((rest % wl) as u32);
+    let mfull = gm.m / MR * MR;
+    let rows_tail = gm.m - mfull;
+    // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
+    let rows = |kb: KBlock<'c>, j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
+        let mr = (ACC_REGS / nv as i64).min(12);
+        let mfull = gm.m / mr * mr;
+        k.loop_step(0, mfull, mr, &mut |i0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv, lanes)
+        })?;
+        if mfull < gm.m {
+            tile(k, w, gm, epi, kb, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
+        }
+        Ok(())
+    };
+    let cols = |kb: KBlock<'c>, i0: IntValue<'c>, mr: i64| -> R<()> {
+        k.loop_step(0, nfull, nr, &mut |j0| {
+            tile(k, w, gm, epi, kb, i0, j0, mr, NV, None)
+        })?;
+        if rest > 0 {
+            tile(k, w, gm, epi, kb, i0, k.c(nfull), mr, nrest, lanes_rest)?;
+        }
+        Ok(())
+    };
+    if gm.k <= SHORT_K {
+        let kb = KBlock::whole(k, gm.k);
+        k.loop_step(0, mfull, MR, &mut |i0| cols(kb, i0, MR))?;
+        if rows_tail > 0 {
+            cols(kb, k.c(mfull), rows_tail)?;
+        }
+        return Ok(());
+    }
+    let kc = (PANEL_BYTES / (NV as i64 * wl * 4)).max(8);
+    k_blocks(k, gm.k, kc, &mut |kb| {
+        k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, NV, None))?;
+        if rest > 0 {
+            rows(kb, k.c(nfull), nrest, lanes_rest)?;
+        }
+        Ok(())
+    })
+}
+
+/// At most this many vectors of columns make a GEMM narrow (one column block).
+const NARROW: i64 = 4;
+/// Vector accumulators a narrow tile may hold (of 32 registers with AVX-512; the rest hold
+/// B vectors and the broadcast A element).
+const ACC_REGS: i64 = 24;
+/// K up to which the row tiles go outside the column blocks.
+const SHORT_K: i64 = 32;
+
+/// The K steps `k0 .. k0 + len` of a tile; the first block starts from zero, later ones
+/// from the partial sums stored in C, and only the last applies the epilogue.
+#[derive(Clone, Copy)]
+struct KBlock<'c> {
+    k0: IntValue<'c>,
+    len: i64,
+    first: bool,
+    last: bool,
+}
+
+impl<'c> KBlock<'c> {
+    fn whole<'a>(k: &K<'a, 'c>, len: i64) -> Self {
+        KBlock {
+            k0: k.c(0),
+            len,
+            first: true,
+            last: true,
+        }
+    }
+}
+
+/// Runs `body` over K blocks of at most `kc` steps (balanced: equal blocks but the last):
+/// the first and last are emitted apart, the middle ones as one loop.
+fn k_blocks<'a, 'c>(
+    k: &K<'a, 'c>,
+    kk: i64,
+    kc: i64,
+    body: &mut dyn FnMut(KBlock<'c>) -> R<()>,
+) -> R<()> {
+    let nb = (kk + kc - 1) / kc;
+    if nb <= 1 {
+        return body(KBlock::whole(k, kk));
+    }
+    let balanced = (kk + nb - 1) / nb;
+    let kc = if balanced * (nb - 1) < kk {
+        balanced
+    } else {
+        kc
+    };
+    let last = kc * (nb - 1);
+    body(KBlock {
+        k0: k.c(0),
+        len: kc,
+        first: true,
+        last: false,
+    })?;
+    k.loop_step(kc, last, kc, &mut |k0| {
+        body(KBlock {
+            k0,
+            len: kc,
+            first: false,
+            last: false,
+        })
+    })?;
+    body(KBlock {
+        k0: k.c(last),
+        len: kk - last,
+        first: false,
+        last: true,
+    })
+}
+
+/// One `mr × nv·W` tile over the K block `kb`; with `lanes = Some(n)` only the first `n`
+/// columns of the last vector are loaded and stored (masked).
+#[allow(clippy::too_many_arguments)]
+fn tile<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    kb: KBlock<'c>,
+    i0: IntValue<'c>,
+    j0: IntValue<'c>,
+    mr: i64,
+    nv: u32,
+    lanes: Option<u32>,
+) -> R<()> {
+    let wl = w as i64;
+    let rows: Vec<IntValue> = (0..mr).map(|r| k.add(i0, k.c(r))).collect::<R<_>>()?;
+    let a_rows: Vec<IntValue> = rows.iter().map(|&r| k.mul(r, gm.a_rs)).collect::<R<_>>()?;
+    let c_at = |r: usize, v: u32| -> R<IntValue<'c>> {
+        let ci = k.add(k.mul(rows[r], gm.c_rs)?, j0)?;
+        k.add(ci, k.c(v as i64 * wl))
+    };
+    let masked = |v: u32| lanes.filter(|_| v + 1 == nv);
+    let init: Vec<BasicValueEnum> = if kb.first {
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        vec![zero; (mr as usize) * nv as usize]
+    } else {
+        let mut init = Vec::with_capacity((mr as usize) * nv as usize);
+        for r in 0..mr as usize {
+            for v in 0..nv {
+                let at = c_at(r, v)?;
+                init.push(
+                    match masked(v) {
+                        Some(n) => k.ldv_masked(gm.c, at, w, n)?,
+                        None => k.ldv(gm.c, at, w)?,
+                    }
+                    .into(),
+                );
+            }
+        }
+        init
+    };
+    let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
+        let kk = k.add(kb.k0, kk)?;
+        let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
+        let bv: Vec<_> = (0..nv)
+            .map(|v| {
+                let at = k.add(bi, k.c(v as i64 * wl))?;
+                match masked(v) {
+                    Some(n) => k.ldv_masked(gm.b, at, w, n),
+                    None => k.ldv(gm.b, at, w),
+                }
+            })
+            .collect::<R<_>>()?;
+        let ak = k.mul(kk, gm.a_cs)?;
+        let mut next = Vec::with_capacity(cur.len());
+        for &ar in &a_rows {
+            let a = k.splat(k.ld(gm.a, k.add(ar, ak)?)?, w)?;
+            for &b in &bv {
+                let c = cur[next.len()].into_vector_value();
+                next.push(k.fma(a, b, c)?.into());
+            }
+        }
+        Ok(next)
+    })?;
+    for (r, &row) in rows.iter().enumerate() {
+        for v in 0..nv {
+            let vec = acc[r * nv as usize + v as usize].into_vector_value();
+            let out = if kb.last {
+                let mut out = k.vty(w).get_undef();
+                for l in 0..masked(v).unwrap_or(w) {
+                    let x = finish(k, epi, k.lane(vec, l)?, row)?;
+                    out = llvm(k.b.build_insert_element(
+                        out,
+                        x,
+                        k.ctx.i32_type().const_int(l.into(), false),
+                        "o",
+                    ))?;
+                }
+                out
+            } else {
+                vec
+            };
+            let at = c_at(r, v)?;
+            match masked(v) {
+                Some(n) => k.stv_masked(gm.c, at, out, n)?,
+                None => k.stv(gm.c, at, out)?,
+            }
+        }
+    }
+    Ok(())
+}

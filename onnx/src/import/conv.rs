@@ -1,0 +1,172 @@
+//! Conv, MaxPool, AveragePool, GlobalAveragePool: 2-D (NCHW) only, padding resolved
+//! statically (`auto_pad` included).
+
+use super::attrs::{to_u64s, two, Attrs};
+use super::{Importer, R};
+use crate::error::{AttrError, NodeError};
+use crate::proto::NodeProto;
+use tir_ir::op::{Conv2d, Pool2d};
+use tir_ir::Op;
+
+impl Importer {
+    pub(super) fn conv(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let x = self.req_in(node, 0)?;
+        let w = self.req_in(node, 1)?;
+        let xs = self.shape_of(&x);
+        let ws = self.shape_of(&w);
+        if xs.len() != 4 || ws.len() != 4 {
+            return Err(NodeError::ConvRank {
+                input: xs.len(),
+                weight: ws.len(),
+            });
+        }
+        let kernel = [ws[2], ws[3]];
+        if let Some(k) = a.ints("kernel_shape")? {
+            if to_u64s("kernel_shape", &k)? != kernel {
+                return Err(NodeError::KernelShape {
+                    attribute: k,
+                    weight: kernel,
+                });
+            }
+        }
+        let strides = two(
+            "strides",
+            &to_u64s("strides", &a.ints("strides")?.unwrap_or(vec![1, 1]))?,
+        )?;
+        let dilations = two(
+            "dilations",
+            &to_u64s("dilations", &a.ints("dilations")?.unwrap_or(vec![1, 1]))?,
+        )?;
+        if strides.contains(&0) || dilations.contains(&0) {
+            return Err(NodeError::NotPositive {
+                what: "strides and dilations",
+            });
+        }
+        let groups = a.int("group")?.unwrap_or(1);
+        if groups <= 0 {
+            return Err(AttrError::NotPositive {
+                name: "group",
+                value: groups,
+            }
+            .into());
+        }
+        let pads = spatial_pads(a, &xs, kernel, strides, dilations)?;
+        let c = Conv2d {
+            strides,
+            dilations,
+            pads,
+            groups: groups as u64,
+            activation: None,
+        };
+        let x = self.in_value(node, 0)?;
+        let w = self.in_value(node, 1)?;
+        let mut ops = vec![x, w];
+        ops.extend(self.opt_in_value(node, 2)?);
+        self.emit(node, Op::Conv2d(c), &ops)
+    }
+
+    pub(super) fn pool(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
+        self.only_first_outputs(node, 1)?;
+        let x = self.req_in(node, 0)?;
+        let xs = self.shape_of(&x);
+        if xs.len() != 4 {
+            return Err(NodeError::PoolRank { rank: xs.len() });
+        }
+        let kernel = two(
+            "kernel_shape",
+            &to_u64s(
+                "kernel_shape",
+                &a.ints("kernel_shape")?.ok_or(AttrError::Missing {
+                    name: "kernel_shape",
+                })?,
+            )?,
+        )?;
+        if kernel.contains(&0) {
+            return Err(NodeError::NotPositive {
+                what: "kernel_shape",
+            });
+        }
+        let strides = two(
+            "strides",
+            &to_u64s("strides", &a.ints("strides")?.unwrap_or(vec![1, 1]))?,
+        )?;
+        if strides.contains(&0) {
+            return Err(NodeError::NotPositive { what: "strides" });
+        }
+        if let Some(d) = a.ints("dilations")? {
+            if d.iter().any(|&v| v != 1) {
+                return Err(NodeError::PoolDilations { dilations: d });
+            }
+        }
+        if a.int("storage_order")?.unwrap_or(0) != 0 {
+            return Err(NodeError::FlagSet {
+                attribute: "storage_order",
+            });
+        }
+        let pads = spatial_pads(a, &xs, kernel, strides, [1, 1])?;
+        let p = Pool2d {
+            kernel,
+            strides,
+            pads,
+            ceil_mode: a.int("ceil_mode")?.unwrap_or(0) != 0,
+            count_include_pad: a.int("count_include_pad")?.unwrap_or(0) != 0,
+        };
+        let op = if op_type == "MaxPool" {
+            Op::MaxPool(p)
+        } else {
+            Op::AvgPool(p)
+        };
+        let x = self.in_value(node, 0)?;
+        self.emit(node, op, &[x])
+    }
+
+    pub(super) fn global_avg_pool(&mut self, node: &NodeProto) -> R<()> {
+        let x = self.in_value(node, 0)?;
+        self.emit(node, Op::GlobalAvgPool, &[x])
+    }
+}
+
+/// `pads` or the padding `auto_pad` implies, as `[top, left, bottom, right]`.
+fn spatial_pads(
+    a: &Attrs,
+    xs: &[u64],
+    kernel: [u64; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+) -> R<[u64; 4]> {
+    let auto = a.string("auto_pad")?.unwrap_or_else(|| "NOTSET".into());
+    match auto.as_str() {
+        "NOTSET" => {
+            let p = to_u64s("pads", &a.ints("pads")?.unwrap_or(vec![0; 4]))?;
+            match p.as_slice() {
+                [t, l, b, r] => Ok([*t, *l, *b, *r]),
+                _ => Err(NodeError::PadsCount { count: p.len() }),
+            }
+        }
+        "VALID" => Ok([0; 4]),
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let mut p = [0u64; 4];
+            for i in 0..2 {
+                let inp = xs[2 + i];
+                let out = inp.div_ceil(strides[i]);
+                let eff = dilations[i]
+                    .saturating_mul(kernel[i].max(1) - 1)
+                    .saturating_add(1);
+                let total = (out.saturating_sub(1))
+                    .saturating_mul(strides[i])
+                    .saturating_add(eff)
+                    .saturating_sub(inp);
+                let small = total / 2;
+                let (begin, end) = if auto == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                };
+                p[i] = begin;
+                p[i + 2] = end;
+            }
+            Ok(p)
+        }
+        _ => Err(NodeError::AutoPad { value: auto }),
+    }
+}

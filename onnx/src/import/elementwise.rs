@@ -1,0 +1,176 @@
+//! Element-wise ops: Add/Sub/Mul/Div, the unary activations, Clip, HardSigmoid, PRelu, and the
+//! erf form of GELU that PyTorch exports before opset 20, recognised as one op.
+
+use super::attrs::{scalar_of, Attrs};
+use super::{Importer, Val, R};
+use crate::error::NodeError;
+use crate::proto::NodeProto;
+use crate::tensor::Tensor;
+use std::rc::Rc;
+use tir_ir::{BinaryOp, Op, UnaryOp};
+
+impl Importer {
+    pub(super) fn binary(&mut self, node: &NodeProto, op_type: &str) -> R<()> {
+        let op = match op_type {
+            "Add" => BinaryOp::Add,
+            "Sub" => BinaryOp::Sub,
+            "Mul" => BinaryOp::Mul,
+            _ => BinaryOp::Div,
+        };
+        let x = self.in_value(node, 0)?;
+        let y = self.in_value(node, 1)?;
+        self.emit(
+            node,
+            Op::Binary {
+                op,
+                activation: None,
+            },
+            &[x, y],
+        )
+    }
+
+    pub(super) fn unary(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
+        let u = match op_type {
+            "Relu" => UnaryOp::Relu,
+            "Sigmoid" => UnaryOp::Sigmoid,
+            "Tanh" => UnaryOp::Tanh,
+            "Exp" => UnaryOp::Exp,
+            "HardSwish" => UnaryOp::HardSwish,
+            _ => {
+                let approx = a.string("approximate")?.unwrap_or_else(|| "none".into());
+                if approx != "none" {
+                    return Err(NodeError::GeluApproximate { value: approx });
+                }
+                UnaryOp::Gelu
+            }
+        };
+        let x = self.in_value(node, 0)?;
+        self.emit(node, Op::Unary(u), &[x])
+    }
+
+    pub(super) fn clip(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let scalar = |t: Option<Rc<Tensor>>, what: &'static str| -> R<Option<f64>> {
+            match t {
+                None => Ok(None),
+                Some(t) if t.numel() == 1 => Ok(Some(scalar_of(&t))),
+                Some(t) => Err(NodeError::NotScalar {
+                    what,
+                    shape: t.shape.clone(),
+                }),
+            }
+        };
+        let min = scalar(self.const_in(node, 1, "min")?, "min")?
+            .or(a.float("min")?)
+            .unwrap_or(f64::NEG_INFINITY);
+        let max = scalar(self.const_in(node, 2, "max")?, "max")?
+            .or(a.float("max")?)
+            .unwrap_or(f64::INFINITY);
+        if min > max || min.is_nan() || max.is_nan() {
+            return Err(NodeError::ClipRange { min, max });
+        }
+        let x = self.in_value(node, 0)?;
+        self.emit(node, Op::Clip { min, max }, &[x])
+    }
+
+    pub(super) fn hard_sigmoid(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let op = Op::HardSigmoid {
+            alpha: a.float("alpha")?.unwrap_or(0.2),
+            beta: a.float("beta")?.unwrap_or(0.5),
+        };
+        let x = self.in_value(node, 0)?;
+        self.emit(node, op, &[x])
+    }
+
+    pub(super) fn prelu(&mut self, node: &NodeProto) -> R<()> {
+        let x = self.in_value(node, 0)?;
+        let s = self.in_value(node, 1)?;
+        self.emit(node, Op::Prelu, &[x, s])
+    }
+
+    /// Recognises `Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)` (either operand order, the
+    /// `0.5` applied to `x` first, or `Mul(x, 1/sqrt 2)` for the division) around the `Erf` at
+    /// `erf`, where every intermediate has exactly one consumer and is not a graph output.
+    /// Returns `x`, the pattern's output and the later nodes it covers.
+    pub(super) fn erf_gelu(
+        &self,
+        nodes: &[NodeProto],
+        erf: usize,
+    ) -> Option<(String, String, Vec<usize>)> {
+        let op = |i: usize| nodes[i].op_type.as_deref().unwrap_or("");
+        let scalar = |name: &str| match self.env.get(name) {
+            Some(Val::Const(t)) if t.numel() == 1 => Some(t.floats()[0]),
+            _ => None,
+        };
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-4);
+        let producer = |name: &str| {
+            nodes
+                .iter()
+                .position(|n| n.output.iter().any(|o| o == name))
+        };
+        let consumers = |name: &str| -> Vec<usize> {
+            nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| n.input.iter().any(|i| i == name))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let private = |name: &str| -> Option<usize> {
+            let c = consumers(name);
+            (c.len() == 1 && !self.graph_outputs.contains(name)).then(|| c[0])
+        };
+        let other = |n: &NodeProto, this: &str| -> Option<String> {
+            match n.input.as_slice() {
+                [a, b] if a == this => Some(b.clone()),
+                [a, b] if b == this => Some(a.clone()),
+                _ => None,
+            }
+        };
+        let erf_in = nodes[erf].input.first()?;
+        let d = producer(erf_in)?;
+        let [x, c] = nodes[d].input.as_slice() else {
+            return None;
+        };
+        let scaled = match op(d) {
+            "Div" => near(scalar(c), std::f64::consts::SQRT_2),
+            "Mul" => near(scalar(c), std::f64::consts::FRAC_1_SQRT_2),
+            _ => false,
+        };
+        if !scaled || private(erf_in)? != erf {
+            return None;
+        }
+        let e_out = nodes[erf].output.first()?;
+        let add = private(e_out)?;
+        if op(add) != "Add" || !near(scalar(&other(&nodes[add], e_out)?), 1.0) {
+            return None;
+        }
+        let a_out = nodes[add].output.first()?;
+        let m1 = private(a_out)?;
+        if op(m1) != "Mul" {
+            return None;
+        }
+        let partner = other(&nodes[m1], a_out)?;
+        let m1_out = nodes[m1].output.first()?.clone();
+        if &partner == x {
+            // 0.5 * (x * (1 + erf)).
+            let m2 = private(&m1_out)?;
+            if op(m2) != "Mul" || !near(scalar(&other(&nodes[m2], &m1_out)?), 0.5) {
+                return None;
+            }
+            return Some((
+                x.clone(),
+                nodes[m2].output.first()?.clone(),
+                vec![add, m1, m2],
+            ));
+        }
+        // (x * 0.5) * (1 + erf), the half computed before the Erf.
+        let h = producer(&partner)?;
+        if op(h) != "Mul"
+            || private(&partner)? != m1
+            || other(&nodes[h], x).as_deref().map(|c| near(scalar(c), 0.5)) != Some(true)
+        {
+            return None;
+        }
+        Some((x.clone(), m1_out, vec![add, m1]))
+    }
+}

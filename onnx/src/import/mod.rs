@@ -1,0 +1,663 @@
+//! The graph walk: ONNX nodes in order → folded constants or IR ops.
+//!
+//! This file holds the entry points, the importer's state and the dispatcher ([`Importer::node`]);
+//! each op family lives in its own module: [`conv`] (convolution, pooling), [`linear`] (MatMul,
+//! Gemm), [`elementwise`] (binary, unary, activations, the erf-GELU pattern), [`shape`]
+//! (reshape, views, concat, split, slice, pad), [`norm`] (normalisations, softmax, reductions),
+//! [`resize`], and [`fold`] (evaluating nodes whose inputs are all constants, which is how the
+//! shape subgraphs PyTorch exports disappear).
+
+mod attrs;
+mod conv;
+mod elementwise;
+mod fold;
+mod linear;
+mod norm;
+mod resize;
+mod shape;
+
+use crate::error::{DTypeError, ImportError, InputError, NodeError, Oversized};
+use crate::proto::{ModelProto, NodeProto};
+use crate::tensor::{self, Tensor};
+use crate::{Imported, Weights};
+use attrs::Attrs;
+use prost::Message;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use tir_ir::{DType, Function, Module, Op, TensorType, UnaryOp, Value};
+
+/// The opsets whose semantics the importer follows.
+pub const MIN_OPSET: i64 = 11;
+pub const MAX_OPSET: i64 = 21;
+
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Values for symbolic input dimensions (`--dim name=value`). A symbolic first dimension
+    /// without a value is the batch and becomes 1.
+    pub dims: Vec<(String, u64)>,
+    /// Where external-data files are looked up (the model's directory).
+    pub base_dir: Option<PathBuf>,
+    /// The module name (default: the graph's name, else `model`).
+    pub name: Option<String>,
+    /// Skip the import-time cleanup (activation fusion, BatchNormalization folding).
+    pub no_cleanup: bool,
+}
+
+/// Reads and imports an `.onnx` file; external data is read beside it.
+pub fn import_file(path: &Path, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let bytes = std::fs::read(path).map_err(|e| ImportError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut opts = opts.clone();
+    if opts.base_dir.is_none() {
+        opts.base_dir = Some(
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        );
+    }
+    if opts.name.is_none() {
+        opts.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    }
+    import_bytes(&bytes, &opts)
+}
+
+/// Imports a serialized `ModelProto`.
+pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let model = ModelProto::decode(bytes).map_err(|e| ImportError::Decode(e.to_string()))?;
+    import_model(&model, opts)
+}
+
+/// Imports a decoded model.
+pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    let graph = model.graph.as_ref().ok_or(ImportError::NoGraph)?;
+    let opset = model
+        .opset_import
+        .iter()
+        .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
+        .and_then(|o| o.version)
+        .ok_or(ImportError::NoDefaultOpset)?;
+    if !(MIN_OPSET..=MAX_OPSET).contains(&opset) {
+        return Err(ImportError::Opset { opset });
+    }
+    let name = opts
+        .name
+        .clone()
+        .or_else(|| graph.name.clone().filter(|n| !n.is_empty()))
+        .unwrap_or_else(|| "model".into());
+    let mut imp = Importer {
+        opset,
+        env: HashMap::new(),
+        materialized: HashMap::new(),
+        em: Emitter::new(),
+        weights: Weights::default(),
+        graph_outputs: graph.output.iter().filter_map(|o| o.name.clone()).collect(),
+        used: HashSet::new(),
+        weight_keys: HashSet::new(),
+    };
+    for n in &graph.node {
+        imp.used
+            .extend(n.input.iter().filter(|s| !s.is_empty()).cloned());
+    }
+    imp.used.extend(imp.graph_outputs.iter().cloned());
+
+    let base_dir = opts.base_dir.as_deref();
+    for init in &graph.initializer {
+        let iname = init.name.clone().unwrap_or_default();
+        let t = Tensor::from_proto(init, base_dir).map_err(|problem| ImportError::Initializer {
+            name: iname.clone(),
+            problem,
+        })?;
+        imp.env.insert(iname, Val::Const(Rc::new(t)));
+    }
+    if !graph.sparse_initializer.is_empty() {
+        return Err(ImportError::SparseInitializers);
+    }
+
+    // Graph inputs (those that are not initializers: before IR version 4 every initializer
+    // was listed as an input too).
+    let mut dims_used = HashSet::new();
+    for input in &graph.input {
+        let iname = input.name.clone().unwrap_or_default();
+        if imp.env.contains_key(&iname) {
+            continue;
+        }
+        let ty = input_type(input, opts, &mut dims_used).map_err(|problem| ImportError::Input {
+            name: iname.clone(),
+            problem,
+        })?;
+        let vname = imp.em.unique(&iname);
+        let v = imp.em.func.add_param(vname.clone(), ty);
+        imp.em.names.insert(vname);
+        imp.env.insert(iname, Val::Ir(v));
+    }
+    for (d, _) in &opts.dims {
+        if !dims_used.contains(d) {
+            return Err(ImportError::UnusedDim { name: d.clone() });
+        }
+    }
+
+    let mut skip = HashSet::new();
+    for (index, node) in graph.node.iter().enumerate() {
+        if skip.contains(&index) {
+            continue;
+        }
+        if node.op_type.as_deref() == Some("Erf") {
+            if let Some((x, out, covered)) = imp.erf_gelu(&graph.node, index) {
+                // PyTorch's exact GELU before opset 20: 0.5 * x * (1 + erf(x / sqrt 2)).
+                // (An `x` not yet defined leaves the Erf to the node walk, which names it.)
+                if let Ok(x) = imp.value(&x) {
+                    let vname = if imp.graph_outputs.contains(&out) {
+                        imp.em.unique(&out)
+                    } else {
+                        imp.em.fresh()
+                    };
+                    let y = imp.em.push(Op::Unary(UnaryOp::Gelu), &[x], vec![vname]);
+                    if let Ok(y) = y {
+                        imp.env.insert(out, Val::Ir(y[0]));
+                        skip.extend(covered);
+                        continue;
+                    }
+                }
+            }
+        }
+        imp.node(node).map_err(|problem| ImportError::Node {
+            index,
+            name: node.name.clone().unwrap_or_default(),
+            op_type: node.op_type.clone().unwrap_or_default(),
+            problem: Box::new(problem),
+        })?;
+    }
+
+    let mut returns = Vec::new();
+    for out in &graph.output {
+        let oname = out.name.clone().unwrap_or_default();
+        let v = imp
+            .value(&oname)
+            .map_err(|_| ImportError::UndefinedOutput { name: oname })?;
+        returns.push(v);
+    }
+    let mut func = imp.em.func;
+    func.result_types = returns
+        .iter()
+        .map(|&v| func.ty(v).cloned().unwrap_or_else(|| TensorType::f32([])))
+        .collect();
+    func.returns = returns;
+    let mut module = Module::new(sanitize_symbol(&name));
+    // The producer's strings go into a `//` line of the printed module: escaped, so that a
+    // newline in them cannot end the comment and break the text.
+    let producer = doc_text(model.producer_name.as_deref().unwrap_or(""));
+    let version = doc_text(model.producer_version.as_deref().unwrap_or(""));
+    module.doc.push(format!(
+        "Imported from ONNX by `tirc import` (opset {opset}{}).",
+        if producer.is_empty() {
+            String::new()
+        } else {
+            format!(", produced by {producer} {version}")
+                .trim_end()
+                .to_string()
+        }
+    ));
+    module.funcs.push(func);
+    let mut weights = imp.weights;
+    if !opts.no_cleanup {
+        crate::cleanup(&mut module, &mut weights);
+    }
+    if let Err(errors) = tir_ir::verify(&mut module) {
+        return Err(ImportError::Verify(
+            errors.iter().map(|e| e.to_string()).collect(),
+        ));
+    }
+    Ok(Imported { module, weights })
+}
+
+fn input_type(
+    input: &crate::proto::ValueInfoProto,
+    opts: &ImportOptions,
+    dims_used: &mut HashSet<String>,
+) -> Result<TensorType, InputError> {
+    use crate::proto::tensor_shape_proto::dimension::Value as Dim;
+    use crate::proto::type_proto::Value as Ty;
+    let Some(Ty::TensorType(tt)) = input.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return Err(InputError::NotTensor);
+    };
+    let dtype = tensor::dtype_from_onnx(tt.elem_type.unwrap_or(0).into())?;
+    let shape = tt.shape.as_ref().ok_or(InputError::NoShape)?;
+    let mut dims = Vec::new();
+    for (axis, d) in shape.dim.iter().enumerate() {
+        let v = match &d.value {
+            Some(Dim::DimValue(v)) if *v >= 0 => *v as u64,
+            Some(Dim::DimValue(v)) => return Err(InputError::NegativeDim { axis, dim: *v }),
+            Some(Dim::DimParam(p)) => {
+                if let Some((_, v)) = opts.dims.iter().find(|(n, _)| n == p) {
+                    dims_used.insert(p.clone());
+                    *v
+                } else if axis == 0 {
+                    1
+                } else {
+                    return Err(InputError::Symbolic {
+                        axis,
+                        param: p.clone(),
+                    });
+                }
+            }
+            None if axis == 0 => 1,
+            None => return Err(InputError::UnknownDim { axis }),
+        };
+        dims.push(v);
+    }
+    Oversized::check(&dims, dtype)?;
+    Ok(TensorType::new(dims, dtype))
+}
+
+/// An ONNX value: a tensor computed by IR ops, or a constant known at import time.
+#[derive(Clone, Debug)]
+enum Val {
+    Ir(Value),
+    Const(Rc<Tensor>),
+}
+
+/// Appends ops to one function, inferring each result type as it goes.
+struct Emitter {
+    func: Function,
+    names: HashSet<String>,
+    next: usize,
+}
+
+impl Emitter {
+    fn new() -> Self {
+        Emitter {
+            func: Function::new("main"),
+            names: HashSet::new(),
+            next: 0,
+        }
+    }
+
+    fn ty(&self, v: Value) -> &TensorType {
+        // Every value the emitter creates is typed when it is created.
+        self.func.values[v]
+            .known_type()
+            .expect("emitted values are typed")
+    }
+
+    fn fresh(&mut self) -> String {
+        loop {
+            let n = self.next.to_string();
+            self.next += 1;
+            if self.names.insert(n.clone()) {
+                return n;
+            }
+        }
+    }
+
+    /// A valid, unused value name derived from an ONNX name.
+    fn unique(&mut self, onnx: &str) -> String {
+        let mut base = identifier_chars(onnx);
+        if base.is_empty() {
+            base = "v".into();
+        }
+        let mut name = base.clone();
+        let mut k = 1;
+        while self.names.contains(&name) || name.bytes().all(|b| b.is_ascii_digit()) {
+            name = format!("{base}${k}");
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+
+    fn push(&mut self, op: Op, operands: &[Value], names: Vec<String>) -> R<Vec<Value>> {
+        let ins: Vec<&TensorType> = operands.iter().map(|&v| self.ty(v)).collect();
+        let tys = tir_ir::shape::infer(&op, &ins)?;
+        let id = self.func.push_op(
+            op,
+            operands.to_vec(),
+            names.into_iter().map(|n| (n, None)).collect(),
+        );
+        let results = self.func.ops[id].results.clone();
+        for (&r, t) in results.iter().zip(tys) {
+            self.func.values[r].ty = Some(t);
+        }
+        Ok(results)
+    }
+
+    fn konst(&mut self, vname: String, weight: String, ty: TensorType) -> Value {
+        let id = self.func.push_op(
+            Op::Const { name: weight },
+            Vec::new(),
+            vec![(vname, Some(ty.clone()))],
+        );
+        let v = self.func.ops[id].results[0];
+        self.func.values[v].ty = Some(ty);
+        v
+    }
+}
+
+struct Importer {
+    opset: i64,
+    env: HashMap<String, Val>,
+    /// Constants already emitted as `const` ops.
+    materialized: HashMap<String, Value>,
+    em: Emitter,
+    weights: Weights,
+    graph_outputs: HashSet<String>,
+    /// Every name some node reads or the graph returns.
+    used: HashSet<String>,
+    weight_keys: HashSet<String>,
+}
+
+type R<T> = Result<T, NodeError>;
+
+impl Importer {
+    fn lookup(&self, name: &str) -> R<&Val> {
+        self.env.get(name).ok_or_else(|| NodeError::UndefinedInput {
+            name: name.to_string(),
+        })
+    }
+
+    /// Input `i`, or `None` if it is absent or the empty name.
+    fn opt_in(&self, node: &NodeProto, i: usize) -> R<Option<Val>> {
+        match node.input.get(i) {
+            Some(n) if !n.is_empty() => Ok(Some(self.lookup(n)?.clone())),
+            _ => Ok(None),
+        }
+    }
+
+    fn req_in(&self, node: &NodeProto, i: usize) -> R<Val> {
+        self.opt_in(node, i)?.ok_or(NodeError::MissingInput {
+            index: i,
+            what: None,
+        })
+    }
+
+    /// A constant input (folded at import time), or `None` if absent.
+    fn const_in(&self, node: &NodeProto, i: usize, what: &'static str) -> R<Option<Rc<Tensor>>> {
+        match self.opt_in(node, i)? {
+            None => Ok(None),
+            Some(Val::Const(t)) => Ok(Some(t)),
+            Some(Val::Ir(_)) => Err(NodeError::NotConstant { index: i, what }),
+        }
+    }
+
+    /// A constant input that must be present.
+    fn req_const_in(&self, node: &NodeProto, i: usize, what: &'static str) -> R<Rc<Tensor>> {
+        self.const_in(node, i, what)?
+            .ok_or(NodeError::MissingInput {
+                index: i,
+                what: Some(what),
+            })
+    }
+
+    fn shape_of(&self, v: &Val) -> Vec<u64> {
+        match v {
+            Val::Ir(v) => self.em.ty(*v).shape.clone(),
+            Val::Const(t) => t.shape.clone(),
+        }
+    }
+
+    fn dtype_of(&self, v: &Val) -> DType {
+        match v {
+            Val::Ir(v) => self.em.ty(*v).dtype,
+            Val::Const(t) => t.dtype,
+        }
+    }
+
+    /// The IR value of an ONNX name: constants become `const` ops on first use.
+    fn value(&mut self, name: &str) -> R<Value> {
+        let val = self.lookup(name)?.clone();
+        Ok(self.materialize(name, &val))
+    }
+
+    fn materialize(&mut self, name: &str, val: &Val) -> Value {
+        match val {
+            Val::Ir(v) => *v,
+            Val::Const(t) => {
+                if let Some(&v) = self.materialized.get(name) {
+                    return v;
+                }
+                let mut key = name.to_string();
+                let mut k = 1;
+                while self.weight_keys.contains(&key) {
+                    key = format!("{name}${k}");
+                    k += 1;
+                }
+                self.weight_keys.insert(key.clone());
+                self.weights.tensors.insert(key.clone(), (**t).clone());
+                let vname = self.em.unique(name);
+                let v = self
+                    .em
+                    .konst(vname, key, TensorType::new(t.shape.clone(), t.dtype));
+                self.materialized.insert(name.to_string(), v);
+                v
+            }
+        }
+    }
+
+    fn in_value(&mut self, node: &NodeProto, i: usize) -> R<Value> {
+        let name = node
+            .input
+            .get(i)
+            .filter(|n| !n.is_empty())
+            .ok_or(NodeError::MissingInput {
+                index: i,
+                what: None,
+            })?
+            .clone();
+        self.value(&name)
+    }
+
+    fn opt_in_value(&mut self, node: &NodeProto, i: usize) -> R<Option<Value>> {
+        match node.input.get(i) {
+            Some(n) if !n.is_empty() => {
+                let n = n.clone();
+                Ok(Some(self.value(&n)?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Emits `op` for `node` and binds its outputs, refusing a result too large to be a
+    /// tensor (see [`tensor::MAX_TENSOR_BYTES`]).
+    fn emit(&mut self, node: &NodeProto, op: Op, operands: &[Value]) -> R<()> {
+        let count = op.num_results();
+        let names: Vec<String> = (0..count)
+            .map(|i| {
+                let out = node.output.get(i).cloned().unwrap_or_default();
+                if self.graph_outputs.contains(&out) {
+                    self.em.unique(&out)
+                } else {
+                    self.em.fresh()
+                }
+            })
+            .collect();
+        let results = self.em.push(op, operands, names)?;
+        for (i, &r) in results.iter().enumerate() {
+            let ty = self.em.ty(r);
+            Oversized::check(&ty.shape, ty.dtype).map_err(|problem| NodeError::Oversized {
+                output: node.output.get(i).cloned().unwrap_or_default(),
+                problem,
+            })?;
+        }
+        for (i, r) in results.into_iter().enumerate() {
+            if let Some(out) = node.output.get(i) {
+                self.env.insert(out.clone(), Val::Ir(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Binds a folded constant to the node's output; folding keeps data within
+    /// [`tensor::MAX_FOLDED_BYTES`], but an empty constant can still have huge dimensions.
+    fn bind_const(&mut self, node: &NodeProto, t: Tensor) -> R<()> {
+        if let Some(out) = node.output.first() {
+            Oversized::check(&t.shape, t.dtype).map_err(|problem| NodeError::Oversized {
+                output: out.clone(),
+                problem,
+            })?;
+            self.env.insert(out.clone(), Val::Const(Rc::new(t)));
+        }
+        Ok(())
+    }
+
+    fn alias(&mut self, node: &NodeProto, x: Val) {
+        if let Some(out) = node.output.first() {
+            self.env.insert(out.clone(), x);
+        }
+    }
+
+    /// Refuses a node whose optional extra outputs (beyond the first `keep`) are used.
+    fn only_first_outputs(&self, node: &NodeProto, keep: usize) -> R<()> {
+        for (i, out) in node.output.iter().enumerate().skip(keep) {
+            if !out.is_empty() && self.used.contains(out) {
+                return Err(NodeError::ExtraOutputUsed {
+                    index: i,
+                    name: out.clone(),
+                    keep,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The dispatcher: a node whose inputs are all constants is folded if it can be; anything
+    /// else goes to its op family.
+    fn node(&mut self, node: &NodeProto) -> R<()> {
+        let domain = node.domain.as_deref().unwrap_or("");
+        let op_type = node.op_type.as_deref().unwrap_or("");
+        if !matches!(domain, "" | "ai.onnx") {
+            return Err(NodeError::Domain {
+                domain: domain.to_string(),
+            });
+        }
+        let a = Attrs(&node.attribute);
+        let inputs: Vec<Option<Val>> = (0..node.input.len())
+            .map(|i| self.opt_in(node, i))
+            .collect::<R<_>>()?;
+        let all_const = inputs.iter().all(|v| !matches!(v, Some(Val::Ir(_))));
+        if all_const && !node.input.is_empty() {
+            if let Some(t) = self.fold(node, op_type, &a, &inputs)? {
+                return self.bind_const(node, t);
+            }
+        }
+        match op_type {
+            "Constant" => {
+                let t = attrs::constant_attr(&a)?;
+                self.bind_const(node, t)
+            }
+            "Identity" | "Dropout" | "Cast" => self.pass_through(node, op_type, &a),
+            "Shape" => {
+                let x = self.req_in(node, 0)?;
+                let t = shape::shape_tensor(&self.shape_of(&x), &a)?;
+                self.bind_const(node, t)
+            }
+            "Conv" => self.conv(node, &a),
+            "MaxPool" | "AveragePool" => self.pool(node, op_type, &a),
+            "GlobalAveragePool" => self.global_avg_pool(node),
+            "MatMul" => self.matmul(node),
+            "Gemm" => self.gemm(node, &a),
+            "Add" | "Sub" | "Mul" | "Div" => self.binary(node, op_type),
+            "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" => {
+                self.unary(node, op_type, &a)
+            }
+            "Clip" => self.clip(node, &a),
+            "HardSigmoid" => self.hard_sigmoid(node, &a),
+            "PRelu" => self.prelu(node),
+            "Concat" => self.concat(node, &a),
+            "Split" => self.split(node, &a),
+            "Slice" => self.slice(node),
+            "Reshape" => self.reshape(node, &a),
+            "Flatten" => self.flatten(node, &a),
+            "Squeeze" => self.squeeze(node, &a),
+            "Unsqueeze" => self.unsqueeze(node, &a),
+            "Transpose" => self.transpose(node, &a),
+            "Pad" => self.pad(node, &a),
+            "Softmax" => self.softmax(node, &a),
+            "BatchNormalization" => self.batch_norm(node, &a),
+            "LayerNormalization" => self.layer_norm(node, &a),
+            "ReduceMean" => self.reduce_mean(node, &a),
+            "Resize" => self.resize(node, &a),
+            "Gather" | "ConstantOfShape" | "Expand" | "Equal" | "Where" => {
+                Err(NodeError::OnlyOnConstants {
+                    op_type: op_type.to_string(),
+                })
+            }
+            "" => Err(NodeError::NoOpType),
+            other => Err(NodeError::Unsupported {
+                op_type: other.to_string(),
+                opset: self.opset,
+            }),
+        }
+    }
+
+    /// Identity, inference-mode Dropout, and a Cast to the type the value already has: the
+    /// output is the input.
+    fn pass_through(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
+        match op_type {
+            "Dropout" => {
+                self.only_first_outputs(node, 1)?;
+                if let Some(t) = self.const_in(node, 2, "training_mode")? {
+                    if t.ints().first().copied().unwrap_or(0) != 0 {
+                        return Err(NodeError::Training { expected: "false" });
+                    }
+                }
+            }
+            "Cast" => {
+                let x = self.req_in(node, 0)?;
+                let to = cast_target(a)?;
+                if self.dtype_of(&x) != to {
+                    return Err(NodeError::RuntimeCast {
+                        from: self.dtype_of(&x),
+                        to,
+                    });
+                }
+            }
+            _ => {}
+        }
+        let x = self.req_in(node, 0)?;
+        self.alias(node, x);
+        Ok(())
+    }
+}
+
+/// Cast's `to` attribute as an IR element type.
+fn cast_target(a: &Attrs) -> R<DType> {
+    let code = a.req_int("to")?;
+    tensor::dtype_from_onnx(code).map_err(|e: DTypeError| e.into())
+}
+
+/// `name` with every character an IR identifier cannot hold replaced by `_`.
+pub(crate) fn identifier_chars(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn sanitize_symbol(name: &str) -> String {
+    let mut s = identifier_chars(name);
+    if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// A model string as it may appear in a `//` line: control characters escaped as Rust's
+/// `escape_debug` does, everything else (quotes, non-ASCII text) as written.
+fn doc_text(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}

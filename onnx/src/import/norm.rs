@@ -1,0 +1,84 @@
+//! Normalisations and reductions: BatchNormalization (inference form), LayerNormalization,
+//! Softmax (opset < 13's 2-D coercion included), ReduceMean.
+
+use super::attrs::{norm_axis, Attrs};
+use super::{Importer, R};
+use crate::error::NodeError;
+use crate::proto::NodeProto;
+use tir_ir::Op;
+
+impl Importer {
+    pub(super) fn batch_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        self.only_first_outputs(node, 1)?;
+        if a.int("training_mode")?.unwrap_or(0) != 0 {
+            return Err(NodeError::Training { expected: "0" });
+        }
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let mut ops = Vec::new();
+        for i in 0..5 {
+            ops.push(self.in_value(node, i)?);
+        }
+        self.emit(node, Op::BatchNorm { epsilon }, &ops)
+    }
+
+    pub(super) fn layer_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        self.only_first_outputs(node, 1)?;
+        let axis = a.int("axis")?.unwrap_or(-1);
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let x = self.in_value(node, 0)?;
+        let s = self.in_value(node, 1)?;
+        let mut ops = vec![x, s];
+        ops.extend(self.opt_in_value(node, 2)?);
+        self.emit(node, Op::LayerNorm { axis, epsilon }, &ops)
+    }
+
+    pub(super) fn reduce_mean(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let x = self.req_in(node, 0)?;
+        let rank = self.shape_of(&x).len();
+        let keepdims = a.int("keepdims")?.unwrap_or(1) != 0;
+        let axes = self.axes_param(node, a, 18)?.unwrap_or_default();
+        let axes = if axes.is_empty() {
+            if a.int("noop_with_empty_axes")?.unwrap_or(0) != 0 {
+                self.alias(node, x);
+                return Ok(());
+            }
+            (0..rank as i64).collect()
+        } else {
+            axes
+        };
+        let x = self.in_value(node, 0)?;
+        self.emit(node, Op::ReduceMean { axes, keepdims }, &[x])
+    }
+
+    pub(super) fn softmax(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let x = self.req_in(node, 0)?;
+        let xs = self.shape_of(&x);
+        let legacy = self.opset < 13;
+        let axis = a.int("axis")?.unwrap_or(if legacy { 1 } else { -1 });
+        let ax = if xs.is_empty() {
+            0
+        } else {
+            norm_axis(axis, xs.len())?
+        };
+        let xv = self.in_value(node, 0)?;
+        if !legacy || ax + 1 >= xs.len() {
+            return self.emit(node, Op::Softmax { axis }, &[xv]);
+        }
+        // Before opset 13, Softmax coerces its input to 2-D [prod(d[..axis]), prod(d[axis..])]
+        // and normalises over the second axis: reshape, softmax, reshape back.
+        let outer: u64 = xs[..ax].iter().product();
+        let inner: u64 = xs[ax..].iter().product();
+        let flat = self.em.fresh();
+        let f = self.em.push(
+            Op::Reshape {
+                shape: vec![outer as i64, inner as i64],
+            },
+            &[xv],
+            vec![flat],
+        )?[0];
+        let sm = self.em.fresh();
+        let s = self.em.push(Op::Softmax { axis: -1 }, &[f], vec![sm])?[0];
+        let shape = xs.iter().map(|&d| d as i64).collect();
+        self.emit(node, Op::Reshape { shape }, &[s])
+    }
+}

@@ -1,0 +1,81 @@
+//! `tirc import` and `tirc compile MODEL.onnx` on hostile models: one line `FILE: error: ...`
+//! with the model's strings escaped, exit 1, and no output file left behind.
+
+#[path = "../onnx/tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use prost::Message;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tirc-import-onnx-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn tirc(dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tirc"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run tirc")
+}
+
+/// A Relu reading a value whose name holds NUL, ESC and a newline, and which no node defines.
+fn hostile_names() -> tir_onnx::proto::ModelProto {
+    model(
+        13,
+        vec![input("x", &[1, 4])],
+        &["y"],
+        vec![tseq("w", &[4])],
+        vec![
+            node("Add", &["x", "w"], &["a"], vec![]),
+            node("Relu", &["a\0\u{1b}[2J\n"], &["y"], vec![]),
+        ],
+    )
+}
+
+#[test]
+fn import_error_is_one_escaped_line_and_writes_nothing() {
+    let dir = scratch("import");
+    std::fs::write(dir.join("bad.onnx"), hostile_names().encode_to_vec()).unwrap();
+    let out = tirc(&dir, &["import", "bad.onnx", "-o", "bad.tir"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).expect("UTF-8 stderr");
+    assert_eq!(
+        stderr,
+        "bad.onnx: error: node 1 `Relu_y` (Relu): input `a\\0\\u{1b}[2J\\n` is not defined by any \
+         earlier node, initializer or graph input\n"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["bad.onnx"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compile_of_an_oversized_input_names_it_and_exits_1() {
+    let dir = scratch("compile");
+    let m = model(
+        13,
+        vec![input("x", &[1, i64::MAX])],
+        &["y"],
+        vec![],
+        vec![node("Relu", &["x"], &["y"], vec![])],
+    );
+    std::fs::write(dir.join("big.onnx"), m.encode_to_vec()).unwrap();
+    let out = tirc(&dir, &["compile", "big.onnx", "-o", "big"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("big.onnx: error: graph input `x`: dimension 1 (9223372036854775807)"),
+        "{stderr}"
+    );
+    assert!(!dir.join("big").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
