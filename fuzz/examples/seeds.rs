@@ -10,7 +10,6 @@
 //! reads but never writes (format versions 2 and 3, big-endian, Fortran order, metadata).
 
 #[path = "../../onnx/tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
 mod common;
 
 use common::*;
