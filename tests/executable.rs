@@ -180,7 +180,7 @@ fn outputs_replace_existing_files_and_leave_nothing_else() {
 /// A version 1.0 `.npy` file with `dict` as its header and `data` after it.
 fn npy_file(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut header = dict.to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
