@@ -408,10 +408,16 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             if t.rank() != 4 {
                 return err_at(0, format!("`resize` works on NCHW tensors, got {t}"));
             }
-            one(TensorType::new(
-                vec![t.shape[0], t.shape[1], r.size[0], r.size[1]],
-                t.dtype,
-            ))
+            let out = TensorType::new(vec![t.shape[0], t.shape[1], r.size[0], r.size[1]], t.dtype);
+            // Every output pixel interpolates from input pixels: an input empty along a
+            // spatial axis has none to give a non-empty output (an empty output is fine).
+            if (t.shape[2] == 0 || t.shape[3] == 0) && out.num_elements() != Some(0) {
+                return err_at(
+                    0,
+                    format!("nothing to interpolate from: the input {t} is empty along its spatial axes, the output {out} is not"),
+                );
+            }
+            one(out)
         }
     }
 }
