@@ -16,7 +16,7 @@ mod norm;
 mod resize;
 mod shape;
 
-use crate::error::{DTypeError, ImportError, InputError, NodeError, Oversized};
+use crate::error::{ImportError, InputError, NodeError, Oversized};
 use crate::proto::{ModelProto, NodeProto};
 use crate::tensor::{self, Tensor};
 use crate::{Imported, Weights};
@@ -623,8 +623,7 @@ impl Importer {
 
 /// Cast's `to` attribute as an IR element type.
 fn cast_target(a: &Attrs) -> R<DType> {
-    let code = a.req_int("to")?;
-    tensor::dtype_from_onnx(code).map_err(|e: DTypeError| e.into())
+    Ok(tensor::dtype_from_onnx(a.req_int("to")?)?)
 }
 
 /// `name` with every character an IR identifier cannot hold replaced by `_`.
