@@ -179,9 +179,11 @@ fn outputs_replace_existing_files_and_leave_nothing_else() {
 
 /// A version 1.0 `.npy` file with `dict` as its header and `data` after it.
 fn npy_file(dict: &str, data: &[u8]) -> Vec<u8> {
-    // Padded so that the data starts at a multiple of 64 bytes, as NumPy writes.
-    let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
-    let header = format!("{dict}{}\n", " ".repeat(pad));
+    let mut header = dict.to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
     let mut out = b"\x93NUMPY\x01\x00".to_vec();
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
