@@ -24,7 +24,10 @@ pub use cleanup::{cleanup, CleanupStats};
 pub use error::{
     AttrError, DTypeError, ImportError, InputError, NodeError, Oversized, TensorError,
 };
-pub use import::{import_bytes, import_file, import_model, ImportOptions, MAX_OPSET, MIN_OPSET};
+pub use import::{
+    identifier_chars, import_bytes, import_file, import_model, sanitize_symbol, ImportOptions,
+    MAX_OPSET, MIN_OPSET,
+};
 pub use tensor::Tensor;
 
 use indexmap::IndexMap;

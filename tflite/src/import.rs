@@ -1,6 +1,7 @@
 //! The graph walk: subgraph 0's operators in order → IR ops, with the layout of every rank-4
 //! activation tracked (NHWC as in the file, or NCHW as tir's ops want it).
 
+// Names follow the ONNX importer's rules, so both front ends name values alike.
 use crate::schema::{self, ActivationFunctionType, BuiltinOperator, Padding, TensorType as TT};
 use crate::{ImportError, Imported, Weights};
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use tir_ir::op::{
 };
 use tir_ir::{DType, Function, Module, Op, TensorType, Value};
 use tir_onnx::Tensor as WTensor;
+use tir_onnx::{identifier_chars, sanitize_symbol};
 
 /// NHWC → NCHW: NCHW dimension `i` is NHWC dimension `TO_NCHW[i]`.
 const TO_NCHW: [usize; 4] = [0, 3, 1, 2];
@@ -1429,26 +1431,6 @@ fn permute_data(data: &[f32], shape: &[u64], perm: &[usize]) -> (Vec<u64>, Vec<f
         }
     }
     (out_shape, out)
-}
-
-fn identifier_chars(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn sanitize_symbol(name: &str) -> String {
-    let mut s = identifier_chars(name);
-    if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-        s.insert(0, '_');
-    }
-    s
 }
 
 #[cfg(test)]

@@ -627,7 +627,7 @@ fn cast_target(a: &Attrs) -> R<DType> {
 }
 
 /// `name` with every character an IR identifier cannot hold replaced by `_`.
-pub(crate) fn identifier_chars(name: &str) -> String {
+pub fn identifier_chars(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$') {
@@ -639,7 +639,8 @@ pub(crate) fn identifier_chars(name: &str) -> String {
         .collect()
 }
 
-fn sanitize_symbol(name: &str) -> String {
+/// `name` as a module symbol: identifier characters, starting with a letter or `_`.
+pub fn sanitize_symbol(name: &str) -> String {
     let mut s = identifier_chars(name);
     if !s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         s.insert(0, '_');
