@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -350,7 +351,54 @@ static int rename_or_remove(const char *tmp, const char *path) {
     int e = errno; unlink(tmp); errno = e;
     return -1;
 }
+/* `path` with every symbolic link in its last component followed, whether or not the final
+   target exists yet (a fresh string); NULL with ELOOP after 40 links, as the kernel counts. */
+static char *follow_links(const char *path) {
+    char *p = xmalloc(strlen(path) + 1);
+    strcpy(p, path);
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+        size_t cap = (size_t)st.st_size + 1 > 256 ? (size_t)st.st_size + 1 : 256;
+        char *t = xmalloc(cap);
+        ssize_t n = readlink(p, t, cap - 1);
+        if (n < 0) { int e = errno; free(t); free(p); errno = e; return NULL; }
+        t[n] = 0;
+        const char *slash = strrchr(p, '/');
+        if (t[0] != '/' && slash) {
+            size_t dl = (size_t)(slash - p) + 1;
+            char *j = xmalloc(dl + (size_t)n + 1);
+            memcpy(j, p, dl); memcpy(j + dl, t, (size_t)n + 1);
+            free(t); t = j;
+        }
+        free(p); p = t;
+    }
+    free(p);
+    errno = ELOOP;
+    return NULL;
+}
+static int publish_at(const char *path, const void *hdr, size_t hn, const void *data, size_t dn);
+/* A symbolic link stays a link: the file it names is the one replaced. Something that is not a
+   regular file (/dev/null, a FIFO, a terminal) is a stream to write into, not a file to
+   replace: renaming over it would destroy it. */
 static int publish(const char *path, const void *hdr, size_t hn, const void *data, size_t dn) {
+    char *real = follow_links(path);
+    if (!real) return -1;
+    struct stat st;
+    int rc;
+    if (stat(real, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        int fd = open(real, O_WRONLY | O_CLOEXEC);
+        rc = fd < 0 ? -1 : (write_all(fd, hdr, hn) || write_all(fd, data, dn)) ? -1 : 0;
+        int e = errno;
+        if (fd >= 0 && close(fd) != 0 && rc == 0) { rc = -1; e = errno; }
+        errno = e;
+    } else {
+        rc = publish_at(real, hdr, hn, data, dn);
+    }
+    int e = errno; free(real); errno = e;
+    return rc;
+}
+static int publish_at(const char *path, const void *hdr, size_t hn, const void *data, size_t dn) {
     size_t pl = strlen(path);
     char *dir = xmalloc(pl + 2);
     const char *slash = strrchr(path, '/');

@@ -11,6 +11,8 @@
 //! temporary name exists only between two system calls (and is removed if the rename fails).
 //! Where the file system lacks `O_TMPFILE`, the bytes go to a temporary name that any failure
 //! removes (only a kill in the middle of that write could leave it).
+//! An output path that is a symbolic link keeps the link (the file it names is replaced), and
+//! one that names no regular file (`/dev/null`, a FIFO) is written into, never replaced.
 //!
 //! What `cc` itself does is its own: GCC's `collect2` makes (and removes) a few empty files in
 //! `TMPDIR` while linking.
@@ -93,6 +95,22 @@ pub(crate) fn run(cmd: &mut Command, tool: &str) -> Result<(), String> {
 /// is left behind on any failure (see the module's doc). `mode` is the new file's permission
 /// bits before the umask (0o666 for data, 0o777 for a program).
 pub fn publish(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+    // A symbolic link stays a link: the file it names is the one replaced, as `>` in a shell
+    // would do.
+    let resolved = follow_links(path)?;
+    let path = resolved.as_path();
+    // Something that is not a regular file -- `/dev/null`, a FIFO, a terminal -- is a stream to
+    // write into, not a file to replace: renaming over it would destroy it. (Run as root,
+    // `-o /dev/null` once turned `/dev/null` into a regular file, which every later reader of
+    // `/dev/null` -- cargo's `rustc -` probes among them -- then read back as input.)
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() && !meta.is_dir() {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)?
+                .write_all(contents);
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -123,6 +141,26 @@ pub fn publish(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// `path` with every symbolic link in its last component followed (a link to a link to a file
+/// gives the file's path), whether or not the final target exists yet; `ELOOP` after 40 links,
+/// as the kernel counts.
+fn follow_links(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
 fn proc_path(file: &File) -> String {
