@@ -25,10 +25,10 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 TOL = 1e-4
-# Small models run in CI (`.ci/run`): one per family of operators the importer maps (strided
-# and depthwise convolutions with padding, resize, concatenation, fully connected layers, PReLU),
-# about a minute for both engines with a debug tirc.
-SUBSET = ["face_detection_short_range", "hand_recrop", "iris_landmark"]
+# Small models run in CI (`.ci/run`), between them every family of operators the importer maps
+# (strided and depthwise convolutions with padding, resize, concatenation, fully connected
+# layers, PReLU, sparse weights behind DENSIFY, DEPTH_TO_SPACE).
+SUBSET = ["face_detection_full_range_sparse", "face_detection_short_range", "hand_recrop", "iris_landmark"]
 
 
 def litert(path, inputs, resolver):

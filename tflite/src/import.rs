@@ -3,6 +3,7 @@
 
 // Names follow the ONNX importer's rules, so both front ends name values alike.
 use crate::schema::{self, ActivationFunctionType, BuiltinOperator, Padding, TensorType as TT};
+use crate::sparse;
 use crate::{ImportError, Imported, Weights};
 use std::collections::HashMap;
 use std::path::Path;
@@ -413,6 +414,9 @@ impl<'a> Importer<'a> {
             TT::INT64 => 8,
             _ => return Err(self.type_refusal(t, ty)),
         };
+        if let Some(sp) = x.sparsity() {
+            return self.load_sparse(t, shape, ty, size, data, sp).map(Some);
+        }
         if data.len() != n * size {
             return Err(format!(
                 "{} has {} bytes of data, but its shape {:?} needs {}",
@@ -423,16 +427,8 @@ impl<'a> Importer<'a> {
             ));
         }
         let data = match ty {
-            TT::FLOAT32 => CData::F32(
-                data.chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
-            ),
-            TT::FLOAT16 => CData::F16(
-                data.chunks_exact(2)
-                    .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                    .collect(),
-            ),
+            TT::FLOAT32 => CData::F32(f32_values(data)),
+            TT::FLOAT16 => CData::F16(f16_values(data)),
             TT::INT32 => CData::Int(
                 data.chunks_exact(4)
                     .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64)
@@ -445,6 +441,90 @@ impl<'a> Importer<'a> {
             ),
         };
         Ok(Some(Const { shape, data }))
+    }
+
+    /// A sparse constant (the input of DENSIFY), densified: `data` holds the values of its
+    /// stored positions only (`sparse::densify` says in what order).
+    fn load_sparse(
+        &self,
+        t: usize,
+        shape: Vec<u64>,
+        ty: TT,
+        size: usize,
+        data: &[u8],
+        sp: schema::SparsityParameters<'a>,
+    ) -> R<Const> {
+        let at = |e: String| format!("{}: {e}", self.describe(t));
+        if !data.len().is_multiple_of(size) {
+            return Err(at(format!(
+                "{} bytes of data is not a whole number of values",
+                data.len()
+            )));
+        }
+        let ints = |v: Option<flatbuffers::Vector<'a, i32>>, what: &str| -> R<Vec<usize>> {
+            v.into_iter()
+                .flatten()
+                .map(|x| {
+                    usize::try_from(x).map_err(|_| at(format!("sparsity: negative {what} {x}")))
+                })
+                .collect()
+        };
+        let index_vector = |m: &schema::DimensionMetadata<'a>, segments: bool| -> R<Vec<usize>> {
+            let (i32s, u16s, u8s) = if segments {
+                (
+                    m.array_segments_as_int_32_vector().map(|v| v.values()),
+                    m.array_segments_as_uint_16_vector().map(|v| v.values()),
+                    m.array_segments_as_uint_8_vector().map(|v| v.values()),
+                )
+            } else {
+                (
+                    m.array_indices_as_int_32_vector().map(|v| v.values()),
+                    m.array_indices_as_uint_16_vector().map(|v| v.values()),
+                    m.array_indices_as_uint_8_vector().map(|v| v.values()),
+                )
+            };
+            match (i32s, u16s, u8s) {
+                (Some(v), _, _) => ints(v, "index"),
+                (_, Some(v), _) => Ok(v.into_iter().flatten().map(usize::from).collect()),
+                (_, _, Some(v)) => Ok(v.into_iter().flatten().map(usize::from).collect()),
+                _ => Err(at(
+                    "sparsity: a SPARSE_CSR level without its index vectors".into()
+                )),
+            }
+        };
+        let mut levels = Vec::new();
+        for m in sp.dim_metadata().into_iter().flatten() {
+            levels.push(match m.format() {
+                schema::DimensionType::DENSE => sparse::Level::Dense(
+                    usize::try_from(m.dense_size())
+                        .map_err(|_| at(format!("sparsity: dense size {}", m.dense_size())))?,
+                ),
+                schema::DimensionType::SPARSE_CSR => sparse::Level::Csr {
+                    segments: index_vector(&m, true)?,
+                    indices: index_vector(&m, false)?,
+                },
+                f => return Err(at(format!("sparsity: unknown dimension type {}", f.0))),
+            });
+        }
+        let layout = sparse::Sparsity {
+            traversal_order: ints(sp.traversal_order(), "traversal order entry")?,
+            block_map: ints(sp.block_map(), "block map entry")?,
+            levels,
+        };
+        let data = match ty {
+            TT::FLOAT32 => {
+                CData::F32(sparse::densify(&shape, &f32_values(data), &layout).map_err(at)?)
+            }
+            TT::FLOAT16 => {
+                CData::F16(sparse::densify(&shape, &f16_values(data), &layout).map_err(at)?)
+            }
+            _ => {
+                return Err(at(
+                    "sparsity: only float32 and float16 weights may be sparse".into(),
+                ))
+            }
+        };
+        Ok(Const { shape, data })
     }
 
     fn type_refusal(&self, t: usize, ty: TT) -> String {
@@ -680,9 +760,9 @@ impl<'a> Importer<'a> {
                         self.describe(t as usize)
                     ));
                 }
-                if x.sparsity().is_some() {
+                if x.sparsity().is_some() && x.buffer() == 0 {
                     return Err(format!(
-                        "{} is sparse: sparse tensors are not supported",
+                        "{} is sparse but not a constant: only sparse weights are supported (densified at import)",
                         self.describe(t as usize)
                     ));
                 }
@@ -1100,28 +1180,39 @@ impl<'a> Importer<'a> {
                 let y = self.result(out, Op::Resize(r), &[vx])?;
                 self.define(out, y, true)
             }
-            B::SPLIT => {
-                let axis_c = self.konst(input(0)?)?;
-                let x = input(1)?;
+            B::SPLIT | B::SPLIT_V => {
+                // SPLIT: (axis, input), equal pieces; SPLIT_V: (input, sizes, axis), one size
+                // may be -1 (the rest).
+                let (x, axis_t) = if code == B::SPLIT {
+                    (input(1)?, input(0)?)
+                } else {
+                    (input(0)?, input(2)?)
+                };
+                let axis_c = self.konst(axis_t)?;
                 let xs = self.shape_of(x)?;
                 let axis = norm_axis(
                     *axis_c.ints()?.first().ok_or("the axis is empty")?,
                     xs.len(),
                 )?;
                 let n = outs.len() as u64;
-                if n == 0 || !xs[axis].is_multiple_of(n) {
-                    return Err(format!(
-                        "{} does not split into {n} equal pieces along axis {axis}",
-                        xs[axis]
-                    ));
-                }
+                let sizes = if code == B::SPLIT {
+                    if n == 0 || !xs[axis].is_multiple_of(n) {
+                        return Err(format!(
+                            "{} does not split into {n} equal pieces along axis {axis}",
+                            xs[axis]
+                        ));
+                    }
+                    vec![xs[axis] / n; outs.len()]
+                } else {
+                    let given = self.konst(input(1)?)?;
+                    split_sizes(given.ints()?, xs[axis], outs.len())?
+                };
                 let (vx, nchw) = self.value(x, None)?;
                 let ir_axis = if nchw { NCHW_POS[axis] } else { axis } as i64;
                 let names = outs
                     .iter()
                     .map(|&t| self.em.unique(&self.tname(t)))
                     .collect();
-                let sizes = vec![xs[axis] / n; outs.len()];
                 let ys = self.em.push(
                     Op::Split {
                         axis: ir_axis,
@@ -1136,6 +1227,49 @@ impl<'a> Importer<'a> {
                 Ok(())
             }
             B::SLICE | B::STRIDED_SLICE => self.slice(op, code, &ins, out),
+            B::DEPTH_TO_SPACE => {
+                let o = op
+                    .builtin_options_as_depth_to_space_options()
+                    .ok_or("missing DepthToSpaceOptions")?;
+                let x = input(0)?;
+                let xs = self.shape_of(x)?;
+                let b = u64::try_from(o.block_size())
+                    .ok()
+                    .filter(|&b| b >= 1)
+                    .ok_or_else(|| format!("block size {} is not positive", o.block_size()))?;
+                let [n, h, w, c] = xs[..] else {
+                    return Err(format!("the input has shape {xs:?}, not [N, H, W, C]"));
+                };
+                if !c.is_multiple_of(b * b) {
+                    return Err(format!("{c} channels do not divide into blocks of {b}×{b}"));
+                }
+                // In NCHW, channel (i·b + j)·C' + c of pixel (y, x) goes to channel c of pixel
+                // (y·b + i, x·b + j): split the channels into (i, j, c), move i after y and j
+                // after x, merge.
+                let cc = c / (b * b);
+                let (vx, _) = self.value(x, Some(true))?;
+                let dims = |d: &[u64]| d.iter().map(|&d| d as i64).collect();
+                let split = self.em.push1(
+                    Op::Reshape {
+                        shape: dims(&[n, b, b, cc, h, w]),
+                    },
+                    &[vx],
+                )?;
+                let moved = self.em.push1(
+                    Op::Transpose {
+                        perm: vec![0, 3, 4, 1, 5, 2],
+                    },
+                    &[split],
+                )?;
+                let y = self.result(
+                    out,
+                    Op::Reshape {
+                        shape: dims(&[n, cc, h * b, w * b]),
+                    },
+                    &[moved],
+                )?;
+                self.define(out, y, true)
+            }
             B::DEQUANTIZE => {
                 let x = input(0)?;
                 match self.val(x)? {
@@ -1162,6 +1296,20 @@ impl<'a> Importer<'a> {
                         self.describe(x)
                     )),
                 }
+            }
+            // The sparse input was densified when it was loaded: DENSIFY is the identity on it.
+            B::DENSIFY => {
+                let x = input(0)?;
+                let c = self.konst(x)?;
+                let declared = self.shape_of(out)?;
+                if declared != c.shape {
+                    return Err(format!(
+                        "the output's shape {declared:?} differs from the input's {:?}",
+                        c.shape
+                    ));
+                }
+                self.vals.insert(out, Val::Const(c));
+                Ok(())
             }
             B::TRANSPOSE_CONV => Err("tir has no transposed convolution op: not supported".into()),
             _ => Err("not supported by tir's TFLite importer".into()),
@@ -1346,6 +1494,45 @@ impl<'a> Importer<'a> {
         let y = self.result(out, Op::Reshape { shape }, &[y])?;
         self.define(out, y, false)
     }
+}
+
+/// SPLIT_V's piece sizes along an axis of length `len`: `given`, with at most one -1 standing
+/// for what the others leave.
+fn split_sizes(given: &[i64], len: u64, outputs: usize) -> R<Vec<u64>> {
+    if given.len() != outputs {
+        return Err(format!("{} split sizes for {outputs} outputs", given.len()));
+    }
+    let unknown = given.iter().filter(|&&s| s == -1).count();
+    if unknown > 1 || given.iter().any(|&s| s < -1) {
+        return Err(format!("bad split sizes {given:?}"));
+    }
+    let known = given
+        .iter()
+        .filter(|&&s| s >= 0)
+        .try_fold(0u64, |a, &s| a.checked_add(s as u64));
+    let rest = known
+        .and_then(|k| len.checked_sub(k))
+        .filter(|&r| unknown == 1 || r == 0);
+    let Some(rest) = rest else {
+        return Err(format!("split sizes {given:?} do not add up to {len}"));
+    };
+    Ok(given
+        .iter()
+        .map(|&s| if s == -1 { rest } else { s as u64 })
+        .collect())
+}
+
+fn f32_values(data: &[u8]) -> Vec<f32> {
+    data.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// float16 values, widened (exactly) to float32.
+fn f16_values(data: &[u8]) -> Vec<f32> {
+    data.chunks_exact(2)
+        .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+        .collect()
 }
 
 fn activation(a: ActivationFunctionType) -> R<Option<Activation>> {

@@ -19,6 +19,7 @@
 //! from its PyPI wheel) keeps the build free of any code generator.
 
 mod import;
+mod sparse;
 #[rustfmt::skip]
 #[allow(
     clippy::all,

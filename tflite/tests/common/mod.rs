@@ -13,6 +13,20 @@ pub struct TensorSpec {
     pub ty: TensorType,
     /// Little-endian bytes of a constant.
     pub data: Option<Vec<u8>>,
+    pub sparsity: Option<SparseSpec>,
+}
+
+/// A sparse layout (the schema's `SparsityParameters`): per level, `Dense(size)` or
+/// `Csr(segments, indices)`.
+pub struct SparseSpec {
+    pub traversal_order: Vec<i32>,
+    pub block_map: Vec<i32>,
+    pub levels: Vec<SparseLevel>,
+}
+
+pub enum SparseLevel {
+    Dense(i32),
+    Csr(Vec<i32>, Vec<i32>),
 }
 
 pub enum Opts {
@@ -60,6 +74,12 @@ pub enum Opts {
     ResizeNearest {
         align_corners: bool,
         half_pixel: bool,
+    },
+    DepthToSpace {
+        block: i32,
+    },
+    SplitV {
+        num: i32,
     },
 }
 
@@ -121,6 +141,7 @@ impl Spec {
             shape: shape.to_vec(),
             ty,
             data,
+            sparsity: None,
         });
         self.tensors.len() as i32 - 1
     }
@@ -156,6 +177,7 @@ impl Spec {
                 }
                 None => 0,
             };
+            let sparsity = t.sparsity.as_ref().map(|sp| sparsity(&mut fbb, sp));
             let shape = fbb.create_vector(&t.shape);
             let name = fbb.create_string(&t.name);
             tensors.push(s::Tensor::create(
@@ -165,6 +187,7 @@ impl Spec {
                     type_: t.ty,
                     buffer,
                     name: Some(name),
+                    sparsity,
                     ..Default::default()
                 },
             ));
@@ -245,12 +268,65 @@ impl Spec {
     }
 }
 
+fn sparsity<'a>(
+    fbb: &mut FlatBufferBuilder<'a>,
+    sp: &SparseSpec,
+) -> flatbuffers::WIPOffset<s::SparsityParameters<'a>> {
+    let mut levels = Vec::new();
+    for l in &sp.levels {
+        let args = match l {
+            SparseLevel::Dense(n) => s::DimensionMetadataArgs {
+                format: s::DimensionType::DENSE,
+                dense_size: *n,
+                ..Default::default()
+            },
+            SparseLevel::Csr(segments, indices) => {
+                let seg = fbb.create_vector(segments);
+                let seg = s::Int32Vector::create(fbb, &s::Int32VectorArgs { values: Some(seg) });
+                let idx = fbb.create_vector(indices);
+                let idx = s::Int32Vector::create(fbb, &s::Int32VectorArgs { values: Some(idx) });
+                s::DimensionMetadataArgs {
+                    format: s::DimensionType::SPARSE_CSR,
+                    dense_size: 0,
+                    array_segments_type: s::SparseIndexVector::Int32Vector,
+                    array_segments: Some(seg.as_union_value()),
+                    array_indices_type: s::SparseIndexVector::Int32Vector,
+                    array_indices: Some(idx.as_union_value()),
+                }
+            }
+        };
+        levels.push(s::DimensionMetadata::create(fbb, &args));
+    }
+    let traversal_order = fbb.create_vector(&sp.traversal_order);
+    let block_map = fbb.create_vector(&sp.block_map);
+    let dim_metadata = fbb.create_vector(&levels);
+    s::SparsityParameters::create(
+        fbb,
+        &s::SparsityParametersArgs {
+            traversal_order: Some(traversal_order),
+            block_map: Some(block_map),
+            dim_metadata: Some(dim_metadata),
+        },
+    )
+}
+
 type UnionOffset = Option<flatbuffers::WIPOffset<flatbuffers::UnionWIPOffset>>;
 
 fn options(fbb: &mut FlatBufferBuilder, o: &Opts) -> (s::BuiltinOptions, UnionOffset) {
     use s::BuiltinOptions as O;
     match *o {
         Opts::None => (O::NONE, None),
+        Opts::DepthToSpace { block } => {
+            let t = s::DepthToSpaceOptions::create(
+                fbb,
+                &s::DepthToSpaceOptionsArgs { block_size: block },
+            );
+            (O::DepthToSpaceOptions, Some(t.as_union_value()))
+        }
+        Opts::SplitV { num } => {
+            let t = s::SplitVOptions::create(fbb, &s::SplitVOptionsArgs { num_splits: num });
+            (O::SplitVOptions, Some(t.as_union_value()))
+        }
         Opts::Conv {
             padding,
             stride,
