@@ -13,7 +13,6 @@
 //! Every rejection is a [`CsvError`] naming the 1-based line (and the column, where there is one);
 //! the reader never panics.
 
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::num::IntErrorKind;
 
@@ -302,96 +301,147 @@ pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, C
         .trim(::csv::Trim::All)
         .from_reader(text.as_bytes());
     let mut lines = LineCounter::new(text);
-    let mut rows = reader
-        .records()
-        .filter(|row| !row.as_ref().is_ok_and(is_blank));
-    let mut next_row = move || {
-        let row = rows.next()?;
-        Some(match row {
-            Ok(row) => Ok((lines.line_at(row.position()), row)),
+    // One row buffer for the whole file: a million rows would otherwise be a million
+    // allocations, a large share of reading the file.
+    let mut row = ::csv::StringRecord::new();
+    let mut next_row = |row: &mut ::csv::StringRecord| loop {
+        match reader.read_record(row) {
+            Ok(false) => return None,
+            Ok(true) if is_blank(row) => continue,
+            Ok(true) => return Some(Ok(lines.line_at(row.position()))),
             Err(e) => {
                 let line = lines.line_at(e.position());
                 let kind = CsvErrorKind::Malformed {
                     message: e.to_string(),
                 };
-                Err(CsvError { line, kind })
+                return Some(Err(CsvError { line, kind }));
             }
-        })
+        }
     };
 
-    let columns = match next_row() {
+    let columns = match next_row(&mut row) {
         None => {
             return Err(CsvError {
                 line: 1,
                 kind: CsvErrorKind::Empty,
             })
         }
-        Some(header) => {
-            let (line, header) = header?;
-            parse_header(&header, line)?
-        }
+        Some(line) => parse_header(&row, line?)?,
     };
 
     let mut records = Vec::new();
-    let mut first_seen: HashMap<String, u64> = HashMap::new();
-    while let Some(row) = next_row() {
-        let (line, row) = row?;
-        let err = |kind| CsvError { line, kind };
-        if row.len() != columns.count {
-            return Err(err(CsvErrorKind::FieldCount {
-                expected: columns.count,
-                found: row.len(),
-            }));
+    let mut record_lines = Vec::new();
+    while let Some(line) = next_row(&mut row) {
+        let parsed = line.and_then(|line| parse_row(&row, &columns, line, inclusive));
+        match parsed {
+            Ok((id, record, line)) => {
+                records.push(CsvRecord {
+                    id: id.to_string(),
+                    record,
+                });
+                record_lines.push(line);
+            }
+            // Rows are checked in file order: a duplicate id on an earlier line comes first.
+            Err(e) => return Err(first_duplicate(&records, &record_lines).unwrap_or(e)),
         }
-        let field = |index: usize| row.get(index).unwrap_or("");
-
-        let id = field(columns.id);
-        if id.is_empty() {
-            return Err(err(CsvErrorKind::EmptyId { column: "id" }));
-        }
-        let lower = parse_op(field(columns.lower), "lower", line)?;
-        let upper = parse_op(field(columns.upper), "upper", line)?;
-        let size_text = field(columns.size);
-        let size = parse_u64(size_text, "size", line)?;
-        if size == 0 {
-            return Err(err(CsvErrorKind::NonPositiveSize {
-                value: size_text.to_string(),
-            }));
-        }
-        if inclusive && upper == usize::MAX {
-            return Err(err(CsvErrorKind::ClosedUpperTooLarge {
-                upper: upper as u64,
-            }));
-        }
-        let last_op = if inclusive {
-            (lower <= upper).then_some(upper)
-        } else {
-            (lower < upper).then(|| upper - 1)
-        };
-        let Some(last_op) = last_op else {
-            return Err(err(CsvErrorKind::EmptyLifetime {
-                lower: lower as u64,
-                upper: upper as u64,
-                inclusive,
-            }));
-        };
-        if let Some(&first_line) = first_seen.get(id) {
-            return Err(err(CsvErrorKind::DuplicateId {
-                id: id.to_string(),
-                first_line,
-            }));
-        }
-        first_seen.insert(id.to_string(), line);
-        records.push(CsvRecord {
-            id: id.to_string(),
-            record: UsageRecord {
-                first_op: lower,
-                last_op,
-                size,
-            },
-        });
     }
-    Ok(records)
+    match first_duplicate(&records, &record_lines) {
+        Some(e) => Err(e),
+        None => Ok(records),
+    }
+}
+
+/// One data row: its id, its record and its line, or why it is rejected (every check but the
+/// one for duplicate ids, which [`first_duplicate`] makes once over the whole file).
+fn parse_row<'r>(
+    row: &'r ::csv::StringRecord,
+    columns: &Columns,
+    line: u64,
+    inclusive: bool,
+) -> Result<(&'r str, UsageRecord, u64), CsvError> {
+    let err = |kind| CsvError { line, kind };
+    if row.len() != columns.count {
+        return Err(err(CsvErrorKind::FieldCount {
+            expected: columns.count,
+            found: row.len(),
+        }));
+    }
+    let field = |index: usize| row.get(index).unwrap_or("");
+
+    let id = field(columns.id);
+    if id.is_empty() {
+        return Err(err(CsvErrorKind::EmptyId { column: "id" }));
+    }
+    let lower = parse_op(field(columns.lower), "lower", line)?;
+    let upper = parse_op(field(columns.upper), "upper", line)?;
+    let size_text = field(columns.size);
+    let size = parse_u64(size_text, "size", line)?;
+    if size == 0 {
+        return Err(err(CsvErrorKind::NonPositiveSize {
+            value: size_text.to_string(),
+        }));
+    }
+    if inclusive && upper == usize::MAX {
+        return Err(err(CsvErrorKind::ClosedUpperTooLarge {
+            upper: upper as u64,
+        }));
+    }
+    let last_op = if inclusive {
+        (lower <= upper).then_some(upper)
+    } else {
+        (lower < upper).then(|| upper - 1)
+    };
+    let Some(last_op) = last_op else {
+        return Err(err(CsvErrorKind::EmptyLifetime {
+            lower: lower as u64,
+            upper: upper as u64,
+            inclusive,
+        }));
+    };
+    let record = UsageRecord {
+        first_op: lower,
+        last_op,
+        size,
+    };
+    Ok((id, record, line))
+}
+
+/// The earliest row whose id an earlier row already has, as the error for it.
+///
+/// Sorting (hash, id, row) keys finds every repeated id in O(n log n) without a hash map of
+/// owned strings; the hash only makes most comparisons integer ones, and equal hashes fall back
+/// to comparing the ids, so colliding ids cost time, never a wrong answer.
+fn first_duplicate(records: &[CsvRecord], lines: &[u64]) -> Option<CsvError> {
+    // FNV-1a, 64-bit.
+    let hash = |id: &str| {
+        id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    };
+    let mut keys: Vec<(u64, usize)> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (hash(&r.id), i))
+        .collect();
+    keys.sort_unstable_by(|a, b| {
+        (a.0.cmp(&b.0))
+            .then_with(|| records[a.1].id.cmp(&records[b.1].id))
+            .then(a.1.cmp(&b.1))
+    });
+    // In each run of equal ids (rows ascending), the second row is the first repetition.
+    let repeat = keys
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0 && records[w[0].1].id == records[w[1].1].id)
+        .map(|w| (w[1].1, w[0].1))
+        .min()?;
+    let (second, first) = repeat;
+    Some(CsvError {
+        line: lines[second],
+        kind: CsvErrorKind::DuplicateId {
+            id: records[second].id.clone(),
+            first_line: lines[first],
+        },
+    })
 }
 
 /// Writes records in the format [`read_records_csv`] reads: header `id,lower,upper,size`, plus

@@ -177,25 +177,35 @@ pub(crate) fn positional_maxima_of(
     spans: &[(usize, usize)],
     points: usize,
 ) -> Vec<u64> {
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(items[i].size));
+    // The order among equal sizes does not matter: a run of equal sizes pushes that size as
+    // many times as the maximum grows over the run, whatever the order inside it. Sorting the
+    // (size, span) keys themselves keeps the loop below free of random reads.
+    let mut order: Vec<(std::cmp::Reverse<u64>, usize, usize)> = items
+        .iter()
+        .zip(spans)
+        .map(|(item, &(lo, hi))| (std::cmp::Reverse(item.size), lo, hi))
+        .collect();
+    order.sort_unstable();
     let mut tree = RangeAddMax::new(points);
     let mut maxima = Vec::new();
-    for i in order {
-        let (lo, hi) = spans[i];
+    for (std::cmp::Reverse(size), lo, hi) in order {
         tree.add(lo, hi);
         if tree.max() > maxima.len() as u64 {
-            maxima.push(items[i].size);
+            maxima.push(size);
         }
     }
     maxima
 }
 
-/// Lazy segment tree: add 1 on a range, read the global maximum.
+/// Segment tree with range add and global maximum, bottom-up (no recursion, no push-down):
+/// `max[node]` is the largest count in the node's range counting only additions at or below
+/// the node, `added[node]` the additions that covered the node's whole range. A range add
+/// touches O(log n) nodes and then recomputes the ancestors of its two ends; at a million
+/// records this is several times faster than the recursive lazy tree it replaced.
 struct RangeAddMax {
     size: usize,
     max: Vec<u64>,
-    pending: Vec<u64>,
+    added: Vec<u64>,
 }
 
 impl RangeAddMax {
@@ -204,7 +214,7 @@ impl RangeAddMax {
         RangeAddMax {
             size,
             max: vec![0; 2 * size],
-            pending: vec![0; 2 * size],
+            added: vec![0; 2 * size],
         }
     }
 
@@ -212,23 +222,35 @@ impl RangeAddMax {
         self.max[1]
     }
 
+    /// Adds 1 on the closed range `[lo, hi]` of points.
     fn add(&mut self, lo: usize, hi: usize) {
-        self.add_at(1, 0, self.size - 1, lo, hi);
+        let (mut l, mut r) = (lo + self.size, hi + self.size + 1);
+        let (left, right) = (l, r - 1);
+        while l < r {
+            if l & 1 == 1 {
+                self.max[l] += 1;
+                self.added[l] += 1;
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                self.max[r] += 1;
+                self.added[r] += 1;
+            }
+            l /= 2;
+            r /= 2;
+        }
+        self.pull(left);
+        self.pull(right);
     }
 
-    fn add_at(&mut self, node: usize, l: usize, r: usize, lo: usize, hi: usize) {
-        if hi < l || r < lo {
-            return;
+    /// Recomputes the ancestors of `node`.
+    fn pull(&mut self, mut node: usize) {
+        node /= 2;
+        while node >= 1 {
+            self.max[node] = self.added[node] + self.max[2 * node].max(self.max[2 * node + 1]);
+            node /= 2;
         }
-        if lo <= l && r <= hi {
-            self.max[node] += 1;
-            self.pending[node] += 1;
-            return;
-        }
-        let mid = l + (r - l) / 2;
-        self.add_at(2 * node, l, mid, lo, hi);
-        self.add_at(2 * node + 1, mid + 1, r, lo, hi);
-        self.max[node] = self.pending[node] + self.max[2 * node].max(self.max[2 * node + 1]);
     }
 }
 
