@@ -38,6 +38,10 @@ pub enum PlanError {
     TimeBudget { strategy: &'static str },
     #[error("unknown strategy `{name}`; expected one of: {expected}")]
     UnknownStrategy { name: String, expected: String },
+    /// Incremental re-planning was given a previous plan that cannot be the plan of the
+    /// previous records at this alignment.
+    #[error("the previous plan does not fit the previous records: {reason}")]
+    InvalidPreviousPlan { reason: String },
     #[error("internal planner error: {0}")]
     Internal(&'static str),
 }

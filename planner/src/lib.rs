@@ -43,6 +43,7 @@ mod exact;
 mod items;
 mod offsets;
 mod profile;
+mod replan;
 mod shared_objects;
 mod strategy;
 
@@ -57,6 +58,7 @@ pub use profile::{
     OperatorProfile, MAX_TABULATED_OPERATORS,
 };
 pub use record::UsageRecord;
+pub use replan::{replan_offsets, Replanned};
 use std::time::Instant;
 pub use strategy::{OffsetStrategy, SharedObjectStrategy};
 

@@ -79,6 +79,7 @@ impl From<PlanError> for Failure {
             | PlanError::TooLarge { .. }
             | PlanError::TimeBudget { .. } => TIR_PLANNER_TOO_LARGE,
             PlanError::UnknownStrategy { .. } => TIR_PLANNER_UNKNOWN_STRATEGY,
+            PlanError::InvalidPreviousPlan { .. } => TIR_PLANNER_INVALID_RECORD,
             PlanError::Internal(_) => TIR_PLANNER_INTERNAL,
         };
         Failure::new(status, e.to_string())

@@ -7,7 +7,7 @@ mod greedy_by_lifetime;
 mod greedy_by_size;
 mod naive;
 mod objects_to_offsets;
-mod placement;
+pub(crate) mod placement;
 mod strip_packing;
 
 pub use objects_to_offsets::objects_to_offsets;

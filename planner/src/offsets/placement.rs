@@ -60,6 +60,20 @@ pub(crate) fn place(
     fit: Fit,
     align: u64,
 ) -> Result<OffsetsPlan, PlanError> {
+    place_around(items, &[], order, fit, align)
+}
+
+/// [`place`] with some items already placed (incremental re-planning, `replan.rs`): each
+/// `(item, offset)` of `fixed` enters the index first, at an offset that must be a multiple of
+/// `align`, and `order`, which must not list them, is placed around them. Fixed items must
+/// not overlap each other in time and memory; the caller checks the result.
+pub(crate) fn place_around(
+    items: &[Item],
+    fixed: &[(usize, u64)],
+    order: &[usize],
+    fit: Fit,
+    align: u64,
+) -> Result<OffsetsPlan, PlanError> {
     if items.len() >= u32::MAX as usize {
         return Err(PlanError::TooLarge {
             strategy: "greedy placement",
@@ -72,6 +86,18 @@ pub(crate) fn place(
     let mut offsets = vec![0u64; items.len()];
     let mut total_size = 0u64;
     let mut gather = Gather::default();
+    for &(item, offset) in fixed {
+        let size = items[item].size;
+        if size == 0 {
+            continue;
+        }
+        let end = offset
+            .checked_add(size)
+            .ok_or_else(|| overflow("slab size"))?;
+        offsets[item] = offset;
+        total_size = total_size.max(end);
+        index.place(&index.step(item, size, spans[item]), offset, end);
+    }
     // Everything a placement reads about its own tensor (size, span, bucket bounds, first
     // stabbing-tree union) is gathered up front in one independent pass, whose cache misses
     // overlap, so that the placement loop, where each step waits for the last, reads it
