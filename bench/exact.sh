@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 time_limit=${TIME_LIMIT:-60}
 zoo_limit=${ZOO_TIME_LIMIT:-1}
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release -p tir-passes --example exact_table
+cargo build --release -p tir-planner --example exact_table
 cargo build --release --bin tirc
 table="$target/release/examples/exact_table"
 tirc="$target/release/tirc"

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-cargo build --release -p tir-passes --example greedy_scaling
+cargo build --release -p tir-planner --example greedy_scaling
 cargo build --release --bin tirc
 traces=../shared/benchmarks/idealloc-traces
 "$CARGO_TARGET_DIR/release/examples/greedy_scaling" --max "${MAX:-1000000}" \

@@ -1,7 +1,9 @@
 //! Analyses, memory planners and passes over the tir IR.
 //!
-//! `planner` is IR-agnostic (usage records in, plans out) so that it can plan any framework's
-//! buffers; everything else reads and rewrites `tir_ir` modules. One pass per file.
+//! The planner itself is the IR-agnostic crate `tir_planner` (usage records in, plans out), so
+//! that a runtime can plan its buffers without the compiler; it is re-exported here as `planner`
+//! so that callers keep writing `tir_passes::planner::...`. Everything else reads and rewrites
+//! `tir_ir` modules. One pass per file.
 
 pub mod buffer_check;
 pub mod bufferize;
@@ -9,6 +11,7 @@ pub mod buffers;
 pub mod liveness;
 pub mod pipeline;
 pub mod plan;
-pub mod planner;
 pub mod reorder;
 pub mod rewrite;
+
+pub use tir_planner as planner;

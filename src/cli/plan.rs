@@ -6,6 +6,7 @@
 use super::records::{self, PlanInput};
 use super::{input, Failure};
 use serde::Serialize;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tir_passes::planner::checker::{check_offsets, check_shared_objects};
@@ -383,10 +384,14 @@ pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Resul
         exact: exact.as_ref().map(ExactJson::new),
     };
     if opts.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
-            Err(e) => return Err(plan_error(src, e)),
-        }
+        // Streamed: at a million records the text is over 100 MB, and building it as one
+        // String first costs a copy of all of it.
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+        serde_json::to_writer_pretty(&mut out, &report).map_err(|e| plan_error(src, e))?;
+        writeln!(out)
+            .and_then(|()| out.flush())
+            .map_err(|e| plan_error(src, e))?;
     } else {
         print_table(&report);
     }
@@ -431,21 +436,16 @@ fn emit_csv(out: &Path, input: &PlanInput, rows: &[OffsetsRow]) -> Result<(), Fa
             "--emit-csv needs an offsets strategy".into(),
         ));
     };
-    let text = match &input.csv {
-        Some(rows) => write_records_csv(rows, Some(&best.offsets), false),
-        None => {
-            let rows: Vec<_> = input
-                .records
-                .iter()
-                .zip(&input.names)
-                .map(|(r, name)| tir_passes::planner::csv::CsvRecord {
-                    id: name.clone(),
-                    record: *r,
-                })
-                .collect();
-            write_records_csv(&rows, Some(&best.offsets), false)
-        }
-    };
+    let rows: Vec<_> = input
+        .records
+        .iter()
+        .zip(&input.names)
+        .map(|(r, name)| tir_passes::planner::csv::CsvRecord {
+            id: name.clone(),
+            record: *r,
+        })
+        .collect();
+    let text = write_records_csv(&rows, Some(&best.offsets), false);
     input::write_atomic(out, text.as_bytes())
 }
 

@@ -5,7 +5,7 @@ use super::{input, Failure};
 use std::path::Path;
 use tir_ir::Module;
 use tir_passes::liveness::{self, Liveness};
-use tir_passes::planner::csv::{read_records_csv, CsvRecord};
+use tir_passes::planner::csv::read_records_csv;
 use tir_passes::planner::UsageRecord;
 
 /// Records to plan, with everything needed to show them.
@@ -21,8 +21,6 @@ pub struct PlanInput {
     pub num_ops: usize,
     /// Present when the records come from a model.
     pub model: Option<(Module, Liveness)>,
-    /// Present when the records come from CSV (kept to write them back with offsets).
-    pub csv: Option<Vec<CsvRecord>>,
 }
 
 pub fn from_model(path: &Path) -> Result<PlanInput, Failure> {
@@ -46,7 +44,6 @@ pub fn from_model(path: &Path) -> Result<PlanInput, Failure> {
         names,
         num_ops: live.num_operators,
         model: Some((module, live)),
-        csv: None,
     })
 }
 
@@ -67,7 +64,10 @@ pub fn from_csv(path: &Path, inclusive: bool) -> Result<PlanInput, Failure> {
         eprintln!("{shown}:{}: error: {}", e.line, e.kind);
         Failure::Reported
     })?;
-    let records: Vec<UsageRecord> = rows.iter().map(|r| r.record).collect();
+    // The ids move into `names` (a CSV written back is rebuilt from names and records): at a
+    // million records a second copy of every id is a noticeable share of the whole command.
+    let (names, records): (Vec<String>, Vec<UsageRecord>) =
+        rows.into_iter().map(|r| (r.id, r.record)).unzip();
     let num_ops = records.iter().map(|r| r.last_op + 1).max().unwrap_or(0);
     let name = path
         .file_stem()
@@ -75,11 +75,10 @@ pub fn from_csv(path: &Path, inclusive: bool) -> Result<PlanInput, Failure> {
     Ok(PlanInput {
         source: shown,
         name,
-        names: rows.iter().map(|r| r.id.clone()).collect(),
+        names,
         records,
         num_ops,
         model: None,
-        csv: Some(rows),
     })
 }
 

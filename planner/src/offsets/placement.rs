@@ -1,0 +1,571 @@
+//! The placement step shared by the greedy offset strategies: put each tensor, in a given
+//! order, into a gap between the already placed tensors that are live at the same time.
+//!
+//! Paper Alg. 3 (and TFLite, and TFLite Micro) scan *every* placed tensor for each new one,
+//! which is quadratic; the TFLite arena-initialisation write-up names this scan as the cost
+//! that "can't be reduced" but whose N can. Two observations make it near n log n here while
+//! giving exactly Alg. 3's offsets:
+//!
+//! 1. Only tensors whose lifetimes intersect the new one matter, and Alg. 3's gaps depend only
+//!    on the *union* of their address ranges: a gap runs from the furthest end seen so far to
+//!    the next offset, so a range contained in the union of others, or a duplicate, changes no
+//!    gap. [`find_gap`] therefore gives the same answer on any list of ranges with that union,
+//!    in particular on pre-merged ("coalesced") ones.
+//! 2. Those tensors are the ones *starting* inside the new span `[lo, hi]` plus the ones live
+//!    at `lo` that started earlier (a stabbing query at `lo`).
+//!
+//! All tensors are bucketed by start point up front, in one flat array that also carries each
+//! tensor's placed range. A *short* tensor (spanning at most [`SHORT_SPAN`] points) is live at
+//! `lo` only if it starts in `[lo - SHORT_SPAN, lo]`, so for a short query everything is one
+//! contiguous scan. The *long* tensors live at `lo` are found on a static segment tree over
+//! the points, whose nodes keep the coalesced union of their placed long tensors, merged in
+//! as each is placed. A *long*
+//! query (spanning more than [`LONG_QUERY`] points, e.g. a whole-program tensor of an idealloc
+//! trace, which intersects every other tensor) takes the tensors starting inside its span from
+//! a second segment tree over blocks of [`BLOCK`] start points, whose nodes keep the coalesced
+//! union of the placed tensors starting there. That tree refreshes a node's union lazily, only
+//! when a query reads it after a placement below it made it stale, so record sets whose
+//! queries are all short (chains) never pay for it.
+//!
+//! A placement thus costs O(SHORT_SPAN + log n) reads plus the sizes of the O(log n) unions it
+//! reads, instead of the number of intersecting tensors; on inference graphs and the public
+//! traces the unions stay small because live tensors pack memory densely.
+
+use crate::align_size;
+use crate::error::overflow;
+use crate::items::{Item, Timeline};
+use crate::{OffsetsPlan, PlanError};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// Smallest gap that fits, lowest offset among equal gaps (paper Alg. 3 L.14-17).
+    Best,
+    /// Lowest gap that fits (TFLite Micro `GreedyMemoryPlanner`).
+    First,
+}
+
+/// Tensors spanning more timeline points than this are *long*; see the module comment.
+const SHORT_SPAN: usize = 16;
+
+/// Queries spanning more points than this read the start-block tree instead of scanning.
+const LONG_QUERY: usize = 64;
+
+/// Start points per leaf of the start-block tree.
+const BLOCK: usize = 16;
+
+/// Places `items` in `order`; items of size 0 occupy nothing and stay at offset 0.
+pub(crate) fn place(
+    items: &[Item],
+    order: &[usize],
+    fit: Fit,
+    align: u64,
+) -> Result<OffsetsPlan, PlanError> {
+    place_around(items, &[], order, fit, align)
+}
+
+/// [`place`] with some items already placed (incremental re-planning, `replan.rs`): each
+/// `(item, offset)` of `fixed` enters the index first, at an offset that must be a multiple of
+/// `align`, and `order`, which must not list them, is placed around them. Fixed items must
+/// not overlap each other in time and memory; the caller checks the result.
+pub(crate) fn place_around(
+    items: &[Item],
+    fixed: &[(usize, u64)],
+    order: &[usize],
+    fit: Fit,
+    align: u64,
+) -> Result<OffsetsPlan, PlanError> {
+    if items.len() >= u32::MAX as usize {
+        return Err(PlanError::TooLarge {
+            strategy: "greedy placement",
+            records: items.len(),
+            reason: "its index stores start points in 32 bits",
+        });
+    }
+    let (timeline, spans) = Timeline::with_spans(items);
+    let mut index = TimeIndex::new(items, &spans, timeline.len());
+    let mut offsets = vec![0u64; items.len()];
+    let mut total_size = 0u64;
+    let mut gather = Gather::default();
+    for &(item, offset) in fixed {
+        let size = items[item].size;
+        if size == 0 {
+            continue;
+        }
+        let end = offset
+            .checked_add(size)
+            .ok_or_else(|| overflow("slab size"))?;
+        offsets[item] = offset;
+        total_size = total_size.max(end);
+        index.place(&index.step(item, size, spans[item]), offset, end);
+    }
+    // Everything a placement reads about its own tensor (size, span, bucket bounds, first
+    // stabbing-tree union) is gathered up front in one independent pass, whose cache misses
+    // overlap, so that the placement loop, where each step waits for the last, reads it
+    // sequentially instead of missing the cache at each of those random accesses.
+    let sequence: Vec<Step> = order
+        .iter()
+        .filter(|&&i| items[i].size > 0)
+        .map(|&i| index.step(i, items[i].size, spans[i]))
+        .collect();
+    for step in &sequence {
+        index.intersecting(step, &mut gather);
+        let ranges = gather.merged();
+        let offset = find_gap(ranges, step.size, fit, align)?;
+        let end = offset
+            .checked_add(step.size)
+            .ok_or_else(|| overflow("slab size"))?;
+        offsets[step.item] = offset;
+        total_size = total_size.max(end);
+        index.place(step, offset, end);
+    }
+    Ok(OffsetsPlan {
+        offsets,
+        total_size,
+    })
+}
+
+/// `ranges` are the `[offset, end)` of the live tensors, sorted by offset; they may overlap
+/// each other (they need not be live at the same time as each other). A gap runs from the
+/// furthest end seen so far to the next offset; without a fitting gap the tensor goes above
+/// everything (Alg. 3 L.19-20).
+fn find_gap(ranges: &[(u64, u64)], size: u64, fit: Fit, align: u64) -> Result<u64, PlanError> {
+    // Sizes are aligned and every offset is `align_size` of an end (or 0), so every end, and
+    // thus `reached`, is already aligned: no rounding inside the loop.
+    let mut reached = 0u64;
+    let mut best: Option<(u64, u64)> = None;
+    for &(offset, end) in ranges {
+        debug_assert_eq!(reached % align, 0);
+        let candidate = reached;
+        if offset >= candidate {
+            let gap = offset - candidate;
+            if gap >= size {
+                match fit {
+                    Fit::First => return Ok(candidate),
+                    Fit::Best => {
+                        if best.is_none_or(|(g, _)| gap < g) {
+                            best = Some((gap, candidate));
+                        }
+                    }
+                }
+            }
+        }
+        reached = reached.max(end);
+    }
+    match best {
+        Some((_, offset)) => Ok(offset),
+        None => align_size(reached, align),
+    }
+}
+
+/// One tensor in the start-point buckets once placed: its address range. Only the range, 16
+/// bytes: the scans stream through these, so their density is what the scans cost.
+#[derive(Clone, Copy)]
+struct Slot {
+    offset: u64,
+    end: u64,
+}
+
+/// The address ranges of the tensors intersecting one placement, as sorted runs, merged into
+/// their union without sorting everything: the lists of long queries run to thousands of
+/// ranges, but they are a few sorted unions, and merging them pairwise (coalescing as it goes)
+/// costs O(n log runs) and usually much less, since a densely packed slab's unions collapse
+/// into few ranges. [`find_gap`] gives the same answer on the union as on the list (see the
+/// module comment).
+#[derive(Default)]
+struct Gather {
+    /// The runs, one after another; `ends[k]` is where run k ends.
+    ranges: Vec<(u64, u64)>,
+    ends: Vec<usize>,
+    /// Block unions read while the first run (the scan) is still being filled.
+    unions: Vec<(u64, u64)>,
+    union_ends: Vec<usize>,
+    scratch: Vec<(u64, u64)>,
+    scratch_ends: Vec<usize>,
+}
+
+impl Gather {
+    fn clear(&mut self) {
+        self.ranges.clear();
+        self.ends.clear();
+        self.unions.clear();
+        self.union_ends.clear();
+    }
+
+    /// Ends the run being filled (the first also takes in the block unions read meanwhile).
+    fn end_run(&mut self) {
+        if self.ends.last().copied().unwrap_or(0) < self.ranges.len() {
+            self.ends.push(self.ranges.len());
+        }
+        if !self.union_ends.is_empty() {
+            let base = self.ranges.len();
+            self.ranges.extend_from_slice(&self.unions);
+            self.ends.extend(
+                self.union_ends
+                    .iter()
+                    .map(|&e| base + e)
+                    .filter(|&e| e > base),
+            );
+            self.ends.dedup();
+            self.unions.clear();
+            self.union_ends.clear();
+        }
+    }
+
+    /// The union of all runs, sorted by offset, merging adjacent runs pairwise.
+    fn merged(&mut self) -> &[(u64, u64)] {
+        while self.ends.len() > 1 {
+            self.scratch.clear();
+            self.scratch_ends.clear();
+            let mut start = 0;
+            let mut k = 0;
+            while k < self.ends.len() {
+                let a = &self.ranges[start..self.ends[k]];
+                if k + 1 < self.ends.len() {
+                    let b = &self.ranges[self.ends[k]..self.ends[k + 1]];
+                    merge_unions(a, b, &mut self.scratch);
+                    start = self.ends[k + 1];
+                    k += 2;
+                } else {
+                    merge_unions(a, &[], &mut self.scratch);
+                    start = self.ends[k];
+                    k += 1;
+                }
+                self.scratch_ends.push(self.scratch.len());
+            }
+            std::mem::swap(&mut self.ranges, &mut self.scratch);
+            std::mem::swap(&mut self.ends, &mut self.scratch_ends);
+        }
+        &self.ranges
+    }
+}
+
+/// One placement of the loop in [`place`], gathered before the loop starts.
+struct Step {
+    item: usize,
+    slot: usize,
+    size: u64,
+    lo: usize,
+    hi: usize,
+    /// `bucket[lo - SHORT_SPAN]` and `bucket[scan_end]`: the slots the contiguous scan reads.
+    scan_first: usize,
+    scan_last: usize,
+    /// The first union met walking up the stabbing tree from `lo` (`NO_UNION`: none).
+    union: u32,
+}
+
+const NO_UNION: u32 = u32::MAX;
+
+/// Appends `[offset, end)` to a coalesced union being built in offset order in
+/// `ranges[from..]` (what lies before `from` belongs to another run and is left alone).
+fn push_coalesced(ranges: &mut Vec<(u64, u64)>, from: usize, (offset, end): (u64, u64)) {
+    if ranges.len() > from {
+        if let Some(last) = ranges.last_mut() {
+            if offset <= last.1 {
+                last.1 = last.1.max(end);
+                return;
+            }
+        }
+    }
+    ranges.push((offset, end));
+}
+
+/// Appends to `out` the coalesced union of two runs sorted by offset, by a linear merge.
+fn merge_unions(a: &[(u64, u64)], b: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
+    let from = out.len();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].0 <= b[j].0 {
+            push_coalesced(out, from, a[i]);
+            i += 1;
+        } else {
+            push_coalesced(out, from, b[j]);
+            j += 1;
+        }
+    }
+    for &r in a[i..].iter().chain(&b[j..]) {
+        push_coalesced(out, from, r);
+    }
+}
+
+/// Sorts `ranges` and merges overlapping or touching ones in place.
+fn coalesce(ranges: &mut Vec<(u64, u64)>) {
+    // Equal pairs are indistinguishable, so the faster unstable sort gives the same result.
+    ranges.sort_unstable();
+    let mut kept = 0;
+    for i in 0..ranges.len() {
+        let (offset, end) = ranges[i];
+        if kept > 0 && offset <= ranges[kept - 1].1 {
+            ranges[kept - 1].1 = ranges[kept - 1].1.max(end);
+        } else {
+            ranges[kept] = (offset, end);
+            kept += 1;
+        }
+    }
+    ranges.truncate(kept);
+}
+
+/// Adds `[offset, end)` to a coalesced union, merging the ranges it overlaps or touches.
+fn insert_range(ranges: &mut Vec<(u64, u64)>, (mut offset, mut end): (u64, u64)) {
+    // Disjoint and sorted by offset, so sorted by end too.
+    let first = ranges.partition_point(|&(_, e)| e < offset);
+    let mut last = first;
+    while last < ranges.len() && ranges[last].0 <= end {
+        offset = offset.min(ranges[last].0);
+        end = end.max(ranges[last].1);
+        last += 1;
+    }
+    if first == last {
+        ranges.insert(first, (offset, end));
+    } else {
+        ranges[first] = (offset, end);
+        ranges.drain(first + 1..last);
+    }
+}
+
+/// Canonical cover of the leaves `[lo, hi]` of a bottom-up segment tree with `size` leaves.
+fn cover(lo: usize, hi: usize, size: usize, mut visit: impl FnMut(usize)) {
+    let (mut l, mut r) = (lo + size, hi + size + 1);
+    while l < r {
+        if l & 1 == 1 {
+            visit(l);
+            l += 1;
+        }
+        if r & 1 == 1 {
+            r -= 1;
+            visit(r);
+        }
+        l /= 2;
+        r /= 2;
+    }
+}
+
+/// Which placed tensors intersect a span, i.e. start <= hi and end >= lo.
+struct TimeIndex {
+    /// Tensors sorted by start point; `bucket[p]..bucket[p + 1]` start at point p.
+    slots: Vec<Slot>,
+    /// `reach[slot]`: one past the slot's last point once placed, 0 before; the scans read
+    /// only this dense array (and a slot's range only when it intersects), which keeps the
+    /// memory each placement touches small. `u32` for the same reason (`place` refuses more
+    /// records than that).
+    reach: Vec<u32>,
+    bucket: Vec<usize>,
+    slot_of: Vec<usize>,
+    points: usize,
+    /// Stabbing tree over points: node `v` keeps the union of the placed long tensors whose
+    /// span covers v's whole range but not its parent's (its canonical cover), updated on each
+    /// placement. Only nodes some long tensor covers that way have a union, numbered densely:
+    /// `union_of[v]` (`NO_UNION`: none).
+    size: usize,
+    union_of: Vec<u32>,
+    /// `first_union[v]`: the union of the nearest of v and its ancestors that has one, and
+    /// `parent_union[u]`: that of the nearest proper ancestor of u's node, so that a stabbing
+    /// query reads only the unions on its path, through small dense arrays.
+    first_union: Vec<u32>,
+    parent_union: Vec<u32>,
+    long_unions: Vec<Vec<(u64, u64)>>,
+    /// Start-block tree: leaf `b` (node `blocks + b`) holds the coalesced union of the placed
+    /// tensors starting in points `[b * BLOCK, (b + 1) * BLOCK)`, an inner node that of its
+    /// children, recomputed only when read after a placement below it made it `stale` (a
+    /// separate dense array: every placement tests it).
+    blocks: usize,
+    block_unions: Vec<Vec<(u64, u64)>>,
+    stale: Vec<bool>,
+}
+
+impl TimeIndex {
+    fn new(items: &[Item], spans: &[(usize, usize)], points: usize) -> Self {
+        let mut bucket = vec![0usize; points + 1];
+        for &(lo, _) in spans {
+            bucket[lo + 1] += 1;
+        }
+        for p in 0..points {
+            bucket[p + 1] += bucket[p];
+        }
+        // Counting sort by start point into the buckets.
+        let mut next = bucket.clone();
+        let mut slot_of = vec![0usize; items.len()];
+        for (i, &(lo, _)) in spans.iter().enumerate() {
+            slot_of[i] = next[lo];
+            next[lo] += 1;
+        }
+        let slots = vec![Slot { offset: 0, end: 0 }; items.len()];
+
+        let size = points.max(1).next_power_of_two();
+        let mut covered = vec![false; 2 * size];
+        for &(lo, hi) in spans {
+            if hi - lo > SHORT_SPAN {
+                cover(lo, hi, size, |node| covered[node] = true);
+            }
+        }
+        let mut union_of = vec![NO_UNION; 2 * size];
+        let mut first_union = vec![NO_UNION; 2 * size];
+        let mut parent_union = Vec::new();
+        for v in 1..2 * size {
+            let above = if v > 1 { first_union[v / 2] } else { NO_UNION };
+            first_union[v] = if covered[v] {
+                let id = parent_union.len() as u32;
+                union_of[v] = id;
+                parent_union.push(above);
+                id
+            } else {
+                above
+            };
+        }
+        let mut long_unions = Vec::new();
+        long_unions.resize_with(parent_union.len(), Vec::new);
+        let blocks = points.div_ceil(BLOCK).max(1).next_power_of_two();
+        let mut block_unions = Vec::new();
+        block_unions.resize_with(2 * blocks, Vec::new);
+        TimeIndex {
+            reach: vec![0; slots.len()],
+            slots,
+            bucket,
+            slot_of,
+            points,
+            size,
+            union_of,
+            first_union,
+            parent_union,
+            long_unions,
+            blocks,
+            block_unions,
+            stale: vec![false; 2 * blocks],
+        }
+    }
+
+    /// Everything the placement of `item` reads about itself, gathered ahead of the loop.
+    fn step(&self, item: usize, size: u64, (lo, hi): (usize, usize)) -> Step {
+        let window = lo.saturating_sub(SHORT_SPAN);
+        let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
+        Step {
+            item,
+            slot: self.slot_of[item],
+            size,
+            lo,
+            hi,
+            scan_first: self.bucket[window],
+            scan_last: self.bucket[scan_end],
+            union: self.first_union[lo + self.size],
+        }
+    }
+
+    fn place(&mut self, step: &Step, offset: u64, end: u64) {
+        let (lo, hi) = (step.lo, step.hi);
+        self.reach[step.slot] = (hi + 1) as u32;
+        let slot = &mut self.slots[step.slot];
+        slot.offset = offset;
+        slot.end = end;
+        // Every stale node's ancestors are stale too, so marking stops at the first one.
+        let mut node = self.blocks + lo / BLOCK;
+        while node >= 1 && !self.stale[node] {
+            self.stale[node] = true;
+            node /= 2;
+        }
+        if hi - lo > SHORT_SPAN {
+            let (union_of, long_unions) = (&self.union_of, &mut self.long_unions);
+            cover(lo, hi, self.size, |node| {
+                insert_range(&mut long_unions[union_of[node] as usize], (offset, end));
+            });
+        }
+    }
+
+    /// Gathers the ranges of the placed tensors intersecting `step`'s span into `g`, as sorted
+    /// runs: the scanned tensors (sorted here), then each union read.
+    fn intersecting(&mut self, step: &Step, g: &mut Gather) {
+        g.clear();
+        let (lo, hi) = (step.lo, step.hi);
+        // Short tensors live at `lo` start in [lo - SHORT_SPAN, lo]; a short query also takes
+        // everything starting up to `hi` in the same scan.
+        self.scan_slots(step.scan_first, step.scan_last, lo, &mut g.ranges);
+        let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
+        if scan_end <= hi {
+            self.starting_in(scan_end, hi + 1, g);
+        }
+        g.ranges.sort_unstable();
+        g.end_run();
+        // Long tensors live at `lo`; those starting in the window are found twice, which
+        // changes no union.
+        let mut id = step.union;
+        while id != NO_UNION {
+            g.ranges.extend_from_slice(&self.long_unions[id as usize]);
+            g.end_run();
+            id = self.parent_union[id as usize];
+        }
+    }
+
+    /// Placed tensors in slots `[first, last)` that are live at `lo`.
+    fn scan_slots(&self, first: usize, last: usize, lo: usize, out: &mut Vec<(u64, u64)>) {
+        let lo = lo as u32;
+        for (k, &reach) in self.reach[first..last].iter().enumerate() {
+            if reach > lo {
+                let s = &self.slots[first + k];
+                out.push((s.offset, s.end));
+            }
+        }
+    }
+
+    /// Placed tensors starting at points `[from, to)` that are live at `lo`.
+    fn scan(&self, from: usize, to: usize, lo: usize, out: &mut Vec<(u64, u64)>) {
+        self.scan_slots(self.bucket[from], self.bucket[to], lo, out);
+    }
+
+    /// Placed tensors starting at points `[from, to)`: whole blocks from the start-block tree,
+    /// the partial blocks at either end scanned.
+    fn starting_in(&mut self, from: usize, to: usize, g: &mut Gather) {
+        let first_block = from.div_ceil(BLOCK);
+        let end_block = to / BLOCK;
+        if first_block >= end_block {
+            self.scan(from, to, 0, &mut g.ranges);
+            return;
+        }
+        self.scan(from, first_block * BLOCK, 0, &mut g.ranges);
+        self.scan(end_block * BLOCK, to, 0, &mut g.ranges);
+        // The scanned ranges so far form the first run (sorted by the caller); the block
+        // unions, each already sorted, are kept after it as runs of their own.
+        let scanned = g.ranges.len();
+        let (mut l, mut r) = (first_block + self.blocks, end_block + self.blocks);
+        while l < r {
+            if l & 1 == 1 {
+                self.refresh_block(l);
+                g.unions.extend_from_slice(&self.block_unions[l]);
+                g.union_ends.push(g.unions.len());
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                self.refresh_block(r);
+                g.unions.extend_from_slice(&self.block_unions[r]);
+                g.union_ends.push(g.unions.len());
+            }
+            l /= 2;
+            r /= 2;
+        }
+        debug_assert_eq!(scanned, g.ranges.len());
+    }
+
+    fn refresh_block(&mut self, node: usize) {
+        if !self.stale[node] {
+            return;
+        }
+        let mut ranges = std::mem::take(&mut self.block_unions[node]);
+        ranges.clear();
+        if node >= self.blocks {
+            let block = node - self.blocks;
+            let from = (block * BLOCK).min(self.points);
+            let to = ((block + 1) * BLOCK).min(self.points);
+            self.scan(from, to, 0, &mut ranges);
+            coalesce(&mut ranges);
+        } else {
+            self.refresh_block(2 * node);
+            self.refresh_block(2 * node + 1);
+            // Both children are coalesced: a linear merge, no sort.
+            merge_unions(
+                &self.block_unions[2 * node],
+                &self.block_unions[2 * node + 1],
+                &mut ranges,
+            );
+        }
+        self.block_unions[node] = ranges;
+        self.stale[node] = false;
+    }
+}

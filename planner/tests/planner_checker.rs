@@ -1,0 +1,244 @@
+//! The checker catches broken plans: hand-made ones naming each kind of error, and random
+//! plans (mostly broken) judged against an O(n^2) brute force. 4,000 random cases.
+
+use proptest::prelude::*;
+use tir_planner::checker::{check_offsets, check_shared_objects, CheckError};
+use tir_planner::{OffsetsPlan, SharedObjectsPlan, UsageRecord};
+
+fn r(size: u64, first_op: usize, last_op: usize) -> UsageRecord {
+    UsageRecord {
+        first_op,
+        last_op,
+        size,
+    }
+}
+
+fn offsets(offsets: &[u64], total_size: u64) -> OffsetsPlan {
+    OffsetsPlan {
+        offsets: offsets.to_vec(),
+        total_size,
+    }
+}
+
+fn objects(ids: &[usize], sizes: &[u64]) -> SharedObjectsPlan {
+    SharedObjectsPlan {
+        object_ids: ids.to_vec(),
+        object_sizes: sizes.to_vec(),
+    }
+}
+
+#[test]
+fn overlapping_live_tensors_are_caught() {
+    let rs = [r(64, 0, 2), r(64, 2, 3)];
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0, 32], 128), 1),
+        Err(vec![CheckError::AddressOverlap {
+            first: 0,
+            second: 1
+        }])
+    );
+    // Same offset, sharing only the operator where one ends and the other starts.
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0, 0], 64), 64),
+        Err(vec![CheckError::AddressOverlap {
+            first: 0,
+            second: 1
+        }])
+    );
+    // The later tensor placed below and reaching into the earlier one.
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[32, 0], 96), 1),
+        Err(vec![CheckError::AddressOverlap {
+            first: 0,
+            second: 1
+        }])
+    );
+    // Disjoint lifetimes may share addresses; adjacent ranges do not overlap.
+    assert_eq!(
+        check_offsets(&[r(64, 0, 1), r(64, 2, 3)], &offsets(&[0, 0], 64), 64),
+        Ok(())
+    );
+    assert_eq!(check_offsets(&rs, &offsets(&[0, 64], 128), 64), Ok(()));
+}
+
+#[test]
+fn overlap_hidden_behind_a_long_range_is_caught() {
+    // A big live range, then two small ones inside it: the sweep must not only look at the
+    // nearest neighbour.
+    let rs = [r(100, 0, 9), r(10, 1, 2), r(10, 3, 4)];
+    let errors = check_offsets(&rs, &offsets(&[0, 20, 50], 100), 1).unwrap_err();
+    assert!(errors.contains(&CheckError::AddressOverlap {
+        first: 0,
+        second: 1
+    }));
+    assert!(errors.contains(&CheckError::AddressOverlap {
+        first: 0,
+        second: 2
+    }));
+}
+
+#[test]
+fn misaligned_out_of_slab_and_malformed_plans_are_caught() {
+    let rs = [r(64, 0, 1), r(64, 2, 3)];
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0, 8], 128), 64),
+        Err(vec![CheckError::Misaligned {
+            record: 1,
+            offset: 8,
+            align: 64
+        }])
+    );
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0, 64], 100), 64),
+        Err(vec![CheckError::OutOfSlab {
+            record: 1,
+            offset: 64,
+            size: 64,
+            total_size: 100
+        }])
+    );
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0, u64::MAX - 10], u64::MAX), 1),
+        Err(vec![CheckError::OutOfSlab {
+            record: 1,
+            offset: u64::MAX - 10,
+            size: 64,
+            total_size: u64::MAX
+        }])
+    );
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0], 64), 64),
+        Err(vec![CheckError::LengthMismatch {
+            expected: 2,
+            found: 1
+        }])
+    );
+    assert_eq!(
+        check_offsets(&[r(1, 3, 2)], &offsets(&[0], 64), 64),
+        Err(vec![CheckError::InvalidLifetime { record: 0 }])
+    );
+    assert_eq!(
+        check_offsets(&rs, &offsets(&[0, 0], 64), 0),
+        Err(vec![CheckError::ZeroAlignment])
+    );
+}
+
+#[test]
+fn broken_shared_objects_are_caught() {
+    let rs = [r(64, 0, 2), r(32, 2, 3), r(16, 4, 5)];
+    assert_eq!(
+        check_shared_objects(&rs, &objects(&[0, 0, 0], &[64])),
+        Err(vec![CheckError::SharedObjectConflict {
+            first: 0,
+            second: 1,
+            object: 0
+        }])
+    );
+    assert_eq!(
+        check_shared_objects(&rs, &objects(&[0, 1, 1], &[64, 16])),
+        Err(vec![CheckError::ObjectTooSmall {
+            record: 1,
+            object: 1,
+            size: 32,
+            object_size: 16
+        }])
+    );
+    assert_eq!(
+        check_shared_objects(&rs, &objects(&[0, 1, 2], &[64, 32])),
+        Err(vec![CheckError::UnknownObject {
+            record: 2,
+            object: 2,
+            objects: 2
+        }])
+    );
+    assert_eq!(
+        check_shared_objects(&rs, &objects(&[0, 1, 0], &[u64::MAX, 32])),
+        Err(vec![CheckError::CostOverflow])
+    );
+    assert_eq!(
+        check_shared_objects(&rs, &objects(&[0], &[64])),
+        Err(vec![CheckError::LengthMismatch {
+            expected: 3,
+            found: 1
+        }])
+    );
+    assert_eq!(
+        check_shared_objects(&rs, &objects(&[0, 1, 0], &[64, 32])),
+        Ok(())
+    );
+    // A long tenant hides a conflict from a short one in between.
+    let nested = [r(8, 0, 10), r(8, 1, 2), r(8, 5, 6)];
+    let errors = check_shared_objects(&nested, &objects(&[0, 1, 0], &[8, 8])).unwrap_err();
+    assert_eq!(
+        errors,
+        vec![CheckError::SharedObjectConflict {
+            first: 0,
+            second: 2,
+            object: 0
+        }]
+    );
+}
+
+fn brute_offsets_ok(rs: &[UsageRecord], plan: &OffsetsPlan, align: u64) -> bool {
+    rs.iter().zip(&plan.offsets).all(|(r, &o)| {
+        o % align == 0 && o.checked_add(r.size).is_some_and(|e| e <= plan.total_size)
+    }) && (0..rs.len()).all(|i| {
+        (0..i).all(|j| {
+            let live_together = rs[i].first_op <= rs[j].last_op && rs[j].first_op <= rs[i].last_op;
+            let (oi, oj) = (plan.offsets[i], plan.offsets[j]);
+            let apart = oi + rs[i].size <= oj || oj + rs[j].size <= oi;
+            !live_together || apart || rs[i].size == 0 || rs[j].size == 0
+        })
+    })
+}
+
+fn brute_objects_ok(rs: &[UsageRecord], plan: &SharedObjectsPlan) -> bool {
+    rs.iter()
+        .zip(&plan.object_ids)
+        .all(|(r, &o)| o < plan.object_sizes.len() && r.size <= plan.object_sizes[o])
+        && (0..rs.len()).all(|i| {
+            (0..i).all(|j| {
+                let live_together =
+                    rs[i].first_op <= rs[j].last_op && rs[j].first_op <= rs[i].last_op;
+                !live_together || plan.object_ids[i] != plan.object_ids[j]
+            })
+        })
+}
+
+fn records() -> impl Strategy<Value = Vec<UsageRecord>> {
+    let record = (0usize..12, 0usize..4, 0u64..6).prop_map(|(first_op, len, size)| UsageRecord {
+        first_op,
+        last_op: first_op + len,
+        size: size * 8,
+    });
+    proptest::collection::vec(record, 1..12)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn offsets_checker_agrees_with_brute_force(
+        (rs, raw_offsets, total) in records().prop_flat_map(|rs| {
+            let n = rs.len();
+            (Just(rs), proptest::collection::vec(0u64..10, n), 0u64..12)
+        }),
+        align in prop_oneof![Just(1u64), Just(8), Just(16)],
+    ) {
+        let plan = OffsetsPlan { offsets: raw_offsets.iter().map(|o| o * 8).collect(), total_size: total * 8 };
+        let verdict = check_offsets(&rs, &plan, align);
+        prop_assert_eq!(verdict.is_ok(), brute_offsets_ok(&rs, &plan, align), "{:?}", verdict);
+    }
+
+    #[test]
+    fn objects_checker_agrees_with_brute_force(
+        (rs, ids, sizes) in records().prop_flat_map(|rs| {
+            let n = rs.len();
+            (Just(rs), proptest::collection::vec(0usize..5, n), proptest::collection::vec(0u64..48, 0..5))
+        }),
+    ) {
+        let plan = SharedObjectsPlan { object_ids: ids, object_sizes: sizes };
+        let verdict = check_shared_objects(&rs, &plan);
+        prop_assert_eq!(verdict.is_ok(), brute_objects_ok(&rs, &plan), "{:?}", verdict);
+    }
+}

@@ -1,0 +1,573 @@
+//! The CSV form of usage records: one behaviour per test; every rejection names its line.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use tir_planner::csv::{read_records_csv, write_records_csv, CsvError, CsvErrorKind, CsvRecord};
+use tir_planner::UsageRecord;
+
+fn rec(id: &str, first_op: usize, last_op: usize, size: u64) -> CsvRecord {
+    CsvRecord {
+        id: id.to_string(),
+        record: UsageRecord {
+            first_op,
+            last_op,
+            size,
+        },
+    }
+}
+
+/// Reads `text` expecting a rejection on `line`, and checks that the message says so.
+fn rejected(text: &str, inclusive: bool, line: u64) -> CsvError {
+    let err = match read_records_csv(text, inclusive) {
+        Ok(records) => panic!("accepted {text:?} as {records:?}"),
+        Err(err) => err,
+    };
+    assert_eq!(err.line, line, "{err}");
+    assert!(
+        err.to_string().starts_with(&format!("line {line}: ")),
+        "{err}"
+    );
+    err
+}
+
+// ---- accepted input -------------------------------------------------------------------------
+
+#[test]
+fn half_open_lifetime_becomes_closed() {
+    let records = read_records_csv("id,lower,upper,size\n0,2,5,64\n", false).unwrap();
+    assert_eq!(records, vec![rec("0", 2, 4, 64)]);
+}
+
+#[test]
+fn inclusive_lifetime_is_kept() {
+    let records = read_records_csv("id,lower,upper,size\n0,2,5,64\n", true).unwrap();
+    assert_eq!(records, vec![rec("0", 2, 5, 64)]);
+}
+
+#[test]
+fn inclusive_accepts_single_operator_lifetime() {
+    let records = read_records_csv("id,lower,upper,size\n7,3,3,8\n", true).unwrap();
+    assert_eq!(records, vec![rec("7", 3, 3, 8)]);
+}
+
+#[test]
+fn columns_are_found_by_header_name() {
+    let records = read_records_csv("size,upper,id,lower\n64,5,a,2\n", false).unwrap();
+    assert_eq!(records, vec![rec("a", 2, 4, 64)]);
+}
+
+#[test]
+fn surrounding_whitespace_is_tolerated() {
+    let text = "  id , lower,upper ,size\n  x1 ,  0 , 3,\t16  \n";
+    assert_eq!(
+        read_records_csv(text, false).unwrap(),
+        vec![rec("x1", 0, 2, 16)]
+    );
+}
+
+#[test]
+fn offset_column_is_ignored() {
+    let text = "id,lower,upper,size,offset\n0,0,1,8,128\n1,1,2,8,\n";
+    let records = read_records_csv(text, false).unwrap();
+    assert_eq!(records, vec![rec("0", 0, 0, 8), rec("1", 1, 1, 8)]);
+}
+
+#[test]
+fn header_without_rows_is_an_empty_record_set() {
+    assert_eq!(
+        read_records_csv("id,lower,upper,size\n", false).unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        read_records_csv("id,lower,upper,size", false).unwrap(),
+        vec![]
+    );
+}
+
+#[test]
+fn blank_lines_and_crlf_are_accepted() {
+    let text = "id,lower,upper,size\r\n\r\n0,0,1,8\r\n\r\n1,0,2,4\r\n";
+    assert_eq!(
+        read_records_csv(text, false).unwrap(),
+        vec![rec("0", 0, 0, 8), rec("1", 0, 1, 4)]
+    );
+}
+
+#[test]
+fn byte_order_mark_is_skipped() {
+    let text = "\u{feff}id,lower,upper,size\n0,0,1,8\n";
+    assert_eq!(
+        read_records_csv(text, false).unwrap(),
+        vec![rec("0", 0, 0, 8)]
+    );
+}
+
+#[test]
+fn ids_are_kept_as_text() {
+    let text = "id,lower,upper,size\nb1,0,3,4\n007,3,9,4\n\"a,b\",0,1,1\n";
+    let ids: Vec<_> = read_records_csv(text, false)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["b1", "007", "a,b"]);
+}
+
+#[test]
+fn row_order_is_preserved() {
+    let text = "id,lower,upper,size\n2,0,1,8\n0,0,1,8\n1,0,1,8\n";
+    let ids: Vec<_> = read_records_csv(text, false)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(ids, ["2", "0", "1"]);
+}
+
+// ---- rejected input -------------------------------------------------------------------------
+
+#[test]
+fn empty_input_is_rejected() {
+    let err = rejected("", false, 1);
+    assert_eq!(err.kind, CsvErrorKind::Empty);
+}
+
+#[test]
+fn blank_only_input_is_rejected() {
+    let err = rejected("\n\n  \n", false, 1);
+    assert!(
+        matches!(
+            err.kind,
+            CsvErrorKind::Empty | CsvErrorKind::MissingColumn { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_column_is_rejected() {
+    let err = rejected("id,lower,size\n0,0,8\n", false, 1);
+    assert_eq!(err.kind, CsvErrorKind::MissingColumn { column: "upper" });
+    assert_eq!(err.column(), Some("upper"));
+}
+
+#[test]
+fn header_missing_is_rejected() {
+    let err = rejected("0,0,1,8\n", false, 1);
+    assert_eq!(err.kind, CsvErrorKind::UnknownColumn { column: "0".into() });
+}
+
+#[test]
+fn unknown_column_is_rejected() {
+    let err = rejected("id,lower,upper,size,colour\n0,0,1,8,red\n", false, 1);
+    assert_eq!(err.column(), Some("colour"));
+}
+
+#[test]
+fn duplicate_column_is_rejected() {
+    let err = rejected("id,lower,upper,size,lower\n0,0,1,8,0\n", false, 1);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::DuplicateColumn {
+            column: "lower".into()
+        }
+    );
+}
+
+#[test]
+fn too_few_fields_are_rejected() {
+    let err = rejected("id,lower,upper,size\n0,0,1,8\n1,0,1\n", false, 3);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::FieldCount {
+            expected: 4,
+            found: 3
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "line 3: expected 4 fields as in the header, got 3"
+    );
+}
+
+#[test]
+fn too_many_fields_are_rejected() {
+    let err = rejected("id,lower,upper,size\n0,0,1,8,\n", false, 2);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::FieldCount {
+            expected: 4,
+            found: 5
+        }
+    );
+}
+
+#[test]
+fn line_numbers_count_blank_lines() {
+    let err = rejected("id,lower,upper,size\n\n0,0,1,8\n\n1,0,x,8\n", false, 5);
+    assert_eq!(err.column(), Some("upper"));
+}
+
+#[test]
+fn non_integer_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,0,1,8\n1,0.5,2,8\n", false, 3);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::NotAnInteger {
+            column: "lower",
+            value: "0.5".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "line 3: `lower` must be an integer, got \"0.5\""
+    );
+}
+
+#[test]
+fn empty_number_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,0,1,\n", false, 2);
+    assert_eq!(err.column(), Some("size"));
+}
+
+#[test]
+fn negative_operator_index_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,-1,2,8\n", false, 2);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::Negative {
+            column: "lower",
+            value: "-1".into()
+        }
+    );
+}
+
+#[test]
+fn zero_size_is_rejected() {
+    let err = rejected(
+        "id,lower,upper,size\n0,0,1,8\n1,0,1,8\n2,0,1,8\n3,0,1,8\n4,0,1,8\n5,0,1,0\n",
+        false,
+        7,
+    );
+    assert_eq!(err.to_string(), "line 7: size must be positive, got 0");
+}
+
+#[test]
+fn negative_size_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,0,1,-8\n", false, 2);
+    assert_eq!(err.to_string(), "line 2: size must be positive, got -8");
+}
+
+#[test]
+fn size_overflowing_u64_is_rejected() {
+    let err = rejected(
+        "id,lower,upper,size\n0,0,1,18446744073709551616\n",
+        false,
+        2,
+    );
+    assert!(
+        matches!(err.kind, CsvErrorKind::Overflow { column: "size", .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn largest_u64_size_is_accepted() {
+    let records = read_records_csv("id,lower,upper,size\n0,0,1,18446744073709551615\n", false);
+    assert_eq!(records.unwrap(), vec![rec("0", 0, 0, u64::MAX)]);
+}
+
+#[test]
+fn empty_half_open_lifetime_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,4,4,8\n", false, 2);
+    assert_eq!(
+        err.to_string(),
+        "line 2: lower must be less than upper in a half-open interval, got [4, 4)"
+    );
+}
+
+#[test]
+fn reversed_half_open_lifetime_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,5,4,8\n", false, 2);
+    assert!(matches!(
+        err.kind,
+        CsvErrorKind::EmptyLifetime {
+            lower: 5,
+            upper: 4,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn reversed_inclusive_lifetime_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,1,1,8\n1,5,4,8\n", true, 3);
+    assert_eq!(
+        err.to_string(),
+        "line 3: lower must not exceed upper in a closed interval, got [5, 4]"
+    );
+}
+
+#[test]
+fn inclusive_upper_at_the_largest_u64_is_rejected_at_upper() {
+    // Closed `[0, u64::MAX]` spans 2^64 operators: the count does not fit in 64 bits.
+    let err = rejected(
+        "id,lower,upper,size\n0,0,18446744073709551615,16\n",
+        true,
+        2,
+    );
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::ClosedUpperTooLarge { upper: u64::MAX }
+    );
+    assert_eq!(err.column(), Some("upper"));
+}
+
+#[test]
+fn half_open_upper_at_the_largest_u64_is_accepted() {
+    let records =
+        read_records_csv("id,lower,upper,size\n0,0,18446744073709551615,16\n", false).unwrap();
+    assert_eq!(records, vec![rec("0", 0, usize::MAX - 1, 16)]);
+}
+
+#[test]
+fn a_megabyte_field_is_shortened_in_the_message() {
+    let field = "x".repeat(1 << 20);
+    let err = rejected(&format!("id,lower,upper,size\n0,0,{field},8\n"), false, 2);
+    let message = err.to_string();
+    assert!(
+        message.len() < 200,
+        "{} bytes: {}",
+        message.len(),
+        &message[..300]
+    );
+    assert!(
+        message.ends_with(&format!("{:?}... (1048576 characters)", "x".repeat(100))),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_megabyte_duplicate_id_is_shortened_in_the_message() {
+    let id = "y".repeat(1 << 20);
+    let err = rejected(
+        &format!("id,lower,upper,size\n{id},0,1,8\n{id},0,1,8\n"),
+        false,
+        3,
+    );
+    assert!(err.to_string().len() < 200, "{}", &err.to_string()[..300]);
+}
+
+#[test]
+fn duplicate_id_is_rejected() {
+    let err = rejected("id,lower,upper,size\n0,0,1,8\n1,0,1,8\n0,2,3,8\n", false, 4);
+    assert_eq!(
+        err.to_string(),
+        "line 4: duplicate id \"0\" (first on line 2)"
+    );
+}
+
+#[test]
+fn empty_id_is_rejected() {
+    let err = rejected("id,lower,upper,size\n ,0,1,8\n", false, 2);
+    assert_eq!(err.kind, CsvErrorKind::EmptyId { column: "id" });
+}
+
+#[test]
+fn unterminated_quote_is_rejected_or_read_without_panic() {
+    // The csv crate reads an unterminated quote to the end of input: one field, so a field count
+    // error on the line where the row starts.
+    let err = rejected("id,lower,upper,size\n\"0,0,1,8\n1,0,1,8\n", false, 2);
+    assert!(matches!(
+        err.kind,
+        CsvErrorKind::FieldCount { .. } | CsvErrorKind::Malformed { .. }
+    ));
+}
+
+// ---- writing --------------------------------------------------------------------------------
+
+#[test]
+fn write_is_half_open_by_default() {
+    let text = write_records_csv(&[rec("0", 2, 4, 64), rec("b", 0, 0, 8)], None, false);
+    assert_eq!(text, "id,lower,upper,size\n0,2,5,64\nb,0,1,8\n");
+}
+
+#[test]
+fn write_inclusive_keeps_closed_lifetime() {
+    let text = write_records_csv(&[rec("0", 2, 4, 64)], None, true);
+    assert_eq!(text, "id,lower,upper,size\n0,2,4,64\n");
+}
+
+#[test]
+fn write_adds_offset_column() {
+    let text = write_records_csv(
+        &[rec("0", 0, 1, 8), rec("1", 1, 2, 8)],
+        Some(&[0, 8]),
+        false,
+    );
+    assert_eq!(text, "id,lower,upper,size,offset\n0,0,2,8,0\n1,1,3,8,8\n");
+}
+
+#[test]
+fn write_leaves_missing_offsets_empty() {
+    let text = write_records_csv(&[rec("0", 0, 1, 8), rec("1", 1, 2, 8)], Some(&[16]), false);
+    assert_eq!(text, "id,lower,upper,size,offset\n0,0,2,8,16\n1,1,3,8,\n");
+}
+
+#[test]
+fn write_of_nothing_is_a_header() {
+    assert_eq!(write_records_csv(&[], None, false), "id,lower,upper,size\n");
+    assert_eq!(
+        read_records_csv(&write_records_csv(&[], None, false), false).unwrap(),
+        vec![]
+    );
+}
+
+#[test]
+fn write_quotes_ids_that_need_it() {
+    let text = write_records_csv(&[rec("a,\"b\"", 0, 0, 1)], None, false);
+    assert_eq!(text, "id,lower,upper,size\n\"a,\"\"b\"\"\",0,1,1\n");
+}
+
+#[test]
+fn write_does_not_wrap_at_the_last_operator_index() {
+    let text = write_records_csv(&[rec("0", 0, usize::MAX, 1)], None, false);
+    assert!(
+        text.ends_with(&format!(",{},1\n", usize::MAX as u128 + 1)),
+        "{text}"
+    );
+}
+
+// ---- properties -----------------------------------------------------------------------------
+
+fn arb_record() -> impl Strategy<Value = (String, usize, usize, u64)> {
+    // Ids as in the wild plus ones that need quoting; never empty, never padded (the reader trims).
+    let id = prop_oneof![
+        "[0-9]{1,6}",
+        "[a-z%_.][a-z0-9_.]{0,8}",
+        "[a-z]{1,3}[,\"][a-z\" ,]{0,4}[a-z]",
+    ];
+    (id, 0usize..10_000, 0usize..500, 1u64..=u64::MAX)
+        .prop_map(|(id, first, len, size)| (id, first, first + len, size))
+}
+
+fn arb_records() -> impl Strategy<Value = Vec<CsvRecord>> {
+    prop::collection::vec(arb_record(), 0..40).prop_map(|raw| {
+        let mut seen = std::collections::HashSet::new();
+        raw.into_iter()
+            .filter(|(id, ..)| seen.insert(id.clone()))
+            .map(|(id, first, last, size)| rec(&id, first, last, size))
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn write_then_read_round_trips(
+        records in arb_records(),
+        inclusive in any::<bool>(),
+        with_offsets in any::<bool>(),
+    ) {
+        let offsets: Vec<u64> = (0..records.len() as u64).map(|i| i * 64).collect();
+        let text = write_records_csv(&records, with_offsets.then_some(&offsets[..]), inclusive);
+        prop_assert_eq!(read_records_csv(&text, inclusive).unwrap(), records);
+    }
+
+    #[test]
+    fn reading_arbitrary_text_never_panics(text in "[ -~\n\r\"]{0,200}", inclusive in any::<bool>()) {
+        let _ = read_records_csv(&text, inclusive);
+        let _ = read_records_csv(&format!("id,lower,upper,size\n{text}"), inclusive);
+    }
+
+    #[test]
+    fn reading_arbitrary_rows_never_panics(
+        rows in prop::collection::vec(
+            prop::collection::vec("-?[0-9]{0,21}|[a-z ]{0,3}", 0..6), 0..8),
+        inclusive in any::<bool>(),
+    ) {
+        let mut text = String::from("id,lower,upper,size\n");
+        for row in rows {
+            text.push_str(&row.join(","));
+            text.push('\n');
+        }
+        match read_records_csv(&text, inclusive) {
+            Ok(records) => for r in records {
+                prop_assert!(r.record.first_op <= r.record.last_op);
+                prop_assert!(r.record.size > 0);
+            },
+            Err(err) => {
+                let prefix = format!("line {}: ", err.line);
+                prop_assert!(err.to_string().starts_with(&prefix), "{}", err);
+            }
+        }
+    }
+}
+
+// ---- the public benchmark instances ---------------------------------------------------------
+
+fn benchmark_csvs() -> Option<Vec<PathBuf>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/benchmarks");
+    if !root.is_dir() {
+        println!(
+            "note: {} is absent; skipping the benchmark CSVs",
+            root.display()
+        );
+        return None;
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "csv") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Some(files)
+}
+
+#[test]
+fn every_benchmark_csv_reads_and_round_trips() {
+    let Some(files) = benchmark_csvs() else {
+        return;
+    };
+    assert!(!files.is_empty(), "no CSV under shared/benchmarks");
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let records =
+            read_records_csv(&text, false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let rows = text.lines().filter(|l| !l.trim().is_empty()).count() - 1;
+        assert_eq!(records.len(), rows, "{}", path.display());
+        assert!(records
+            .iter()
+            .all(|r| r.record.first_op <= r.record.last_op && r.record.size > 0));
+
+        let offsets: Vec<u64> = vec![0; records.len()];
+        let again = read_records_csv(&write_records_csv(&records, Some(&offsets), false), false);
+        assert_eq!(again.unwrap(), records, "{}", path.display());
+    }
+}
+
+#[test]
+fn minimalloc_example_reads_as_published() {
+    let Some(files) = benchmark_csvs() else {
+        return;
+    };
+    let Some(path) = files
+        .iter()
+        .find(|p| p.ends_with("minimalloc-challenging/input.12.csv"))
+    else {
+        println!("note: input.12.csv is absent; skipping");
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let records = read_records_csv(&text, false).unwrap();
+    assert_eq!(records[0], rec("b1", 0, 2, 4));
+    assert_eq!(records[1], rec("b2", 3, 8, 4));
+    assert_eq!(records.len(), 5);
+}

@@ -1,0 +1,120 @@
+//! The fast placement (`offsets/placement.rs`) against paper Alg. 3 as printed
+//! (`planner_common/textbook.rs`): identical offsets, not just an equally good slab, for
+//! greedy_by_size, first_fit and greedy_by_lifetime, on random record sets whose lifetimes
+//! mix the cases the placement index treats differently (short tensors, long tensors,
+//! whole-program tensors, queries spanning many start-point blocks). Every plan also goes
+//! through the independent checker.
+
+mod planner_common;
+
+use planner_common::offsets;
+use planner_common::textbook::{textbook_offsets, Fit, Order};
+use proptest::prelude::*;
+use tir_planner::{OffsetStrategy, UsageRecord};
+
+const PEERS: [(OffsetStrategy, Order, Fit); 3] = [
+    (OffsetStrategy::GreedyBySize, Order::BySize, Fit::Best),
+    (OffsetStrategy::FirstFit, Order::BySize, Fit::First),
+    (
+        OffsetStrategy::GreedyByLifetime,
+        Order::ByLifetime,
+        Fit::Best,
+    ),
+];
+
+fn assert_textbook(records: &[UsageRecord], align: u64) {
+    for (strategy, order, fit) in PEERS {
+        let fast = offsets(records, strategy, align);
+        let textbook = textbook_offsets(records, order, fit, align);
+        if fast != textbook {
+            let first = (0..records.len())
+                .find(|&i| fast.offsets[i] != textbook.offsets[i])
+                .map(|i| format!("record {i} {:?}", records[i]));
+            panic!(
+                "{strategy} (align {align}) differs from Alg. 3 at {first:?}: slab {} vs {}",
+                fast.total_size, textbook.total_size
+            );
+        }
+    }
+}
+
+/// Up to 300 records over up to 400 operators: enough start points that long queries read
+/// several levels of the start-block tree, with short, long and whole-program lifetimes.
+fn record_sets() -> impl Strategy<Value = (Vec<UsageRecord>, u64)> {
+    (1usize..400, 0usize..3).prop_flat_map(|(ops, size_kind)| {
+        let size = match size_kind {
+            0 => (1u64..4).prop_map(|s| s * 64).boxed(),
+            1 => (0u64..300).boxed(),
+            _ => (0u64..20).prop_map(|s| 1u64 << s).boxed(),
+        };
+        let lifetime = prop_oneof![
+            6 => (0..ops, 0usize..4),
+            2 => (0..ops, 0usize..40),
+            2 => (0..ops, 0usize..400),
+            1 => Just((0, ops)),
+        ]
+        .prop_map(move |(first, len)| (first, (first + len).min(ops)));
+        let record = (size, lifetime).prop_map(|(size, (first_op, last_op))| UsageRecord {
+            first_op,
+            last_op,
+            size,
+        });
+        (
+            proptest::collection::vec(record, 0..300),
+            prop_oneof![Just(1u64), Just(64), Just(48)],
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn placement_matches_alg3_as_printed((records, align) in record_sets()) {
+        assert_textbook(&records, align);
+    }
+}
+
+/// SplitMix64, for the larger deterministic instances below.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// 4,000 records like the idealloc traces: mostly short lifetimes, 2% spanning most of the
+/// program, so the trees are several levels deep and many queries are long.
+#[test]
+fn placement_matches_alg3_on_trace_like_instances() {
+    for seed in 1..=3 {
+        let mut rng = Rng(seed);
+        let n = 4_000;
+        let records: Vec<UsageRecord> = (0..n)
+            .map(|_| {
+                let first_op = rng.below(n) as usize;
+                let len = match rng.below(50) {
+                    0 => n as usize,
+                    1 => rng.below(n / 4) as usize,
+                    _ => rng.below(8) as usize,
+                };
+                let shift = 4 + rng.below(16);
+                UsageRecord {
+                    first_op,
+                    last_op: first_op + len,
+                    size: 1 + rng.below(1 << shift),
+                }
+            })
+            .collect();
+        assert_textbook(&records, 64);
+    }
+}
