@@ -23,6 +23,7 @@ pub mod exe;
 pub mod guard;
 mod kernels;
 pub mod nest;
+mod parallel;
 pub mod profile;
 pub mod relocate;
 pub mod storage;
@@ -235,6 +236,7 @@ fn with_module<T>(
         cpu,
         features,
         width,
+        parallel: Default::default(),
     };
     gen.build(b, weights, &opts.name, opts.guard.as_ref(), relocatable)?;
     module
@@ -396,6 +398,10 @@ pub(crate) struct Gen<'a, 'ctx> {
     pub features: String,
     /// f32 lanes of the widest vector register.
     pub width: u32,
+    /// The tiled kernels ([`parallel`]): each with its tile count and, once an entry point
+    /// hands it to `parallel_for`, its `body(ctx, begin, end)`.
+    #[allow(clippy::type_complexity)]
+    pub parallel: std::cell::RefCell<Vec<(FunctionValue<'ctx>, u64, Option<FunctionValue<'ctx>>)>>,
 }
 
 /// A tensor argument of a kernel: its storage and element count.
@@ -428,11 +434,24 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     /// A new internal kernel `void name(float*...)`, one pointer per argument; an argument gets
     /// `noalias` when its bytes overlap no argument that is written (`writes[i]`).
     pub fn kernel(&self, name: &str, args: &[Arg], writes: &[bool]) -> FunctionValue<'ctx> {
+        self.kernel_with(name, args, writes, 0)
+    }
+
+    /// [`Gen::kernel`] with `extra` trailing `i64` parameters.
+    fn kernel_with(
+        &self,
+        name: &str,
+        args: &[Arg],
+        writes: &[bool],
+        extra: usize,
+    ) -> FunctionValue<'ctx> {
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
-        let ty = self
-            .ctx
-            .void_type()
-            .fn_type(&vec![fp.into(); args.len()], false);
+        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum> = vec![fp.into(); args.len()];
+        params.extend(
+            std::iter::repeat::<inkwell::types::BasicMetadataTypeEnum>(self.ctx.i64_type().into())
+                .take(extra),
+        );
+        let ty = self.ctx.void_type().fn_type(&params, false);
         let f = self.module.add_function(name, ty, Some(Linkage::Internal));
         self.attrs(f);
         let noalias = Attribute::get_named_enum_kind_id("noalias");
@@ -533,7 +552,29 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             None => None,
         };
         let guarded = guarded.as_ref().map(|(gd, gs)| (*gd, gs, func, &storage));
-        self.emit_calls(run, &per_op, &globals, guarded, None)?;
+        self.emit_calls(run, &per_op, &globals, guarded, None, None)?;
+
+        // void <name>_run_parallel(inputs, outputs, slab, parallel_for, pool): the same
+        // calls, the tiled kernels handed to the caller's `parallel_for` ([`parallel`]).
+        let pfor_ptr = self.parallel_for_type().ptr_type(AddressSpace::default());
+        let par_ty = self.ctx.void_type().fn_type(
+            &[
+                i8pp.into(),
+                i8pp.into(),
+                i8p.into(),
+                pfor_ptr.into(),
+                i8p.into(),
+            ],
+            false,
+        );
+        let par = self
+            .module
+            .add_function(&format!("{name}_run_parallel"), par_ty, None);
+        self.attrs(par);
+        let entry = self.ctx.append_basic_block(par, "entry");
+        self.builder.position_at_end(entry);
+        let pf = self.parallel_for_at(par, 3)?;
+        self.emit_calls(par, &per_op, &globals, guarded, None, Some(pf))?;
 
         // The profiled twin (see `profile`): `tick(i)` before the i-th op with kernels,
         // `tick(count)` at the end.
@@ -541,7 +582,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let tick_ty = self.ctx.void_type().fn_type(&[i32t.into()], false);
         let tick_ptr = tick_ty.ptr_type(AddressSpace::default());
         let prof_ty = self.ctx.void_type().fn_type(
-            &[i8pp.into(), i8pp.into(), i8p.into(), tick_ptr.into()],
+            &[
+                i8pp.into(),
+                i8pp.into(),
+                i8p.into(),
+                tick_ptr.into(),
+                pfor_ptr.into(),
+                i8p.into(),
+            ],
             false,
         );
         let prof = self
@@ -551,7 +599,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let entry = self.ctx.append_basic_block(prof, "entry");
         self.builder.position_at_end(entry);
         let tick = self.param(prof, 3)?;
-        self.emit_calls(prof, &per_op, &globals, None, Some((&lines, tick)))?;
+        let pf = self.parallel_for_at(prof, 4)?;
+        self.emit_calls(
+            prof,
+            &per_op,
+            &globals,
+            None,
+            Some((&lines, tick)),
+            Some(pf),
+        )?;
 
         let table: String = lines.iter().flatten().map(String::as_str).collect();
         let init = self.ctx.const_string(table.as_bytes(), true);
@@ -579,6 +635,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         globals: &[PointerValue<'ctx>],
         guard: Option<(&guard::Guard, &guard::Guarded<'ctx>, &Function, &Storage)>,
         ticks: Option<(&[Option<String>], PointerValue<'ctx>)>,
+        pfor: Option<parallel::ParallelFor<'ctx>>,
     ) -> R<()> {
         let kr = self.k(run);
         let inputs = self.param(run, 0)?;
@@ -645,7 +702,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
                     args.push(p.into());
                 }
-                llvm(self.builder.build_call(kernel, &args, ""))?;
+                self.call_kernel(kernel, args, pfor)?;
             }
             if let Some((gd, gs, func, storage)) = guard {
                 self.guard_after(gs, gd, func, storage, slab, idx)?;
@@ -656,6 +713,16 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         }
         llvm(self.builder.build_return(None))?;
         Ok(())
+    }
+
+    /// The `parallel_for` callback and pool that `f` takes as parameters `i` and `i + 1`,
+    /// with a context array allocated at the builder's position (the entry block).
+    fn parallel_for_at(&self, f: FunctionValue<'ctx>, i: u32) -> R<parallel::ParallelFor<'ctx>> {
+        Ok(parallel::ParallelFor {
+            function: self.param(f, i)?,
+            pool: self.param(f, i + 1)?,
+            ctx: self.ctx_array(self.max_tiled_args())?,
+        })
     }
 
     /// One constant global per distinct weight name, 64-byte aligned, as raw bytes.
