@@ -23,7 +23,7 @@ pub mod exe;
 pub mod guard;
 mod kernels;
 pub mod nest;
-mod parallel;
+pub mod parallel;
 pub mod profile;
 pub mod relocate;
 pub mod storage;
@@ -125,6 +125,9 @@ pub struct Options {
     /// LLVM optimisation level, 0–3 (3 for artifacts; tests may trade speed of the code for
     /// compile time: the results do not depend on it, no fast-math flags are used).
     pub opt_level: u8,
+    /// The least work (FLOPs) of one tile of a kernel cut for threads ([`parallel`]); tests
+    /// set 0 to cut every op they can, however small.
+    pub min_tile_flops: u64,
 }
 
 impl Options {
@@ -134,6 +137,7 @@ impl Options {
             target_cpu: "native".into(),
             guard: None,
             opt_level: 3,
+            min_tile_flops: parallel::MIN_TILE_FLOPS,
         }
     }
 }
@@ -236,6 +240,7 @@ fn with_module<T>(
         cpu,
         features,
         width,
+        min_tile_flops: opts.min_tile_flops,
         parallel: Default::default(),
     };
     gen.build(b, weights, &opts.name, opts.guard.as_ref(), relocatable)?;
@@ -389,6 +394,93 @@ pub fn jit_run_plans(
     })
 }
 
+/// Compiles `b` with its ops cut into tiles of at least `min_tile_flops` ([`parallel`]) and
+/// runs it on `inputs` once per entry of `threads`: 0 through `<model>_run` (every tile on the
+/// calling thread), N through `<model>_run_parallel` with a `parallel_for` that hands the
+/// tiles to N threads, the caller included. Returns one output set per entry. For tests: the
+/// outputs must be the same bits for every entry.
+pub fn jit_run_threads(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[&[f32]],
+    threads: &[usize],
+    min_tile_flops: u64,
+    opt_level: u8,
+) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
+    let func = b.func();
+    for (&p, x) in func.params.iter().zip(inputs) {
+        let n = func.ty(p).and_then(|t| t.num_elements()).unwrap_or(0);
+        if n != x.len() as u64 || inputs.len() != func.params.len() {
+            return Err(CodegenError::Llvm(format!(
+                "input {} has {} elements, expected {n}",
+                func.value_name(p),
+                x.len()
+            )));
+        }
+    }
+    let opts = Options {
+        opt_level,
+        min_tile_flops,
+        ..Options::native("jit")
+    };
+    with_module(b, weights, &opts, false, |module, _| {
+        let ee = module
+            .create_jit_execution_engine(llvm_level(opt_level))
+            .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+        let addr = |name: &str| {
+            ee.get_function_address(name)
+                .map_err(|e| CodegenError::Llvm(e.to_string()))
+        };
+        let (run_addr, par_addr) = (addr("jit_run")?, addr("jit_run_parallel")?);
+        let in_ptrs: Vec<*const u8> = inputs.iter().map(|x| x.as_ptr() as *const u8).collect();
+        let mut results = Vec::new();
+        for &n in threads {
+            let mut outs: Vec<Vec<f32>> = func
+                .result_types
+                .iter()
+                .map(|t| vec![0f32; t.num_elements().unwrap_or(0) as usize])
+                .collect();
+            let out_ptrs: Vec<*mut u8> =
+                outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
+            let words = (b.slab_size() as usize).div_ceil(64).max(1);
+            let mut slab = vec![[0u8; 64]; words];
+            type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
+            type ParFn = unsafe extern "C" fn(
+                *const *const u8,
+                *const *mut u8,
+                *mut u8,
+                parallel::ForFn,
+                *mut u8,
+            );
+            let mut pool = n;
+            // SAFETY: the entry points were generated with exactly these signatures; the
+            // buffers have the sizes the module was compiled for (checked above) and outlive
+            // the call; `pool` is the thread count `parallel::rust_parallel_for` reads.
+            unsafe {
+                if n == 0 {
+                    let run: RunFn = std::mem::transmute::<usize, RunFn>(run_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                    );
+                } else {
+                    let run: ParFn = std::mem::transmute::<usize, ParFn>(par_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                        parallel::rust_parallel_for,
+                        &mut pool as *mut usize as *mut u8,
+                    );
+                }
+            }
+            results.push(outs);
+        }
+        Ok(results)
+    })
+}
+
 /// Code generation state for one LLVM module.
 pub(crate) struct Gen<'a, 'ctx> {
     pub ctx: &'ctx Context,
@@ -398,6 +490,8 @@ pub(crate) struct Gen<'a, 'ctx> {
     pub features: String,
     /// f32 lanes of the widest vector register.
     pub width: u32,
+    /// [`Options::min_tile_flops`].
+    pub min_tile_flops: u64,
     /// The tiled kernels ([`parallel`]): each with its tile count and, once an entry point
     /// hands it to `parallel_for`, its `body(ctx, begin, end)`.
     #[allow(clippy::type_complexity)]

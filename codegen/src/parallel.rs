@@ -26,7 +26,7 @@ use inkwell::AddressSpace;
 
 /// No op is cut finer than this many FLOPs per tile (about 20 µs of one core): below it the
 /// hand-off to another thread costs more than it saves.
-const MIN_TILE_FLOPS: u64 = 2_000_000;
+pub const MIN_TILE_FLOPS: u64 = 2_000_000;
 /// At most this many chunks per image: enough to balance 2–4 threads when tiles are taken
 /// dynamically, few enough that each chunk keeps the kernel's own register tiles full.
 const MAX_CHUNKS: i64 = 8;
@@ -42,12 +42,13 @@ pub(crate) struct Tiling {
 
 impl Tiling {
     /// `units` independent output units per image (channels, groups, columns), `flops` of
-    /// work in all, chunks a multiple of `granule` units (the kernel's register tile).
-    pub(crate) fn new(images: i64, units: i64, granule: i64, flops: u64) -> Tiling {
+    /// work in all, chunks a multiple of `granule` units (the kernel's register tile), none
+    /// below `min_flops` of work.
+    pub(crate) fn new(images: i64, units: i64, granule: i64, flops: u64, min_flops: u64) -> Tiling {
         let images = images.max(1);
         let units = units.max(1);
         let per_image = flops / images as u64;
-        let want = ((per_image / MIN_TILE_FLOPS) as i64).clamp(1, MAX_CHUNKS);
+        let want = ((per_image / min_flops.max(1)) as i64).clamp(1, MAX_CHUNKS);
         let granule = granule.max(1);
         let chunk = ((units + want - 1) / want + granule - 1) / granule * granule;
         let chunk = chunk.clamp(1, units);
@@ -290,4 +291,35 @@ pub(crate) struct ParallelFor<'ctx> {
     pub function: PointerValue<'ctx>,
     pub pool: PointerValue<'ctx>,
     pub ctx: PointerValue<'ctx>,
+}
+
+/// A tiled kernel's `body(ctx, begin, end)`.
+pub type BodyFn = unsafe extern "C" fn(*mut u8, i64, i64);
+/// `parallel_for(pool, body, ctx, tiles)`.
+pub type ForFn = unsafe extern "C" fn(*mut u8, BodyFn, *mut u8, i64);
+
+/// A `parallel_for` for the JIT's tests: `pool` points to a thread count N; N scoped threads
+/// (this one included) take the tiles one at a time.
+///
+/// # Safety
+/// `pool` points to a `usize`; `body` and `ctx` are a generated kernel's body and context.
+pub unsafe extern "C" fn rust_parallel_for(pool: *mut u8, body: BodyFn, ctx: *mut u8, tiles: i64) {
+    let threads = *(pool as *const usize);
+    let next = std::sync::atomic::AtomicI64::new(0);
+    // The context is read-only to the bodies and outlives the scope.
+    let ctx = ctx as usize;
+    let take = || loop {
+        let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if t >= tiles {
+            break;
+        }
+        // SAFETY: the caller's contract: a generated body on its own context.
+        unsafe { body(ctx as *mut u8, t, t + 1) };
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(take);
+        }
+        take();
+    });
 }

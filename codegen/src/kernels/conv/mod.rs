@@ -70,7 +70,7 @@ pub(crate) fn conv2d<'a, 'c>(
     };
     let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
     let flops = 2 * (n * m * oh * ow * cg * kh * kw) as u64;
-    let tiling = tiling(&d, pointwise, g.width, flops);
+    let tiling = tiling(&d, pointwise, g.width, flops, g.min_tile_flops);
     let nargs = args.len() as u32;
     let f = if tiling.is_parallel() {
         g.tiled_kernel(name, &args, &writes, tiling.tiles())
@@ -135,14 +135,14 @@ fn split_columns(d: &Conv) -> bool {
 
 /// How `d` is cut into tiles for threads ([`crate::parallel`]): chunks of whole register
 /// tiles of the kernel that computes it.
-fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64) -> Tiling {
+fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64, min_flops: u64) -> Tiling {
     let cg = d.c / d.groups.max(1);
     if d.groups > 1 {
-        return Tiling::new(d.n, d.groups, 1, flops);
+        return Tiling::new(d.n, d.groups, 1, flops, min_flops);
     }
     if pointwise && split_columns(d) {
         // Whole `NV·W`-column blocks of the GEMM micro-kernel.
-        return Tiling::new(d.n, d.oh * d.ow, 4 * w as i64, flops);
+        return Tiling::new(d.n, d.oh * d.ow, 4 * w as i64, flops, min_flops);
     }
     let granule = if pointwise {
         24
@@ -151,7 +151,7 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64) -> Tiling {
     } else {
         6
     };
-    Tiling::new(d.n, d.m, granule, flops)
+    Tiling::new(d.n, d.m, granule, flops, min_flops)
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
