@@ -44,8 +44,8 @@ fn compile(model: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
 
 /// Guard mode on the whole zoo at the test sizes (`tirc zoo --size test`, each model's
 /// smallest meaningful input) plus `SMALL`: every model compiles with `--guard` and its
-/// executable runs without a canary hit (exit 0; a hit exits 3 naming the op). Two models at a
-/// time: compile time dominates.
+/// executable runs without a canary hit (exit 0; a hit exits 3 naming the op) with 1 to 4
+/// threads, giving bitwise-identical outputs. Two models at a time: compile time dominates.
 #[test]
 fn the_zoo_runs_clean_under_guard() {
     let dir = scratch("guard");
@@ -87,13 +87,40 @@ fn the_zoo_runs_clean_under_guard() {
                     m.display(),
                     String::from_utf8_lossy(&out.stderr)
                 );
-                let run = Command::new(&bin).output().unwrap();
-                assert!(
-                    run.status.success(),
-                    "{}: {}",
-                    m.display(),
-                    String::from_utf8_lossy(&run.stderr)
-                );
+                // Every thread count, more than the machine's cores included: no canary hit,
+                // and the outputs are the same bytes (issue 20).
+                let mut first: Option<Vec<Vec<u8>>> = None;
+                for threads in ["1", "2", "3", "4"] {
+                    let outs = dir.join(format!("out{k}-{threads}"));
+                    std::fs::create_dir_all(&outs).unwrap();
+                    let run = Command::new(&bin)
+                        .args(["--threads", threads, "--output"])
+                        .arg(&outs)
+                        .output()
+                        .unwrap();
+                    assert!(
+                        run.status.success(),
+                        "{} --threads {threads}: {}",
+                        m.display(),
+                        String::from_utf8_lossy(&run.stderr)
+                    );
+                    let mut files: Vec<PathBuf> = std::fs::read_dir(&outs)
+                        .unwrap()
+                        .map(|e| e.unwrap().path())
+                        .collect();
+                    files.sort();
+                    assert!(!files.is_empty(), "{}: no outputs", m.display());
+                    let bytes: Vec<Vec<u8>> =
+                        files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+                    match &first {
+                        None => first = Some(bytes),
+                        Some(one) => assert!(
+                            *one == bytes,
+                            "{}: --threads {threads} differs from --threads 1",
+                            m.display()
+                        ),
+                    }
+                }
             });
         }
     });
@@ -133,6 +160,12 @@ const C_MAIN: &str = r#"
 #include "libsmall.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+/* A `parallel_for` that runs the tiles one by one from the last; counts its calls in `pool`. */
+static void backwards(void *pool, void (*body)(void *, int64_t, int64_t), void *ctx, int64_t tiles) {
+    ++*(int *)pool;
+    for (int64_t t = tiles; t-- > 0;) body(ctx, t, t + 1);
+}
 int main(void) {
     static float x[small_INPUT0_ELEMENTS];
     static float y[small_OUTPUT0_ELEMENTS];
@@ -142,6 +175,13 @@ int main(void) {
     const void *ins[1] = {x};
     void *outs[1] = {y};
     small_run(ins, outs, slab);
+    /* The parallel entry point with a schedule no thread pool would pick (last tile first):
+       the same bits. */
+    static float y2[small_OUTPUT0_ELEMENTS];
+    void *outs2[1] = {y2};
+    int pool = 0;
+    small_run_parallel(ins, outs2, slab, backwards, &pool);
+    if (memcmp(y, y2, sizeof y) != 0 || pool < 0) return 2;
     printf("%s %d %llu\n", small_OUTPUT0_NAME, small_OUTPUT0_RANK, (unsigned long long)small_output0_shape[3]);
     for (unsigned long long i = 0; i < small_OUTPUT0_ELEMENTS; i++) printf("%.9g\n", y[i]);
     return 0;

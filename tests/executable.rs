@@ -124,6 +124,22 @@ fn every_misuse_of_the_command_line_exits_2_with_a_message() {
             &["--input", "x=a.npy", "--input", "%x=b.npy"],
             "`%x` is given more than once",
         ),
+        (&["--threads"], "--threads needs a value"),
+        (
+            &["--threads", "0"],
+            "--threads wants a whole number of threads from 1 to 1024, got `0`",
+        ),
+        (&["--threads", "-2"], "got `-2`"),
+        (&["--threads", "2x"], "got `2x`"),
+        (&["--threads", "1025"], "got `1025`"),
+        (
+            &["--threads", "99999999999999999999"],
+            "got `99999999999999999999`",
+        ),
+        (
+            &["--threads", "2", "--threads", "2"],
+            "--threads is given more than once",
+        ),
         (&["--frobnicate"], "unknown argument `--frobnicate`"),
         (&["extra"], "unknown argument `extra`"),
     ];

@@ -22,12 +22,10 @@ if [ ! -x "$export_venv/bin/python" ]; then
     "$python" -m venv "$export_venv"
 fi
 if ! "$export_venv/bin/python" -c 'import torch, torchvision' 2>/dev/null; then
-    # The CPU-only build is a fraction of the default (CUDA) one; fall back to the default
-    # index where the PyTorch index cannot be reached.
-    "$export_venv/bin/python" -m pip install --quiet --disable-pip-version-check torch torchvision \
-        --index-url https://download.pytorch.org/whl/cpu >&2 ||
-        "$export_venv/bin/python" -m pip install --quiet --disable-pip-version-check torch \
-            torchvision >&2
+    # From the ordinary package index only (the project's machines reach no other): torch is
+    # needed here to export the torchvision models, never by CI or `cargo test`.
+    "$export_venv/bin/python" -m pip install --quiet --disable-pip-version-check torch \
+        torchvision >&2
 fi
 "$export_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r "$here/requirements-export.txt" >&2

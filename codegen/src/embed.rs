@@ -70,6 +70,19 @@ pub fn header(func: &Function, name: &str) -> String {
          /* Runs the model: `inputs[i]` and `outputs[j]` point to the tensors above; `slab` to\n   \
          `{name}_slab_size()` bytes. None of them may overlap. Reentrant with distinct slabs. */\n\
          void {name}_run(const void *const *inputs, void *const *outputs, void *slab);\n\n\
+         /* Runs the model on the caller's threads. The big ops (convolutions, matrix\n   \
+         products) are cut into tiles fixed at compile time; for each, `{name}_run_parallel`\n   \
+         calls `parallel_for(pool, body, ctx, tiles)`, which must call `body(ctx, begin, end)`\n   \
+         on disjoint ranges covering 0..tiles, from any threads, and return when all calls\n   \
+         have returned (`pool` is passed through untouched). The outputs are bitwise the same\n   \
+         as `{name}_run`'s whatever threads run which tiles. The simplest `parallel_for` is\n   \
+         `body(ctx, 0, tiles)`; with OpenMP:\n     \
+         `#pragma omp parallel for schedule(dynamic)`\n     \
+         `for (int64_t t = 0; t < tiles; t++) body(ctx, t, t + 1);` */\n\
+         typedef void (*{name}_parallel_for)(void *pool, void (*body)(void *ctx, int64_t begin, int64_t end),\n    \
+         void *ctx, int64_t tiles);\n\
+         void {name}_run_parallel(const void *const *inputs, void *const *outputs, void *slab,\n    \
+         {name}_parallel_for parallel_for, void *pool);\n\n\
          #ifdef __cplusplus\n}}\n#endif\n\n#endif /* {guard} */"
     );
     s

@@ -110,10 +110,12 @@ pub fn main_c(func: &Function, name: &str) -> String {
         s,
         "void {name}_run(const void *const *inputs, void *const *outputs, void *slab);\n\
          unsigned long long {name}_slab_size(void);\n\
-         void {name}_run_profiled(const void *const *inputs, void *const *outputs, void *slab, void (*tick)(int));\n\
+         typedef void (*tir_parallel_for)(void *pool, void (*body)(void *ctx, long long begin, long long end), void *ctx, long long tiles);\n\
+         void {name}_run_parallel(const void *const *inputs, void *const *outputs, void *slab, tir_parallel_for parallel_for, void *pool);\n\
+         void {name}_run_profiled(const void *const *inputs, void *const *outputs, void *slab, void (*tick)(int), tir_parallel_for parallel_for, void *pool);\n\
          extern const char {name}_profile_info[];\n\
          #define MODEL_RUN {name}_run\n#define MODEL_SLAB {name}_slab_size\n\
-         #define MODEL_RUN_PROFILED {name}_run_profiled\n#define MODEL_PROFILE_INFO {name}_profile_info"
+         #define MODEL_RUN_PROFILED {name}_run_profiled\n#define MODEL_RUN_PARALLEL {name}_run_parallel\n#define MODEL_PROFILE_INFO {name}_profile_info"
     );
     s.push_str(MAIN_C);
     // The guard helpers (called only by modules compiled with a guard).
@@ -143,7 +145,8 @@ pub fn link(main_c: &str, object: &[u8], out: &Path) -> Result<(), String> {
             .arg(model_o.path())
             .arg("-o")
             .arg(exe.path())
-            .arg("-lm"),
+            .arg("-lm")
+            .arg("-pthread"),
         "cc",
     )?;
     crate::toolchain::publish(out, &exe.contents()?, 0o777)

@@ -3,12 +3,18 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -469,6 +475,86 @@ static double cpu_now(void) {
     struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
+/* ---- the thread pool ---------------------------------------------------------------------
+   `--threads N`: N - 1 workers started once, parked between ops (a short spin, then a futex
+   wait on the job counter). The model hands each tiled kernel to `pool_parallel_for`, whose
+   threads take its tiles one at a time; which thread computes a tile never changes what it
+   computes, so the outputs are the same bits for every N (codegen/src/parallel.rs). */
+
+#define MAX_THREADS 1024
+/* Pause iterations a parked thread spins before it sleeps (tens of microseconds: the gap
+   between two ops of a model is shorter, so workers do not sleep within a run). */
+#define SPIN 4000
+typedef void (*tile_body_t)(void *, long long, long long);
+typedef struct {
+    int threads;
+    _Atomic uint32_t job;      /* bumped for every parallel_for; workers wait on it */
+    _Atomic int sleepers;      /* workers in a futex wait: only then is a wake needed */
+    _Atomic long long next;    /* the next tile to take */
+    _Atomic int busy;          /* workers not yet done with the current job */
+    tile_body_t body; void *ctx; long long tiles;
+} pool_t;
+static pool_t pool;
+
+static void relax(void) { __builtin_ia32_pause(); }
+static void take_tiles(pool_t *p) {
+    for (;;) {
+        long long t = atomic_fetch_add(&p->next, 1);
+        if (t >= p->tiles) return;
+        p->body(p->ctx, t, t + 1);
+    }
+}
+static void *pool_worker(void *arg) {
+    pool_t *p = arg;
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t j;
+        for (int spins = 0; (j = atomic_load(&p->job)) == seen;) {
+            if (spins < SPIN) { spins++; relax(); continue; }
+            atomic_fetch_add(&p->sleepers, 1);
+            syscall(SYS_futex, &p->job, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+            atomic_fetch_sub(&p->sleepers, 1);
+        }
+        seen = j;
+        take_tiles(p);
+        atomic_fetch_sub(&p->busy, 1);
+    }
+    return NULL;
+}
+/* The `parallel_for` of `<model>_run_parallel`: tiles 0..tiles over the pool's threads, the
+   calling thread included; returns when all are done. */
+static void pool_parallel_for(void *pp, tile_body_t body, void *ctx, long long tiles) {
+    pool_t *p = pp;
+    if (p->threads <= 1 || tiles <= 1) { body(ctx, 0, tiles); return; }
+    p->body = body; p->ctx = ctx; p->tiles = tiles;
+    atomic_store(&p->next, 0);
+    atomic_store(&p->busy, p->threads - 1);
+    atomic_fetch_add(&p->job, 1);
+    if (atomic_load(&p->sleepers) > 0) syscall(SYS_futex, &p->job, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    take_tiles(p);
+    /* Workers still finishing a tile, or waking up to find none left: spin, then yield the
+       core (more threads than cores must not spin against the thread they wait for). */
+    for (int spins = 0; atomic_load(&p->busy) > 0; spins++) {
+        if (spins < SPIN) relax(); else sched_yield();
+    }
+}
+static void pool_start(int threads) {
+    pool.threads = threads;
+    for (int i = 1; i < threads; i++) {
+        pthread_t t;
+        int e = pthread_create(&t, NULL, pool_worker, &pool);
+        if (e) { fprintf(stderr, "error: cannot start thread %d of %d: %s\n", i + 1, threads, strerror(e)); exit(1); }
+        pthread_detach(t);
+    }
+}
+/* The default thread count: the CPUs this process may run on (as onnxruntime does). */
+static int cpus_allowed(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    int n = CPU_COUNT(&set);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+}
+
 static int cmpd(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -488,7 +574,7 @@ static void profile(const void *const *ins, void *const *outs, void *slab, long 
     double *all = xmalloc(bytes_of(bytes_of(ops, (size_t)runs), sizeof(double)));
     prof_t = xmalloc(sizeof(double) * ops);
     for (long r = 0; r < runs; r++) {
-        MODEL_RUN_PROFILED(ins, outs, slab, prof_tick);
+        MODEL_RUN_PROFILED(ins, outs, slab, prof_tick, pool_parallel_for, &pool);
         for (int i = 0; i < n; i++) all[(size_t)i * runs + r] = prof_t[i];
     }
     double *med = xmalloc(sizeof(double) * ops), total = 0;
@@ -531,8 +617,9 @@ static void profile(const void *const *ins, void *const *outs, void *slab, long 
    a whole number from 1 to MAX_RUNS) is refused with a message and exit code 2. */
 
 static const char *prog = "model";
+#define USAGE "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N] [--threads N]\n"
 static int usage(void) {
-    fprintf(stderr, "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N]\n", prog);
+    fprintf(stderr, USAGE, prog);
     return 2;
 }
 static int misuse(const char *fmt, ...) {
@@ -558,14 +645,14 @@ int main(int argc, char **argv) {
     if (argc > 0 && argv[0]) prog = argv[0];
     const char *paths[NI + 1] = {0};
     const char *out = NULL;
-    long bench = 0, prof = 0;
+    long bench = 0, prof = 0, threads = 0;
     for (int a = 1; a < argc; a++) {
         const char *flag = argv[a];
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
-            printf("usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N]\n", prog);
+            printf(USAGE, prog);
             return 0;
         }
-        int takes_value = !strcmp(flag, "--input") || !strcmp(flag, "--output") || !strcmp(flag, "--bench") || !strcmp(flag, "--profile");
+        int takes_value = !strcmp(flag, "--input") || !strcmp(flag, "--output") || !strcmp(flag, "--bench") || !strcmp(flag, "--profile") || !strcmp(flag, "--threads");
         if (!takes_value) return misuse("unknown argument `%s`", flag);
         if (a + 1 >= argc) return misuse("%s needs a value", flag);
         const char *value = argv[++a];
@@ -583,6 +670,10 @@ int main(int argc, char **argv) {
             if (out) return misuse("--output is given more than once");
             if (!*value) return misuse("--output wants a directory or a .npy file");
             out = value;
+        } else if (!strcmp(flag, "--threads")) {
+            if (threads) return misuse("--threads is given more than once");
+            if (!parse_runs(value, &threads) || threads > MAX_THREADS)
+                return misuse("--threads wants a whole number of threads from 1 to %d, got `%s`", MAX_THREADS, value);
         } else {
             long *runs = !strcmp(flag, "--bench") ? &bench : &prof;
             if (*runs) return misuse("%s is given more than once", flag);
@@ -604,11 +695,12 @@ int main(int argc, char **argv) {
     unsigned long long slab_size = MODEL_SLAB();
     void *slab = xalloc(slab_size);
     printf("slab: %llu bytes\n", slab_size);
-    MODEL_RUN(ins, outs, slab);
+    pool_start(threads ? (int)threads : cpus_allowed());
+    MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool);
     if (bench > 0) {
         double *t = xmalloc(bytes_of((size_t)bench, sizeof(double)));
         double c0 = cpu_now();
-        for (long r = 0; r < bench; r++) { double t0 = now(); MODEL_RUN(ins, outs, slab); t[r] = now() - t0; }
+        for (long r = 0; r < bench; r++) { double t0 = now(); MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool); t[r] = now() - t0; }
         double cpu = (cpu_now() - c0) / (double)bench;
         qsort(t, bench, sizeof(double), cmpd);
         printf("latency over %ld runs: median %.3f ms, min %.3f ms, cpu %.3f ms per run\n", bench, t[bench / 2], t[0], cpu);

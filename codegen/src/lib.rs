@@ -23,6 +23,7 @@ pub mod exe;
 pub mod guard;
 mod kernels;
 pub mod nest;
+pub mod parallel;
 pub mod profile;
 pub mod relocate;
 pub mod storage;
@@ -124,6 +125,9 @@ pub struct Options {
     /// LLVM optimisation level, 0–3 (3 for artifacts; tests may trade speed of the code for
     /// compile time: the results do not depend on it, no fast-math flags are used).
     pub opt_level: u8,
+    /// The least work (FLOPs) of one tile of a kernel cut for threads ([`parallel`]); tests
+    /// set 0 to cut every op they can, however small.
+    pub min_tile_flops: u64,
 }
 
 impl Options {
@@ -133,6 +137,7 @@ impl Options {
             target_cpu: "native".into(),
             guard: None,
             opt_level: 3,
+            min_tile_flops: parallel::MIN_TILE_FLOPS,
         }
     }
 }
@@ -235,6 +240,8 @@ fn with_module<T>(
         cpu,
         features,
         width,
+        min_tile_flops: opts.min_tile_flops,
+        parallel: Default::default(),
     };
     gen.build(b, weights, &opts.name, opts.guard.as_ref(), relocatable)?;
     module
@@ -387,6 +394,93 @@ pub fn jit_run_plans(
     })
 }
 
+/// Compiles `b` with its ops cut into tiles of at least `min_tile_flops` ([`parallel`]) and
+/// runs it on `inputs` once per entry of `threads`: 0 through `<model>_run` (every tile on the
+/// calling thread), N through `<model>_run_parallel` with a `parallel_for` that hands the
+/// tiles to N threads, the caller included. Returns one output set per entry. For tests: the
+/// outputs must be the same bits for every entry.
+pub fn jit_run_threads(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[&[f32]],
+    threads: &[usize],
+    min_tile_flops: u64,
+    opt_level: u8,
+) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
+    let func = b.func();
+    for (&p, x) in func.params.iter().zip(inputs) {
+        let n = func.ty(p).and_then(|t| t.num_elements()).unwrap_or(0);
+        if n != x.len() as u64 || inputs.len() != func.params.len() {
+            return Err(CodegenError::Llvm(format!(
+                "input {} has {} elements, expected {n}",
+                func.value_name(p),
+                x.len()
+            )));
+        }
+    }
+    let opts = Options {
+        opt_level,
+        min_tile_flops,
+        ..Options::native("jit")
+    };
+    with_module(b, weights, &opts, false, |module, _| {
+        let ee = module
+            .create_jit_execution_engine(llvm_level(opt_level))
+            .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+        let addr = |name: &str| {
+            ee.get_function_address(name)
+                .map_err(|e| CodegenError::Llvm(e.to_string()))
+        };
+        let (run_addr, par_addr) = (addr("jit_run")?, addr("jit_run_parallel")?);
+        let in_ptrs: Vec<*const u8> = inputs.iter().map(|x| x.as_ptr() as *const u8).collect();
+        let mut results = Vec::new();
+        for &n in threads {
+            let mut outs: Vec<Vec<f32>> = func
+                .result_types
+                .iter()
+                .map(|t| vec![0f32; t.num_elements().unwrap_or(0) as usize])
+                .collect();
+            let out_ptrs: Vec<*mut u8> =
+                outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
+            let words = (b.slab_size() as usize).div_ceil(64).max(1);
+            let mut slab = vec![[0u8; 64]; words];
+            type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
+            type ParFn = unsafe extern "C" fn(
+                *const *const u8,
+                *const *mut u8,
+                *mut u8,
+                parallel::ForFn,
+                *mut u8,
+            );
+            let mut pool = n;
+            // SAFETY: the entry points were generated with exactly these signatures; the
+            // buffers have the sizes the module was compiled for (checked above) and outlive
+            // the call; `pool` is the thread count `parallel::rust_parallel_for` reads.
+            unsafe {
+                if n == 0 {
+                    let run: RunFn = std::mem::transmute::<usize, RunFn>(run_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                    );
+                } else {
+                    let run: ParFn = std::mem::transmute::<usize, ParFn>(par_addr);
+                    run(
+                        in_ptrs.as_ptr(),
+                        out_ptrs.as_ptr(),
+                        slab.as_mut_ptr() as *mut u8,
+                        parallel::rust_parallel_for,
+                        &mut pool as *mut usize as *mut u8,
+                    );
+                }
+            }
+            results.push(outs);
+        }
+        Ok(results)
+    })
+}
+
 /// Code generation state for one LLVM module.
 pub(crate) struct Gen<'a, 'ctx> {
     pub ctx: &'ctx Context,
@@ -396,6 +490,12 @@ pub(crate) struct Gen<'a, 'ctx> {
     pub features: String,
     /// f32 lanes of the widest vector register.
     pub width: u32,
+    /// [`Options::min_tile_flops`].
+    pub min_tile_flops: u64,
+    /// The tiled kernels ([`parallel`]): each with its tile count and, once an entry point
+    /// hands it to `parallel_for`, its `body(ctx, begin, end)`.
+    #[allow(clippy::type_complexity)]
+    pub parallel: std::cell::RefCell<Vec<(FunctionValue<'ctx>, u64, Option<FunctionValue<'ctx>>)>>,
 }
 
 /// A tensor argument of a kernel: its storage and element count.
@@ -428,11 +528,24 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     /// A new internal kernel `void name(float*...)`, one pointer per argument; an argument gets
     /// `noalias` when its bytes overlap no argument that is written (`writes[i]`).
     pub fn kernel(&self, name: &str, args: &[Arg], writes: &[bool]) -> FunctionValue<'ctx> {
+        self.kernel_with(name, args, writes, 0)
+    }
+
+    /// [`Gen::kernel`] with `extra` trailing `i64` parameters.
+    fn kernel_with(
+        &self,
+        name: &str,
+        args: &[Arg],
+        writes: &[bool],
+        extra: usize,
+    ) -> FunctionValue<'ctx> {
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
-        let ty = self
-            .ctx
-            .void_type()
-            .fn_type(&vec![fp.into(); args.len()], false);
+        let mut params: Vec<inkwell::types::BasicMetadataTypeEnum> = vec![fp.into(); args.len()];
+        params.extend(
+            std::iter::repeat::<inkwell::types::BasicMetadataTypeEnum>(self.ctx.i64_type().into())
+                .take(extra),
+        );
+        let ty = self.ctx.void_type().fn_type(&params, false);
         let f = self.module.add_function(name, ty, Some(Linkage::Internal));
         self.attrs(f);
         let noalias = Attribute::get_named_enum_kind_id("noalias");
@@ -533,7 +646,29 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             None => None,
         };
         let guarded = guarded.as_ref().map(|(gd, gs)| (*gd, gs, func, &storage));
-        self.emit_calls(run, &per_op, &globals, guarded, None)?;
+        self.emit_calls(run, &per_op, &globals, guarded, None, None)?;
+
+        // void <name>_run_parallel(inputs, outputs, slab, parallel_for, pool): the same
+        // calls, the tiled kernels handed to the caller's `parallel_for` ([`parallel`]).
+        let pfor_ptr = self.parallel_for_type().ptr_type(AddressSpace::default());
+        let par_ty = self.ctx.void_type().fn_type(
+            &[
+                i8pp.into(),
+                i8pp.into(),
+                i8p.into(),
+                pfor_ptr.into(),
+                i8p.into(),
+            ],
+            false,
+        );
+        let par = self
+            .module
+            .add_function(&format!("{name}_run_parallel"), par_ty, None);
+        self.attrs(par);
+        let entry = self.ctx.append_basic_block(par, "entry");
+        self.builder.position_at_end(entry);
+        let pf = self.parallel_for_at(par, 3)?;
+        self.emit_calls(par, &per_op, &globals, guarded, None, Some(pf))?;
 
         // The profiled twin (see `profile`): `tick(i)` before the i-th op with kernels,
         // `tick(count)` at the end.
@@ -541,7 +676,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let tick_ty = self.ctx.void_type().fn_type(&[i32t.into()], false);
         let tick_ptr = tick_ty.ptr_type(AddressSpace::default());
         let prof_ty = self.ctx.void_type().fn_type(
-            &[i8pp.into(), i8pp.into(), i8p.into(), tick_ptr.into()],
+            &[
+                i8pp.into(),
+                i8pp.into(),
+                i8p.into(),
+                tick_ptr.into(),
+                pfor_ptr.into(),
+                i8p.into(),
+            ],
             false,
         );
         let prof = self
@@ -551,7 +693,15 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let entry = self.ctx.append_basic_block(prof, "entry");
         self.builder.position_at_end(entry);
         let tick = self.param(prof, 3)?;
-        self.emit_calls(prof, &per_op, &globals, None, Some((&lines, tick)))?;
+        let pf = self.parallel_for_at(prof, 4)?;
+        self.emit_calls(
+            prof,
+            &per_op,
+            &globals,
+            None,
+            Some((&lines, tick)),
+            Some(pf),
+        )?;
 
         let table: String = lines.iter().flatten().map(String::as_str).collect();
         let init = self.ctx.const_string(table.as_bytes(), true);
@@ -579,6 +729,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         globals: &[PointerValue<'ctx>],
         guard: Option<(&guard::Guard, &guard::Guarded<'ctx>, &Function, &Storage)>,
         ticks: Option<(&[Option<String>], PointerValue<'ctx>)>,
+        pfor: Option<parallel::ParallelFor<'ctx>>,
     ) -> R<()> {
         let kr = self.k(run);
         let inputs = self.param(run, 0)?;
@@ -645,7 +796,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
                     args.push(p.into());
                 }
-                llvm(self.builder.build_call(kernel, &args, ""))?;
+                self.call_kernel(kernel, args, pfor)?;
             }
             if let Some((gd, gs, func, storage)) = guard {
                 self.guard_after(gs, gd, func, storage, slab, idx)?;
@@ -656,6 +807,16 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         }
         llvm(self.builder.build_return(None))?;
         Ok(())
+    }
+
+    /// The `parallel_for` callback and pool that `f` takes as parameters `i` and `i + 1`,
+    /// with a context array allocated at the builder's position (the entry block).
+    fn parallel_for_at(&self, f: FunctionValue<'ctx>, i: u32) -> R<parallel::ParallelFor<'ctx>> {
+        Ok(parallel::ParallelFor {
+            function: self.param(f, i)?,
+            pool: self.param(f, i + 1)?,
+            ctx: self.ctx_array(self.max_tiled_args())?,
+        })
     }
 
     /// One constant global per distinct weight name, 64-byte aligned, as raw bytes.

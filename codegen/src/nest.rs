@@ -295,6 +295,42 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         Ok(())
     }
 
+    /// `for iv in lo..hi` (step 1) with bounds known only at run time (a parallel kernel's
+    /// range of tiles); runs no iteration when `lo >= hi`.
+    pub fn loop_between(
+        &self,
+        lo: IntValue<'ctx>,
+        hi: IntValue<'ctx>,
+        body: &mut dyn FnMut(IntValue<'ctx>) -> R<()>,
+    ) -> R<()> {
+        let pre = self
+            .b
+            .get_insert_block()
+            .ok_or_else(|| CodegenError::Llvm("builder not positioned".into()))?;
+        let head = self.ctx.append_basic_block(self.func, "tiles");
+        let exit = self.ctx.append_basic_block(self.func, "tiles_done");
+        let any = llvm(self.b.build_int_compare(IntPredicate::SLT, lo, hi, "any"))?;
+        llvm(self.b.build_conditional_branch(any, head, exit))?;
+        self.b.position_at_end(head);
+        let phi = llvm(self.b.build_phi(self.i64t, "tile"))?;
+        phi.add_incoming(&[(&lo, pre)]);
+        let iv = phi.as_basic_value().into_int_value();
+        body(iv)?;
+        let next = llvm(self.b.build_int_add(iv, self.c(1), "next"))?;
+        let done = llvm(
+            self.b
+                .build_int_compare(IntPredicate::SGE, next, hi, "done"),
+        )?;
+        let latch = self
+            .b
+            .get_insert_block()
+            .ok_or_else(|| CodegenError::Llvm("builder not positioned".into()))?;
+        phi.add_incoming(&[(&next, latch)]);
+        llvm(self.b.build_conditional_branch(done, exit, head))?;
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
     /// `for iv in lo..hi step step` carrying values (registers through phis): the body maps
     /// the carried values of one iteration to those of the next; returns the final ones.
     pub fn loop_carry(
@@ -379,6 +415,22 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         llvm(self.b.build_conditional_branch(cond, then, join))?;
         self.b.position_at_end(then);
         body()?;
+        llvm(self.b.build_unconditional_branch(join))?;
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
+    /// `if cond { body(true) } else { body(false) }`.
+    pub fn if_else(&self, cond: IntValue<'ctx>, body: &mut dyn FnMut(bool) -> R<()>) -> R<()> {
+        let yes = self.ctx.append_basic_block(self.func, "then");
+        let no = self.ctx.append_basic_block(self.func, "else");
+        let join = self.ctx.append_basic_block(self.func, "join");
+        llvm(self.b.build_conditional_branch(cond, yes, no))?;
+        self.b.position_at_end(yes);
+        body(true)?;
+        llvm(self.b.build_unconditional_branch(join))?;
+        self.b.position_at_end(no);
+        body(false)?;
         llvm(self.b.build_unconditional_branch(join))?;
         self.b.position_at_end(join);
         Ok(())

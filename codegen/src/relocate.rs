@@ -118,7 +118,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     let p = llvm(unsafe { self.builder.build_in_bounds_gep(base, &[off], "t") })?;
                     args.push(llvm(self.builder.build_pointer_cast(p, fp, "f"))?.into());
                 }
-                llvm(self.builder.build_call(*kernel, &args, ""))?;
+                self.call_kernel(*kernel, args, None)?;
             }
         }
         llvm(self.builder.build_return(None))?;

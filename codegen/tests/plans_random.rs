@@ -17,7 +17,7 @@
 
 mod common;
 
-use tir_codegen::{jit_run_plans, Bufferized};
+use tir_codegen::{jit_run_plans, jit_run_threads, Bufferized};
 use tir_interp::Weights;
 use tir_ir::{Module, UnaryOp};
 use tir_passes::reorder::{self, Budget, Dag, Scheduler};
@@ -241,6 +241,34 @@ fn orders_cannot_change_results_on_random_graphs() {
                     "{name}: outputs in the `{scheduler}` order differ from the `{s0}` order's"
                 ),
             }
+        }
+    }
+}
+
+/// Threads cannot change results (issue 20): every op cut into as many tiles as it has units
+/// (the smallest tile size, so even these small graphs run tiled kernels), the outputs of
+/// `<model>_run` and of `<model>_run_parallel` on 1 to 4 threads are the same bits, and
+/// match the interpreter.
+#[test]
+fn threads_cannot_change_results_on_random_graphs() {
+    for seed in seeds() {
+        let module = graph(seed);
+        let name = format!("random graph {seed}");
+        let weights = Weights::generate(&module, 0).unwrap();
+        let inputs = common::inputs(&module);
+        let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
+        let mut m = common::planned(&module, "strategy=best,sharing=true");
+        let proof = Bufferized::new(&mut m).unwrap();
+        let runs = jit_run_threads(&proof, &weights, &ins, &[0, 1, 2, 3, 4], 0, common::OPT)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let expected = tir_interp::run(&module, &weights, &inputs).unwrap();
+        common::check_against_interpreter(&name, &expected, &runs[0]);
+        let serial = common::bits(&runs[0]);
+        for (threads, run) in [1, 2, 3, 4].iter().zip(&runs[1..]) {
+            assert!(
+                common::bits(run) == serial,
+                "{name}: {threads} threads differ from the serial run"
+            );
         }
     }
 }

@@ -181,6 +181,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
             fault_after: o.guard_fault_op.clone(),
         }),
         opt_level: o.opt_level,
+        ..CgOptions::native(&symbol)
     };
     let artifact = match o.emit {
         Emit::Exe | Emit::Obj | Emit::Lib => Artifact::Object,

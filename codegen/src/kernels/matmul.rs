@@ -5,6 +5,7 @@ use super::common::{
 };
 use super::gemm::{gemm, Epilogue, Gemm};
 use crate::nest::{llvm, R};
+use crate::parallel::Tiling;
 use crate::storage::Storage;
 use crate::{Arg, Gen};
 use tir_ir::{Activation, Function, OpData};
@@ -47,6 +48,27 @@ pub(crate) fn matmul<'a, 'c>(
     let sb: Vec<i64> = broadcast(bb, &batch).iter().map(|s| s * kk * nn).collect();
     let so: Vec<i64> = contiguous(&batch).iter().map(|s| s * m * nn).collect();
     let args = args_of(func, st, &[a, b, r])?;
+    let epi = Epilogue {
+        alpha: 1.0,
+        row_bias: None,
+        act,
+    };
+    if batch.iter().product::<i64>() == 1 {
+        // One GEMM (BERT's projections, a fully connected layer): cut for threads.
+        let spec = Gemm {
+            a: g.ctx.f32_type().ptr_type(Default::default()).get_undef(),
+            a_rs: kk,
+            a_cs: 1,
+            b: g.ctx.f32_type().ptr_type(Default::default()).get_undef(),
+            b_rs: nn,
+            c: g.ctx.f32_type().ptr_type(Default::default()).get_undef(),
+            c_rs: nn,
+            m,
+            n: nn,
+            k: kk,
+        };
+        return Ok(vec![tiled_gemm(g, name, &args, spec, epi)?]);
+    }
     let f = g.kernel(name, &args, &[false, false, true]);
     let k = g.k(f);
     let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
@@ -107,33 +129,25 @@ pub(crate) fn gemm_op<'a, 'c>(
         let alpha = gm.alpha as f32 as f64;
         calls.push(gemm_nt(g, &a3, (m, n, kk), gm.trans_a, alpha, act, name)?);
     } else {
-        let f = g.kernel(name, &args, &[false, false, true]);
-        let k = g.k(f);
-        let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
+        let undef = g.ctx.f32_type().ptr_type(Default::default()).get_undef();
         let spec = Gemm {
-            a: pa,
+            a: undef,
             a_rs: if gm.trans_a { 1 } else { kk },
             a_cs: if gm.trans_a { m } else { 1 },
-            b: pb,
+            b: undef,
             b_rs: n,
-            c: po,
+            c: undef,
             c_rs: n,
             m,
             n,
             k: kk,
         };
-        gemm(
-            &k,
-            g.width,
-            &spec,
-            Epilogue {
-                alpha: gm.alpha as f32 as f64,
-                row_bias: None,
-                act,
-            },
-        )?;
-        llvm(g.builder.build_return(None))?;
-        calls.push((f, args.iter().map(|a| a.loc).collect::<Vec<_>>()));
+        let epi = Epilogue {
+            alpha: gm.alpha as f32 as f64,
+            row_bias: None,
+            act,
+        };
+        calls.push(tiled_gemm(g, name, &args, spec, epi)?);
     }
     if let Some(cv) = cin {
         let cd = dims(func, cv)?;
@@ -198,6 +212,65 @@ fn gemm_nt<'a, 'c>(
             k.st(po, k.add(k.mul(i, n)?, j)?, v)
         })
     })?;
+    llvm(g.builder.build_return(None))?;
+    Ok((f, args.iter().map(|a| a.loc).collect()))
+}
+
+/// A kernel computing the GEMM `spec` (its pointers are replaced by the kernel's parameters
+/// A, B, C), cut for threads ([`crate::parallel`]) into chunks of whole column blocks of the
+/// micro-kernel when N is the larger side (each tile re-reads A), else chunks of rows (each
+/// re-reads B).
+fn tiled_gemm<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    name: &str,
+    args: &[Arg],
+    spec: Gemm<'c>,
+    epi: Epilogue<'c>,
+) -> R<Call<'c>> {
+    let flops = 2 * (spec.m * spec.n * spec.k) as u64;
+    let min_flops = g.min_tile_flops;
+    let by_columns = spec.n >= spec.m;
+    let tiling = if by_columns {
+        Tiling::new(1, spec.n, 4 * g.width as i64, flops, min_flops)
+    } else {
+        Tiling::new(1, spec.m, 24, flops, min_flops)
+    };
+    let writes = [false, false, true];
+    let f = if tiling.is_parallel() {
+        g.tiled_kernel(name, args, &writes, tiling.tiles())
+    } else {
+        g.kernel(name, args, &writes)
+    };
+    let k = g.k(f);
+    let (pa, pb, pc) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
+    let whole = Gemm {
+        a: pa,
+        b: pb,
+        c: pc,
+        ..spec
+    };
+    if !tiling.is_parallel() {
+        gemm(&k, g.width, &whole, epi)?;
+    } else {
+        g.for_tiles(&k, f, 3, tiling, &mut |_, u0, units| {
+            let sub = if by_columns {
+                Gemm {
+                    b: k.gep(pb, u0)?,
+                    c: k.gep(pc, u0)?,
+                    n: units,
+                    ..whole
+                }
+            } else {
+                Gemm {
+                    a: k.gep(pa, k.mul(u0, whole.a_rs)?)?,
+                    c: k.gep(pc, k.mul(u0, whole.c_rs)?)?,
+                    m: units,
+                    ..whole
+                }
+            };
+            gemm(&k, g.width, &sub, epi)
+        })?;
+    }
     llvm(g.builder.build_return(None))?;
     Ok((f, args.iter().map(|a| a.loc).collect()))
 }

@@ -5,6 +5,7 @@
 use tir_ir::Activation;
 
 /// A convolution's constant extents (NCHW, weight `[M, C/groups, KH, KW]`).
+#[derive(Clone, Copy)]
 pub struct Conv {
     pub n: i64,
     pub c: i64,

@@ -10,10 +10,12 @@ mod rowpack;
 
 use super::common::{args_of, dims, unsupported, Call};
 use super::gemm::{gemm, Epilogue, Gemm};
-use crate::nest::{llvm, R};
+use crate::nest::{llvm, K, R};
+use crate::parallel::Tiling;
 use crate::storage::Storage;
 use crate::Gen;
 use geometry::Conv;
+use inkwell::values::PointerValue;
 use tir_ir::op::Conv2d;
 use tir_ir::{Function, OpData};
 
@@ -47,7 +49,34 @@ pub(crate) fn conv2d<'a, 'c>(
     let args = args_of(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
-    let f = g.kernel(name, &args, &writes);
+    let d = Conv {
+        n,
+        c: ci,
+        h,
+        wi,
+        m,
+        groups,
+        kh,
+        kw,
+        oh,
+        ow,
+        sh,
+        sw,
+        dh,
+        dw,
+        pt,
+        pl,
+        act: c.activation,
+    };
+    let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    let flops = 2 * (n * m * oh * ow * cg * kh * kw) as u64;
+    let tiling = tiling(&d, pointwise, g.width, flops, g.min_tile_flops);
+    let nargs = args.len() as u32;
+    let f = if tiling.is_parallel() {
+        g.tiled_kernel(name, &args, &writes, tiling.tiles())
+    } else {
+        g.kernel(name, &args, &writes)
+    };
     let k = g.k(f);
     let px = g.param(f, 0)?;
     let pw = g.param(f, 1)?;
@@ -56,8 +85,92 @@ pub(crate) fn conv2d<'a, 'c>(
     } else {
         None
     };
-    let po = g.param(f, args.len() as u32 - 1)?;
-    let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    let po = g.param(f, nargs - 1)?;
+    if !tiling.is_parallel() {
+        emit(&k, g.width, &d, pointwise, None, px, pw, pb, po)?;
+    } else if pointwise && groups == 1 && split_columns(&d) {
+        // Chunks of output pixels: each tile multiplies all of W by its columns of x.
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
+            let xo = k.add(k.mul(image, ci * h * wi)?, j0)?;
+            let oo = k.add(k.mul(image, m * h * wi)?, j0)?;
+            let sub = Conv { n: 1, ..d };
+            let x = k.gep(px, xo)?;
+            let o = k.gep(po, oo)?;
+            emit(&k, g.width, &sub, true, Some(cols), x, pw, pb, o)
+        })?;
+    } else {
+        // Chunks of output channels (of groups when there are several): each tile is the
+        // convolution of one image by its chunk of filters.
+        let (mu, cu) = if groups > 1 { (mg, cg) } else { (1, 0) };
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
+            let xo = k.add(k.mul(image, ci * h * wi)?, k.mul(u0, cu * h * wi)?)?;
+            let oo = k.add(k.mul(image, m * oh * ow)?, k.mul(u0, mu * oh * ow)?)?;
+            let sub = Conv {
+                n: 1,
+                c: if groups > 1 { units * cg } else { ci },
+                m: units * mu,
+                groups: if groups > 1 { units } else { 1 },
+                ..d
+            };
+            let bias = match pb {
+                Some(p) => Some(k.gep(p, k.mul(u0, mu)?)?),
+                None => None,
+            };
+            let x = k.gep(px, xo)?;
+            let wt = k.gep(pw, k.mul(u0, mu * cg * kh * kw)?)?;
+            let o = k.gep(po, oo)?;
+            emit(&k, g.width, &sub, pointwise, None, x, wt, bias, o)
+        })?;
+    }
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+/// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each
+/// tile then re-reads the weights instead of the input, the smaller of the two in all but the
+/// last layers of a network.
+fn split_columns(d: &Conv) -> bool {
+    d.oh * d.ow >= d.m
+}
+
+/// How `d` is cut into tiles for threads ([`crate::parallel`]): chunks of whole register
+/// tiles of the kernel that computes it.
+fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64, min_flops: u64) -> Tiling {
+    let cg = d.c / d.groups.max(1);
+    if d.groups > 1 {
+        return Tiling::new(d.n, d.groups, 1, flops, min_flops);
+    }
+    if pointwise && split_columns(d) {
+        // Whole `NV·W`-column blocks of the GEMM micro-kernel.
+        return Tiling::new(d.n, d.oh * d.ow, 4 * w as i64, flops, min_flops);
+    }
+    let granule = if pointwise {
+        24
+    } else if cg > 1 && rowpack::applies(d, w) {
+        8
+    } else {
+        6
+    };
+    Tiling::new(d.n, d.m, granule, flops, min_flops)
+}
+
+/// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
+/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged).
+#[allow(clippy::too_many_arguments)]
+fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    width: u32,
+    d: &Conv,
+    pointwise: bool,
+    cols: Option<i64>,
+    px: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    po: PointerValue<'c>,
+) -> R<()> {
+    let (n, ci, h, wi, m, groups) = (d.n, d.c, d.h, d.wi, d.m, d.groups);
+    let cg = ci / groups.max(1);
+    let mg = m / groups.max(1);
     if pointwise {
         // Per image and group: out[M_g, HW] = W[M_g, C_g] · x[C_g, HW] + bias.
         let hw = h * wi;
@@ -76,7 +189,7 @@ pub(crate) fn conv2d<'a, 'c>(
                     c: k.gep(po, oo)?,
                     c_rs: hw,
                     m: mg,
-                    n: hw,
+                    n: cols.unwrap_or(hw),
                     k: cg,
                 };
                 let row_bias = match pb {
@@ -84,63 +197,40 @@ pub(crate) fn conv2d<'a, 'c>(
                     None => None,
                 };
                 gemm(
-                    &k,
-                    g.width,
+                    k,
+                    width,
                     &gm,
                     Epilogue {
                         alpha: 1.0,
                         row_bias,
-                        act: c.activation,
+                        act: d.act,
                     },
                 )
             })
-        })?;
+        })
     } else if cg == 1 {
-        let d = depthwise::Depthwise {
+        let dw = depthwise::Depthwise {
             n,
             c: ci,
             h,
             wi,
             m,
-            kh,
-            kw,
-            oh,
-            ow,
-            sh,
-            sw,
-            dh,
-            dw,
-            pt,
-            pl,
-            act: c.activation,
+            kh: d.kh,
+            kw: d.kw,
+            oh: d.oh,
+            ow: d.ow,
+            sh: d.sh,
+            sw: d.sw,
+            dh: d.dh,
+            dw: d.dw,
+            pt: d.pt,
+            pl: d.pl,
+            act: d.act,
         };
-        depthwise::emit(&k, g.width, &d, px, pw, pb, po)?;
+        depthwise::emit(k, width, &dw, px, pw, pb, po)
+    } else if rowpack::applies(d, width) {
+        rowpack::emit(k, width, d, px, pw, pb, po)
     } else {
-        let d = Conv {
-            n,
-            c: ci,
-            h,
-            wi,
-            m,
-            groups,
-            kh,
-            kw,
-            oh,
-            ow,
-            sh,
-            sw,
-            dh,
-            dw,
-            pt,
-            pl,
-            act: c.activation,
-        };
-        if rowpack::applies(&d, g.width) {
-            rowpack::emit(&k, g.width, &d, px, pw, pb, po)?;
-        } else {
-            im2col::emit(&k, g.width, &d, px, pw, pb, po)?;
-        }
+        im2col::emit(k, width, d, px, pw, pb, po)
     }
-    llvm(g.builder.build_return(None))?;
-    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
 }

@@ -14,6 +14,7 @@ pub(crate) struct Epilogue<'c> {
 }
 
 /// `C[i, j] = epi(Σ_k A[i*a_rs + k*a_cs] * B[k*b_rs + j])`, `C[i*c_rs + j]`.
+#[derive(Clone, Copy)]
 pub(crate) struct Gemm<'c> {
     pub a: PointerValue<'c>,
     pub a_rs: i64,
