@@ -486,22 +486,38 @@ static double cpu_now(void) {
    between two ops of a model is shorter, so workers do not sleep within a run). */
 #define SPIN 4000
 typedef void (*tile_body_t)(void *, long long, long long);
+/* One parallel_for. Two slots, used by alternate jobs: a job's slot is rewritten only two jobs
+   later, when no tile of it can still be claimed (below). */
+typedef struct { tile_body_t body; void *ctx; long long tiles; } job_t;
 typedef struct {
     int threads;
     _Atomic uint32_t job;      /* bumped for every parallel_for; workers wait on it */
     _Atomic int sleepers;      /* workers in a futex wait: only then is a wake needed */
-    _Atomic long long next;    /* the next tile to take */
-    _Atomic int busy;          /* workers not yet done with the current job */
-    tile_body_t body; void *ctx; long long tiles;
+    /* The next tile to take, tagged with its job: (job << 32) | tile. A claim is a
+       compare-and-swap of the exact word read, so a worker that slept through the end of its
+       job can never claim a tile of a later one. */
+    _Atomic uint64_t next;
+    _Atomic long long done;    /* tiles of the current job finished */
+    job_t slot[2];
 } pool_t;
 static pool_t pool;
 
 static void relax(void) { __builtin_ia32_pause(); }
-static void take_tiles(pool_t *p) {
+/* Takes tiles of job `job` until none is left (or a later job has begun). */
+static void take_tiles(pool_t *p, uint32_t job) {
     for (;;) {
-        long long t = atomic_fetch_add(&p->next, 1);
-        if (t >= p->tiles) return;
-        p->body(p->ctx, t, t + 1);
+        uint64_t cur = atomic_load(&p->next);
+        if ((uint32_t)(cur >> 32) != job) return;
+        const job_t *jb = &p->slot[job & 1];
+        long long t = (long long)(cur & 0xffffffffu);
+        if (t >= jb->tiles) return;
+        /* Reading `jb` before the claim is safe: while tile t of this job is unclaimed the job
+           is unfinished, so its slot is not rewritten; if it was claimed meanwhile, the
+           exchange fails and nothing read is used. */
+        tile_body_t body = jb->body; void *ctx = jb->ctx;
+        if (!atomic_compare_exchange_weak(&p->next, &cur, cur + 1)) continue;
+        body(ctx, t, t + 1);
+        atomic_fetch_add(&p->done, 1);
     }
 }
 static void *pool_worker(void *arg) {
@@ -516,25 +532,27 @@ static void *pool_worker(void *arg) {
             atomic_fetch_sub(&p->sleepers, 1);
         }
         seen = j;
-        take_tiles(p);
-        atomic_fetch_sub(&p->busy, 1);
+        take_tiles(p, j);
     }
     return NULL;
 }
 /* The `parallel_for` of `<model>_run_parallel`: tiles 0..tiles over the pool's threads, the
-   calling thread included; returns when all are done. */
+   calling thread included; returns when all are done. It waits for finished tiles, not for
+   workers: a worker the scheduler has not run yet costs nothing, as the caller takes the
+   tiles it would have taken. */
 static void pool_parallel_for(void *pp, tile_body_t body, void *ctx, long long tiles) {
     pool_t *p = pp;
-    if (p->threads <= 1 || tiles <= 1) { body(ctx, 0, tiles); return; }
-    p->body = body; p->ctx = ctx; p->tiles = tiles;
-    atomic_store(&p->next, 0);
-    atomic_store(&p->busy, p->threads - 1);
-    atomic_fetch_add(&p->job, 1);
+    if (p->threads <= 1 || tiles <= 1 || tiles > 0xffffffffLL) { body(ctx, 0, tiles); return; }
+    uint32_t job = atomic_load(&p->job) + 1;
+    p->slot[job & 1] = (job_t){ body, ctx, tiles };
+    atomic_store(&p->done, 0);
+    atomic_store(&p->next, (uint64_t)job << 32);
+    atomic_store(&p->job, job);
     if (atomic_load(&p->sleepers) > 0) syscall(SYS_futex, &p->job, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-    take_tiles(p);
-    /* Workers still finishing a tile, or waking up to find none left: spin, then yield the
-       core (more threads than cores must not spin against the thread they wait for). */
-    for (int spins = 0; atomic_load(&p->busy) > 0; spins++) {
+    take_tiles(p, job);
+    /* Tiles still running on workers: spin, then yield the core (more threads than cores must
+       not spin against the thread they wait for). */
+    for (int spins = 0; atomic_load(&p->done) < tiles; spins++) {
         if (spins < SPIN) relax(); else sched_yield();
     }
 }
