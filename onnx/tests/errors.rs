@@ -34,7 +34,7 @@ fn error_messages() {
             m
         }),
         ("opset too old", one("Relu", &["x"], vec![], vec![], 9)),
-        ("opset too new", one("Relu", &["x"], vec![], vec![], 22)),
+        ("opset too new", one("Relu", &["x"], vec![], vec![], 25)),
         (
             "dynamic dimension",
             model(
