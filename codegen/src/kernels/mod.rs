@@ -21,6 +21,7 @@ pub(crate) mod copy;
 pub(crate) mod elementwise;
 pub(crate) mod gather;
 pub(crate) mod gemm;
+pub(crate) mod math;
 pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;

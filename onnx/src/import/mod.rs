@@ -560,10 +560,11 @@ impl Importer {
             "GlobalAveragePool" => self.global_avg_pool(node),
             "MatMul" => self.matmul(node),
             "Gemm" => self.gemm(node, &a),
-            "Add" | "Sub" | "Mul" | "Div" => self.binary(node, op_type),
-            "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" => {
-                self.unary(node, op_type, &a)
-            }
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" => self.binary(node, op_type),
+            "Max" | "Min" => self.variadic(node, op_type),
+            "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" | "Abs" | "Neg" | "Sqrt"
+            | "Reciprocal" | "Log" | "Floor" | "Ceil" | "Round" | "Erf" | "Sin" | "Cos"
+            | "Softplus" | "Softsign" => self.unary(node, op_type, &a),
             "Clip" => self.clip(node, &a),
             "HardSigmoid" => self.hard_sigmoid(node, &a),
             "PRelu" => self.prelu(node),
