@@ -45,6 +45,10 @@ pub struct ImportOptions {
     pub name: Option<String>,
     /// Skip the import-time cleanup (activation fusion, BatchNormalization folding).
     pub no_cleanup: bool,
+    /// Graph inputs fixed to a value at import time (`--bind NAME=FILE.npy`): each becomes a
+    /// constant, as if it were an initializer, so that a shape, axes, pads or scales operand
+    /// that a model takes as an input folds like one it holds. The declared shape is ignored.
+    pub bound: Vec<(String, Tensor)>,
 }
 
 /// Reads and imports an `.onnx` file; external data is read beside it.
@@ -127,6 +131,10 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         if imp.env.contains_key(&iname) {
             continue;
         }
+        if let Some((_, t)) = opts.bound.iter().find(|(n, _)| *n == iname) {
+            imp.env.insert(iname, Val::Const(Rc::new(t.clone())));
+            continue;
+        }
         let ty = input_type(input, opts, &mut dims_used).map_err(|problem| ImportError::Input {
             name: iname.clone(),
             problem,
@@ -135,6 +143,20 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         let v = imp.em.func.add_param(vname.clone(), ty);
         imp.em.names.insert(vname);
         imp.env.insert(iname, Val::Ir(v));
+    }
+    for (name, _) in &opts.bound {
+        let is_input = graph
+            .input
+            .iter()
+            .any(|i| i.name.as_deref() == Some(name.as_str()));
+        if !is_input
+            || graph
+                .initializer
+                .iter()
+                .any(|i| i.name.as_deref() == Some(name))
+        {
+            return Err(ImportError::UnboundName { name: name.clone() });
+        }
     }
     for (d, _) in &opts.dims {
         if !dims_used.contains(d) {
