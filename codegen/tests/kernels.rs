@@ -768,7 +768,10 @@ fn math_functions_at_their_edges() {
         "softsign",
     ] {
         let text = model(&[("x", vec![len])], &[], &format!("{op}(%x)"));
-        check_with(&text, Some(vec![Tensor::f32(vec![len], xs.clone()).unwrap()]));
+        check_with(
+            &text,
+            Some(vec![Tensor::f32(vec![len], xs.clone()).unwrap()]),
+        );
     }
     // The binary ones, every pair of a small set (NaN on either side included), then broadcast.
     let small = [-2.0f32, -0.5, 0.0, 0.5, 2.0, 3.0, f32::INFINITY, f32::NAN];
@@ -781,7 +784,11 @@ fn math_functions_at_their_edges() {
     }
     let n = a.len() as u64;
     for op in ["pow", "max", "min"] {
-        let text = model(&[("x", vec![n]), ("y", vec![n])], &[], &format!("{op}(%x, %y)"));
+        let text = model(
+            &[("x", vec![n]), ("y", vec![n])],
+            &[],
+            &format!("{op}(%x, %y)"),
+        );
         let given = vec![
             Tensor::f32(vec![n], a.clone()).unwrap(),
             Tensor::f32(vec![n], b.clone()).unwrap(),

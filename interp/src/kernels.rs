@@ -220,8 +220,20 @@ pub fn binary(op: BinaryOp, act: Option<Activation>, a: View, b: View, out: &mut
         BinaryOp::Mul => |a, b| a * b,
         BinaryOp::Div => |a, b| a / b,
         BinaryOp::Pow => f32::powf,
-        BinaryOp::Max => |a, b| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) },
-        BinaryOp::Min => |a, b| if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(b) },
+        BinaryOp::Max => |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.max(b)
+            }
+        },
+        BinaryOp::Min => |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.min(b)
+            }
+        },
     };
     let sa = broadcast_strides(a.shape, &out.shape);
     let sb = broadcast_strides(b.shape, &out.shape);

@@ -237,7 +237,11 @@ fn math_functions_known_values() {
     assert!((sp[0] - std::f32::consts::LN_2).abs() < 1e-7 && sp[1] == 100.);
     assert!(sp[2] > 0. && sp[2] < 1e-40);
     assert_eq!(unary(UnaryOp::Softsign, &[1., -3.]), [0.5, -0.75]);
-    let pw = binary(BinaryOp::Pow, t(&[3], &[2., -8., 4.]), t(&[3], &[3., 2., 0.5]));
+    let pw = binary(
+        BinaryOp::Pow,
+        t(&[3], &[2., -8., 4.]),
+        t(&[3], &[3., 2., 0.5]),
+    );
     assert_close(&pw, &[3], &[8., 64., 2.], 0.0);
     let mx = binary(BinaryOp::Max, t(&[3], &[1., nan, -1.]), t(&[1], &[0.]));
     let v = values(&mx);

@@ -25,7 +25,11 @@ enum Step {
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         (0u8..UnaryOp::ALL.len() as u8).prop_map(Step::Unary),
-        (0u8..BinaryOp::ALL.len() as u8, 0usize..8, proptest::option::of(0u8..6))
+        (
+            0u8..BinaryOp::ALL.len() as u8,
+            0usize..8,
+            proptest::option::of(0u8..6)
+        )
             .prop_map(|(o, i, a)| Step::Binary(o, i, a)),
         (
             1u64..4,

@@ -22,7 +22,11 @@ impl Importer {
         let x = self.in_value(node, 0)?;
         let y = match self.req_in(node, 1)? {
             // Pow's exponent may be an integer tensor; a constant one is the same f32 exponent.
-            Val::Const(t) if op == BinaryOp::Pow && t.is_int() && self.dtype_of(&self.req_in(node, 0)?) == DType::F32 => {
+            Val::Const(t)
+                if op == BinaryOp::Pow
+                    && t.is_int()
+                    && self.dtype_of(&self.req_in(node, 0)?) == DType::F32 =>
+            {
                 let f = Tensor::from_f64s(DType::F32, t.shape.clone(), &t.floats());
                 let v = Val::Const(Rc::new(f));
                 let name = format!("{}$f32", node.input[1]);
