@@ -609,7 +609,10 @@ fn math_functions() {
         assert!(t.contains(&format!("= {o}(%x)")), "{o} missing:\n{t}");
     }
     assert!(t.contains("pow(%x, %two$f32) : tensor<2x3xf32>"), "{t}");
-    assert!(t.contains("const {name = \"two$f32\"} : tensor<f32>"), "{t}");
+    assert!(
+        t.contains("const {name = \"two$f32\"} : tensor<f32>"),
+        "{t}"
+    );
     assert_eq!(t.matches("= max(").count(), 2, "{t}");
     assert!(t.contains("min(%x, %y) : tensor<2x3xf32>"), "{t}");
     // Max of one input is that input: the last result returned is `%x` itself.
