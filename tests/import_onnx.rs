@@ -79,3 +79,73 @@ fn compile_of_an_oversized_input_names_it_and_exits_1() {
     assert!(!dir.join("big").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--bind NAME=FILE.npy` fixes a shape input (the file written as NumPy does); a spec
+/// without `=` is CLI misuse (exit 2), an unreadable file a diagnostic (exit 1).
+#[test]
+fn bind_fixes_a_shape_input_from_a_npy_file() {
+    let dir = scratch("bind");
+    let m = model(
+        22,
+        vec![
+            input("x", &[2, 6]),
+            input_sym(
+                "shape",
+                &[D::N(2)],
+                tir_onnx::proto::tensor_proto::DataType::Int64,
+            ),
+        ],
+        &["y"],
+        vec![],
+        vec![node("Reshape", &["x", "shape"], &["y"], vec![])],
+    );
+    std::fs::write(dir.join("r.onnx"), m.encode_to_vec()).unwrap();
+    let header = "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }";
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{header:<117}\n");
+    npy.extend((padded.len() as u16).to_le_bytes());
+    npy.extend(padded.as_bytes());
+    npy.extend([4i64, 3].iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(dir.join("shape.npy"), npy).unwrap();
+    let out = tirc(
+        &dir,
+        &[
+            "import",
+            "r.onnx",
+            "-o",
+            "r.tir",
+            "--bind",
+            "shape=shape.npy",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.join("r.tir")).unwrap();
+    assert!(
+        text.contains("(%x: tensor<2x6xf32>) -> tensor<4x3xf32>"),
+        "{text}"
+    );
+    let out = tirc(
+        &dir,
+        &["import", "r.onnx", "-o", "r2.tir", "--bind", "shape"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = tirc(
+        &dir,
+        &[
+            "import",
+            "r.onnx",
+            "-o",
+            "r2.tir",
+            "--bind",
+            "shape=none.npy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.join("r2.tir").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -726,3 +726,78 @@ fn global_avg_pool_vectorised_planes() {
         check(&model(&[("x", shape)], &[], "global_avg_pool(%x)"));
     }
 }
+
+/// The math functions (codegen/src/kernels/math.rs) against the interpreter on values that
+/// reach their edges: negatives (NaN from sqrt and log), ±0 (±inf from reciprocal and log),
+/// halves (round half to even), ±inf, NaN, large magnitudes, and a sweep of [-12, 12].
+#[test]
+fn math_functions_at_their_edges() {
+    let mut xs: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        2.5,
+        -2.5,
+        1e-7,
+        -1e-7,
+        1e10,
+        -1e10,
+        100.0,
+        -100.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+    xs.extend((0..240).map(|i| -12.0 + 0.1 * i as f32));
+    let len = xs.len() as u64;
+    for op in [
+        "abs",
+        "neg",
+        "sqrt",
+        "reciprocal",
+        "log",
+        "floor",
+        "ceil",
+        "round",
+        "erf",
+        "sin",
+        "cos",
+        "softplus",
+        "softsign",
+    ] {
+        let text = model(&[("x", vec![len])], &[], &format!("{op}(%x)"));
+        check_with(
+            &text,
+            Some(vec![Tensor::f32(vec![len], xs.clone()).unwrap()]),
+        );
+    }
+    // The binary ones, every pair of a small set (NaN on either side included), then broadcast.
+    let small = [-2.0f32, -0.5, 0.0, 0.5, 2.0, 3.0, f32::INFINITY, f32::NAN];
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for &p in &small {
+        for &q in &small {
+            a.push(p);
+            b.push(q);
+        }
+    }
+    let n = a.len() as u64;
+    for op in ["pow", "max", "min"] {
+        let text = model(
+            &[("x", vec![n]), ("y", vec![n])],
+            &[],
+            &format!("{op}(%x, %y)"),
+        );
+        let given = vec![
+            Tensor::f32(vec![n], a.clone()).unwrap(),
+            Tensor::f32(vec![n], b.clone()).unwrap(),
+        ];
+        check_with(&text, Some(given));
+        check(&model(
+            &[("x", vec![2, 3, 5]), ("y", vec![3, 1])],
+            &[],
+            &format!("{op}(%x, %y) {{activation = relu}}"),
+        ));
+    }
+}

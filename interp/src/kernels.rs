@@ -179,6 +179,20 @@ pub fn unary(u: UnaryOp, x: View, out: &mut Out) {
         UnaryOp::HardSwish => hard_swish,
         UnaryOp::Gelu => gelu,
         UnaryOp::Exp => f32::exp,
+        UnaryOp::Abs => f32::abs,
+        UnaryOp::Neg => |x| -x,
+        UnaryOp::Sqrt => f32::sqrt,
+        UnaryOp::Reciprocal => |x| 1.0 / x,
+        UnaryOp::Log => f32::ln,
+        UnaryOp::Floor => f32::floor,
+        UnaryOp::Ceil => f32::ceil,
+        UnaryOp::Round => f32::round_ties_even,
+        UnaryOp::Erf => |x| erf(f64::from(x)) as f32,
+        UnaryOp::Sin => f32::sin,
+        UnaryOp::Cos => f32::cos,
+        // In f64, so that `1 + e^x` keeps the digits of a small `e^x`.
+        UnaryOp::Softplus => |x| f64::from(x).exp().ln_1p() as f32,
+        UnaryOp::Softsign => |x| x / (1.0 + x.abs()),
     };
     for (o, &v) in out.data.iter_mut().zip(x.data) {
         *o = f(v);
@@ -205,6 +219,21 @@ pub fn binary(op: BinaryOp, act: Option<Activation>, a: View, b: View, out: &mut
         BinaryOp::Sub => |a, b| a - b,
         BinaryOp::Mul => |a, b| a * b,
         BinaryOp::Div => |a, b| a / b,
+        BinaryOp::Pow => f32::powf,
+        BinaryOp::Max => |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.max(b)
+            }
+        },
+        BinaryOp::Min => |a, b| {
+            if a.is_nan() || b.is_nan() {
+                f32::NAN
+            } else {
+                a.min(b)
+            }
+        },
     };
     let sa = broadcast_strides(a.shape, &out.shape);
     let sb = broadcast_strides(b.shape, &out.shape);

@@ -211,3 +211,41 @@ fn nan_propagates_through_relu_and_clip() {
     let c = run_op(Op::Clip { min: 0.0, max: 1.0 }, &[t(&[1], &[f32::NAN])]);
     assert!(values(&c)[0].is_nan());
 }
+
+#[test]
+fn math_functions_known_values() {
+    let nan = f32::NAN;
+    assert_eq!(unary(UnaryOp::Abs, &[-2., 0., 3.]), [2., 0., 3.]);
+    assert_eq!(unary(UnaryOp::Neg, &[-2., 3.]), [2., -3.]);
+    assert_eq!(unary(UnaryOp::Sqrt, &[4., 0.25])[..], [2., 0.5]);
+    assert!(unary(UnaryOp::Sqrt, &[-1.])[0].is_nan());
+    assert_eq!(unary(UnaryOp::Reciprocal, &[4., -0.5]), [0.25, -2.]);
+    assert_eq!(unary(UnaryOp::Log, &[1., 0.])[..], [0., f32::NEG_INFINITY]);
+    assert_eq!(unary(UnaryOp::Floor, &[-1.5, 1.5]), [-2., 1.]);
+    assert_eq!(unary(UnaryOp::Ceil, &[-1.5, 1.5]), [-1., 2.]);
+    // ONNX Round: halves to the even neighbour.
+    assert_eq!(
+        unary(UnaryOp::Round, &[0.5, 1.5, 2.5, -2.5, 2.6]),
+        [0., 2., 2., -2., 3.]
+    );
+    let e = unary(UnaryOp::Erf, &[0., 1., -2.]);
+    assert!(e[0].abs() < 1e-7 && (e[1] - 0.842_700_8).abs() < 2e-7);
+    assert!((e[2] + 0.995_322_3).abs() < 2e-7);
+    let sc = [unary(UnaryOp::Sin, &[1.])[0], unary(UnaryOp::Cos, &[1.])[0]];
+    assert!((sc[0] - 0.841_471).abs() < 1e-6 && (sc[1] - 0.540_302_3).abs() < 1e-6);
+    let sp = unary(UnaryOp::Softplus, &[0., 100., -100.]);
+    assert!((sp[0] - std::f32::consts::LN_2).abs() < 1e-7 && sp[1] == 100.);
+    assert!(sp[2] > 0. && sp[2] < 1e-40);
+    assert_eq!(unary(UnaryOp::Softsign, &[1., -3.]), [0.5, -0.75]);
+    let pw = binary(
+        BinaryOp::Pow,
+        t(&[3], &[2., -8., 4.]),
+        t(&[3], &[3., 2., 0.5]),
+    );
+    assert_close(&pw, &[3], &[8., 64., 2.], 0.0);
+    let mx = binary(BinaryOp::Max, t(&[3], &[1., nan, -1.]), t(&[1], &[0.]));
+    let v = values(&mx);
+    assert!(v[0] == 1. && v[1].is_nan() && v[2] == 0.);
+    let mn = binary(BinaryOp::Min, t(&[2], &[1., -1.]), t(&[1], &[nan]));
+    assert!(values(&mn).iter().all(|x| x.is_nan()));
+}

@@ -70,6 +70,12 @@ pub enum BinaryOp {
     Sub,
     Mul,
     Div,
+    /// `a ^ b` (ONNX Pow on f32: `powf`, NaN for a negative base and a non-integer exponent).
+    Pow,
+    /// The larger of the two (ONNX Max with two inputs; NaN if either is NaN).
+    Max,
+    /// The smaller of the two (ONNX Min with two inputs; NaN if either is NaN).
+    Min,
 }
 
 /// Element-wise unary functions without attributes.
@@ -85,6 +91,103 @@ pub enum UnaryOp {
     /// `0.5 x (1 + erf(x / sqrt 2))`, the exact form (ONNX Gelu, `approximate = "none"`).
     Gelu,
     Exp,
+    Abs,
+    Neg,
+    Sqrt,
+    /// `1 / x`.
+    Reciprocal,
+    /// The natural logarithm.
+    Log,
+    Floor,
+    Ceil,
+    /// Round half to even (ONNX Round).
+    Round,
+    /// The error function.
+    Erf,
+    Sin,
+    Cos,
+    /// `ln(1 + e^x)`.
+    Softplus,
+    /// `x / (1 + |x|)`.
+    Softsign,
+}
+
+impl UnaryOp {
+    /// Every unary function, in declaration order (tests and the parser walk it).
+    pub const ALL: [UnaryOp; 20] = [
+        UnaryOp::Relu,
+        UnaryOp::Relu6,
+        UnaryOp::Sigmoid,
+        UnaryOp::Tanh,
+        UnaryOp::HardSwish,
+        UnaryOp::Gelu,
+        UnaryOp::Exp,
+        UnaryOp::Abs,
+        UnaryOp::Neg,
+        UnaryOp::Sqrt,
+        UnaryOp::Reciprocal,
+        UnaryOp::Log,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Erf,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Softplus,
+        UnaryOp::Softsign,
+    ];
+
+    /// The op's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Relu => "relu",
+            UnaryOp::Relu6 => "relu6",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::HardSwish => "hard_swish",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Neg => "neg",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Reciprocal => "reciprocal",
+            UnaryOp::Log => "log",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Softplus => "softplus",
+            UnaryOp::Softsign => "softsign",
+        }
+    }
+}
+
+impl BinaryOp {
+    /// Every binary function, in declaration order.
+    pub const ALL: [BinaryOp; 7] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Pow,
+        BinaryOp::Max,
+        BinaryOp::Min,
+    ];
+
+    /// The op's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Max => "max",
+            BinaryOp::Min => "min",
+        }
+    }
 }
 
 /// Padding mode of `pad`.
@@ -379,6 +482,9 @@ pub const OP_NAMES: &[&str] = &[
     "sub",
     "mul",
     "div",
+    "pow",
+    "max",
+    "min",
     "relu",
     "relu6",
     "sigmoid",
@@ -386,6 +492,19 @@ pub const OP_NAMES: &[&str] = &[
     "hard_swish",
     "gelu",
     "exp",
+    "abs",
+    "neg",
+    "sqrt",
+    "reciprocal",
+    "log",
+    "floor",
+    "ceil",
+    "round",
+    "erf",
+    "sin",
+    "cos",
+    "softplus",
+    "softsign",
     "clip",
     "hard_sigmoid",
     "prelu",
@@ -418,21 +537,8 @@ impl Op {
             Op::Conv2d(_) => "conv2d",
             Op::MatMul { .. } => "matmul",
             Op::Gemm(_) => "gemm",
-            Op::Binary { op, .. } => match op {
-                BinaryOp::Add => "add",
-                BinaryOp::Sub => "sub",
-                BinaryOp::Mul => "mul",
-                BinaryOp::Div => "div",
-            },
-            Op::Unary(u) => match u {
-                UnaryOp::Relu => "relu",
-                UnaryOp::Relu6 => "relu6",
-                UnaryOp::Sigmoid => "sigmoid",
-                UnaryOp::Tanh => "tanh",
-                UnaryOp::HardSwish => "hard_swish",
-                UnaryOp::Gelu => "gelu",
-                UnaryOp::Exp => "exp",
-            },
+            Op::Binary { op, .. } => op.name(),
+            Op::Unary(u) => u.name(),
             Op::Clip { .. } => "clip",
             Op::HardSigmoid { .. } => "hard_sigmoid",
             Op::Prelu => "prelu",
@@ -679,13 +785,11 @@ impl Op {
                     &["trans_a", "trans_b", "alpha", "beta", "activation"],
                 )
             }
-            "add" | "sub" | "mul" | "div" => {
-                let op = match name {
-                    "add" => BinaryOp::Add,
-                    "sub" => BinaryOp::Sub,
-                    "mul" => BinaryOp::Mul,
-                    _ => BinaryOp::Div,
-                };
+            _ if BinaryOp::ALL.iter().any(|b| b.name() == name) => {
+                let op = *BinaryOp::ALL
+                    .iter()
+                    .find(|b| b.name() == name)
+                    .expect("matched above");
                 (
                     Op::Binary {
                         op,
@@ -694,13 +798,13 @@ impl Op {
                     &["activation"],
                 )
             }
-            "relu" => (Op::Unary(UnaryOp::Relu), &[]),
-            "relu6" => (Op::Unary(UnaryOp::Relu6), &[]),
-            "sigmoid" => (Op::Unary(UnaryOp::Sigmoid), &[]),
-            "tanh" => (Op::Unary(UnaryOp::Tanh), &[]),
-            "hard_swish" => (Op::Unary(UnaryOp::HardSwish), &[]),
-            "gelu" => (Op::Unary(UnaryOp::Gelu), &[]),
-            "exp" => (Op::Unary(UnaryOp::Exp), &[]),
+            _ if UnaryOp::ALL.iter().any(|u| u.name() == name) => {
+                let u = *UnaryOp::ALL
+                    .iter()
+                    .find(|u| u.name() == name)
+                    .expect("matched above");
+                (Op::Unary(u), &[])
+            }
             "clip" => {
                 let min = r.float("min", f64::NEG_INFINITY);
                 let max = r.float("max", f64::INFINITY);

@@ -104,7 +104,9 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
         Op::Unary(u) => {
             let t = ins[0];
             match u {
-                UnaryOp::Relu | UnaryOp::Relu6 => numeric(t.dtype, 0)?,
+                UnaryOp::Relu | UnaryOp::Relu6 | UnaryOp::Abs | UnaryOp::Neg => {
+                    numeric(t.dtype, 0)?
+                }
                 _ => float(t.dtype, 0)?,
             }
             one(t.clone())
@@ -430,12 +432,7 @@ fn overflow() -> ShapeError {
 }
 
 fn binary_name(b: BinaryOp) -> &'static str {
-    match b {
-        BinaryOp::Add => "add",
-        BinaryOp::Sub => "sub",
-        BinaryOp::Mul => "mul",
-        BinaryOp::Div => "div",
-    }
+    b.name()
 }
 
 fn same_dtype(ins: &[&TensorType]) -> Result<()> {

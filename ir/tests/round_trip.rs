@@ -24,8 +24,12 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        (0u8..7).prop_map(Step::Unary),
-        (0u8..4, 0usize..8, proptest::option::of(0u8..6))
+        (0u8..UnaryOp::ALL.len() as u8).prop_map(Step::Unary),
+        (
+            0u8..BinaryOp::ALL.len() as u8,
+            0usize..8,
+            proptest::option::of(0u8..6)
+        )
             .prop_map(|(o, i, a)| Step::Binary(o, i, a)),
         (
             1u64..4,
@@ -45,16 +49,8 @@ fn build(steps: &[Step]) -> Module {
     b.doc("random network").doc("").doc("second line");
     let x = b.input("x", TensorType::f32(vec![1, 4, 9, 9]));
     let mut vals: Vec<Value> = vec![x];
-    let unary = [
-        UnaryOp::Relu,
-        UnaryOp::Relu6,
-        UnaryOp::Sigmoid,
-        UnaryOp::Tanh,
-        UnaryOp::HardSwish,
-        UnaryOp::Gelu,
-        UnaryOp::Exp,
-    ];
-    let binary = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
+    let unary = UnaryOp::ALL;
+    let binary = BinaryOp::ALL;
     let mut nw = 0;
     for s in steps {
         let cur = *vals.last().expect("non-empty");

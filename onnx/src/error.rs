@@ -31,6 +31,9 @@ pub enum ImportError {
     /// A `--dim NAME=VALUE` whose name no graph input uses.
     #[error("--dim `{}` names no symbolic dimension of the graph inputs", shown(.name))]
     UnusedDim { name: String },
+    /// A `--bind NAME=FILE` whose name is no graph input (an initializer is bound already).
+    #[error("--bind `{}` names no graph input", shown(.name))]
+    UnboundName { name: String },
     #[error("graph input `{}`: {problem}", shown(.name))]
     Input { name: String, problem: InputError },
     #[error("initializer `{}`: {problem}", shown(.name))]

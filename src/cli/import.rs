@@ -9,7 +9,45 @@ pub struct Options {
     pub output: PathBuf,
     pub weights: Option<PathBuf>,
     pub dims: Vec<String>,
+    pub bind: Vec<String>,
     pub no_cleanup: bool,
+}
+
+/// `NAME=FILE.npy` as a graph input's bound value.
+fn bound_input(spec: &str) -> Result<(String, tir_onnx::Tensor), Failure> {
+    use tir_interp::tensor::Data;
+    let Some((name, file)) = spec
+        .split_once('=')
+        .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+    else {
+        return Err(Failure::Usage(format!(
+            "--bind `{spec}`: expected NAME=FILE.npy"
+        )));
+    };
+    let bytes = std::fs::read(file).map_err(|e| {
+        eprintln!("{file}: error: {e}");
+        Failure::Reported
+    })?;
+    let t = tir_interp::npy::read(&bytes).map_err(|e| {
+        eprintln!("{file}: error: {e}");
+        Failure::Reported
+    })?;
+    let data: Vec<u8> = match &t.data {
+        Data::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::BF16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::I8(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::U8(v) => v.clone(),
+        Data::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        Data::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+    };
+    let tensor = tir_onnx::Tensor {
+        dtype: t.ty.dtype,
+        shape: t.ty.shape.clone(),
+        data,
+    };
+    Ok((name.trim().to_string(), tensor))
 }
 
 pub fn run(o: Options) -> Result<(), Failure> {
@@ -28,16 +66,23 @@ pub fn run(o: Options) -> Result<(), Failure> {
             }
         }
     }
+    let bound = o
+        .bind
+        .iter()
+        .map(|b| bound_input(b))
+        .collect::<Result<Vec<_>, _>>()?;
     let opts = tir_onnx::ImportOptions {
         dims,
+        bound,
         no_cleanup: o.no_cleanup,
         ..Default::default()
     };
     let model_name = o.model.display().to_string();
     let imported = if is_tflite(&o.model) {
-        if !o.dims.is_empty() {
+        if !o.dims.is_empty() || !o.bind.is_empty() {
             return Err(Failure::Usage(
-                "--dim applies to ONNX models only (a TFLite model's shapes are static)".into(),
+                "--dim and --bind apply to ONNX models only (a TFLite model's shapes are static)"
+                    .into(),
             ));
         }
         let opts = tir_tflite::ImportOptions {

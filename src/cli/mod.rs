@@ -212,6 +212,10 @@ pub enum Command {
         /// dimension defaults to 1).
         #[arg(long = "dim", value_name = "NAME=VALUE")]
         dims: Vec<String>,
+        /// Fix a graph input to the value in a .npy file, `name=FILE.npy` (repeatable): it is
+        /// imported as a constant, so a shape, axes, pads or scales input folds (ONNX only).
+        #[arg(long = "bind", value_name = "NAME=FILE.npy")]
+        bind: Vec<String>,
         /// Keep the graph as imported: no activation fusion or BatchNormalization folding.
         #[arg(long)]
         no_cleanup: bool,
@@ -306,12 +310,14 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             output,
             weights,
             dims,
+            bind,
             no_cleanup,
         } => import::run(import::Options {
             model,
             output,
             weights,
             dims,
+            bind,
             no_cleanup,
         }),
         Command::Run {

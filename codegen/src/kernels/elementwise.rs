@@ -36,6 +36,7 @@ pub(crate) fn unary<'a, 'c>(
             UnaryOp::HardSwish => activation(k, Some(Activation::HardSwish), v[0]),
             UnaryOp::Gelu => gelu(k, v[0]),
             UnaryOp::Exp => k.exp(v[0]),
+            other => super::math::unary(k, other, v[0]),
         },
     )?;
     Ok(vec![call])
@@ -155,6 +156,7 @@ pub(crate) fn binary<'a, 'c>(
                 BinaryOp::Sub => k.fsub(v[0], v[1])?,
                 BinaryOp::Mul => k.fmul(v[0], v[1])?,
                 BinaryOp::Div => k.fdiv(v[0], v[1])?,
+                other => super::math::binary(k, other, v[0], v[1])?,
             };
             activation(k, act, y)
         },

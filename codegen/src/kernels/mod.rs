@@ -2,7 +2,7 @@
 //! Every op instance gets its own kernel functions, every extent a constant.
 //!
 //! - [`elementwise`]: unary, binary with NumPy broadcasting, clip, hard_sigmoid, prelu,
-//!   batch_norm; [`copy`]: concat, split, slice, transpose, constant pad, views that were not
+//!   batch_norm, with the math functions (sqrt, log, erf, pow, max, ...) in [`math`]; [`copy`]: concat, split, slice, transpose, constant pad, views that were not
 //!   aliased. Each is one strided loop nest ([`common::strided_kernel`]) with adjacent
 //!   dimensions merged and the contiguous one innermost, so LLVM vectorises it.
 //! - [`conv`]: 1×1 with unit strides and no padding is a GEMM per image and group; depthwise
@@ -21,6 +21,7 @@ pub(crate) mod copy;
 pub(crate) mod elementwise;
 pub(crate) mod gather;
 pub(crate) mod gemm;
+pub(crate) mod math;
 pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;

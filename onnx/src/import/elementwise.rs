@@ -1,5 +1,6 @@
-//! Element-wise ops: Add/Sub/Mul/Div, the unary activations, Clip, HardSigmoid, PRelu, and the
-//! erf form of GELU that PyTorch exports before opset 20, recognised as one op.
+//! Element-wise ops: Add/Sub/Mul/Div/Pow, Max/Min (folded pairwise), the unary functions,
+//! Clip, HardSigmoid, PRelu, and the erf form of GELU that PyTorch exports before opset 20,
+//! recognised as one op.
 
 use super::attrs::{scalar_of, Attrs};
 use super::{Importer, Val, R};
@@ -7,7 +8,7 @@ use crate::error::NodeError;
 use crate::proto::NodeProto;
 use crate::tensor::Tensor;
 use std::rc::Rc;
-use tir_ir::{BinaryOp, Op, UnaryOp};
+use tir_ir::{BinaryOp, DType, Op, UnaryOp};
 
 impl Importer {
     pub(super) fn binary(&mut self, node: &NodeProto, op_type: &str) -> R<()> {
@@ -15,10 +16,25 @@ impl Importer {
             "Add" => BinaryOp::Add,
             "Sub" => BinaryOp::Sub,
             "Mul" => BinaryOp::Mul,
+            "Pow" => BinaryOp::Pow,
             _ => BinaryOp::Div,
         };
         let x = self.in_value(node, 0)?;
-        let y = self.in_value(node, 1)?;
+        let y = match self.req_in(node, 1)? {
+            // Pow's exponent may be an integer tensor; a constant one is the same f32 exponent.
+            Val::Const(t)
+                if op == BinaryOp::Pow
+                    && t.is_int()
+                    && self.dtype_of(&self.req_in(node, 0)?) == DType::F32 =>
+            {
+                let f = Tensor::from_f64s(DType::F32, t.shape.clone(), &t.floats());
+                let v = Val::Const(Rc::new(f));
+                let name = format!("{}$f32", node.input[1]);
+                self.env.insert(name.clone(), v);
+                self.value(&name)?
+            }
+            _ => self.in_value(node, 1)?,
+        };
         self.emit(
             node,
             Op::Binary {
@@ -29,8 +45,62 @@ impl Importer {
         )
     }
 
+    /// Max and Min of one or more inputs, broadcast together: a chain of binary ops.
+    pub(super) fn variadic(&mut self, node: &NodeProto, op_type: &str) -> R<()> {
+        let op = if op_type == "Max" {
+            BinaryOp::Max
+        } else {
+            BinaryOp::Min
+        };
+        if node.input.len() == 1 {
+            let x = self.req_in(node, 0)?;
+            self.alias(node, x);
+            return Ok(());
+        }
+        let mut acc = self.in_value(node, 0)?;
+        for i in 1..node.input.len() {
+            let y = self.in_value(node, i)?;
+            if i + 1 == node.input.len() {
+                return self.emit(
+                    node,
+                    Op::Binary {
+                        op,
+                        activation: None,
+                    },
+                    &[acc, y],
+                );
+            }
+            let name = self.em.fresh();
+            acc = self.em.push(
+                Op::Binary {
+                    op,
+                    activation: None,
+                },
+                &[acc, y],
+                vec![name],
+            )?[0];
+        }
+        Err(NodeError::MissingInput {
+            index: 0,
+            what: None,
+        })
+    }
+
     pub(super) fn unary(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
         let u = match op_type {
+            "Abs" => UnaryOp::Abs,
+            "Neg" => UnaryOp::Neg,
+            "Sqrt" => UnaryOp::Sqrt,
+            "Reciprocal" => UnaryOp::Reciprocal,
+            "Log" => UnaryOp::Log,
+            "Floor" => UnaryOp::Floor,
+            "Ceil" => UnaryOp::Ceil,
+            "Round" => UnaryOp::Round,
+            "Erf" => UnaryOp::Erf,
+            "Sin" => UnaryOp::Sin,
+            "Cos" => UnaryOp::Cos,
+            "Softplus" => UnaryOp::Softplus,
+            "Softsign" => UnaryOp::Softsign,
             "Relu" => UnaryOp::Relu,
             "Sigmoid" => UnaryOp::Sigmoid,
             "Tanh" => UnaryOp::Tanh,

@@ -27,9 +27,12 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use tir_ir::{DType, Function, Module, Op, TensorType, UnaryOp, Value};
 
-/// The opsets whose semantics the importer follows.
+/// The opsets whose semantics the importer follows. Opsets 22 to 24 (what onnx 1.19 writes)
+/// changed no attribute, input or output of an op the importer maps: their new versions only
+/// widen type constraints (bfloat16, float8, 4-bit types; Cast-24's `round_mode` concerns
+/// float8e8m0 only), which element-type checks refuse anyway.
 pub const MIN_OPSET: i64 = 11;
-pub const MAX_OPSET: i64 = 21;
+pub const MAX_OPSET: i64 = 24;
 
 #[derive(Clone, Debug, Default)]
 pub struct ImportOptions {
@@ -42,6 +45,10 @@ pub struct ImportOptions {
     pub name: Option<String>,
     /// Skip the import-time cleanup (activation fusion, BatchNormalization folding).
     pub no_cleanup: bool,
+    /// Graph inputs fixed to a value at import time (`--bind NAME=FILE.npy`): each becomes a
+    /// constant, as if it were an initializer, so that a shape, axes, pads or scales operand
+    /// that a model takes as an input folds like one it holds. The declared shape is ignored.
+    pub bound: Vec<(String, Tensor)>,
 }
 
 /// Reads and imports an `.onnx` file; external data is read beside it.
@@ -124,6 +131,10 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         if imp.env.contains_key(&iname) {
             continue;
         }
+        if let Some((_, t)) = opts.bound.iter().find(|(n, _)| *n == iname) {
+            imp.env.insert(iname, Val::Const(Rc::new(t.clone())));
+            continue;
+        }
         let ty = input_type(input, opts, &mut dims_used).map_err(|problem| ImportError::Input {
             name: iname.clone(),
             problem,
@@ -132,6 +143,20 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         let v = imp.em.func.add_param(vname.clone(), ty);
         imp.em.names.insert(vname);
         imp.env.insert(iname, Val::Ir(v));
+    }
+    for (name, _) in &opts.bound {
+        let is_input = graph
+            .input
+            .iter()
+            .any(|i| i.name.as_deref() == Some(name.as_str()));
+        if !is_input
+            || graph
+                .initializer
+                .iter()
+                .any(|i| i.name.as_deref() == Some(name))
+        {
+            return Err(ImportError::UnboundName { name: name.clone() });
+        }
     }
     for (d, _) in &opts.dims {
         if !dims_used.contains(d) {
@@ -557,10 +582,11 @@ impl Importer {
             "GlobalAveragePool" => self.global_avg_pool(node),
             "MatMul" => self.matmul(node),
             "Gemm" => self.gemm(node, &a),
-            "Add" | "Sub" | "Mul" | "Div" => self.binary(node, op_type),
-            "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" => {
-                self.unary(node, op_type, &a)
-            }
+            "Add" | "Sub" | "Mul" | "Div" | "Pow" => self.binary(node, op_type),
+            "Max" | "Min" => self.variadic(node, op_type),
+            "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" | "Abs" | "Neg" | "Sqrt"
+            | "Reciprocal" | "Log" | "Floor" | "Ceil" | "Round" | "Erf" | "Sin" | "Cos"
+            | "Softplus" | "Softsign" => self.unary(node, op_type, &a),
             "Clip" => self.clip(node, &a),
             "HardSigmoid" => self.hard_sigmoid(node, &a),
             "PRelu" => self.prelu(node),

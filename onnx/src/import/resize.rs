@@ -110,12 +110,10 @@ impl Importer {
                         return Err(NodeError::ScaleNotPositive { scale: s });
                     }
                     let exact = xs[ax] as f64 * s;
-                    let o = exact.floor();
-                    // The IR maps coordinates with the ratio O / I; ONNX uses the given scale.
+                    // The IR maps coordinates with the ratio O / I; ONNX uses the given scale
+                    // (align_corners included: its `length_resized` is I * scale, not floored).
                     // They agree when I * scale is (within float rounding) a whole number.
-                    if coord != CoordMode::AlignCorners
-                        && (exact - exact.round()).abs() > 1e-4 * exact.max(1.0)
-                    {
+                    if (exact - exact.round()).abs() > 1e-4 * exact.max(1.0) {
                         return Err(NodeError::FractionalScale {
                             scale: s,
                             axis: ax,
@@ -123,11 +121,7 @@ impl Importer {
                             exact,
                         });
                     }
-                    out[ax] = if (exact - exact.round()).abs() <= 1e-4 * exact.max(1.0) {
-                        exact.round() as u64
-                    } else {
-                        o as u64
-                    };
+                    out[ax] = exact.round() as u64;
                 }
             }
         }
