@@ -302,6 +302,38 @@ pub fn jit_run_plans(
     others: &[&Bufferized],
     opt_level: u8,
 ) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
+    let opts = Options {
+        opt_level,
+        ..Options::native("jit")
+    };
+    jit_run_with(b, weights, inputs, others, &opts)
+}
+
+/// [`jit_run`] with the kernels generated for `target_cpu` (an LLVM CPU name the host can run,
+/// e.g. `haswell` on any AVX2 machine): register tiles and vector widths follow the named
+/// CPU, not the host, so tests reach every tile shape whatever machine runs them.
+pub fn jit_run_on(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[&[f32]],
+    target_cpu: &str,
+) -> Result<Vec<Vec<f32>>, CodegenError> {
+    let opts = Options {
+        target_cpu: target_cpu.into(),
+        ..Options::native("jit")
+    };
+    let mut all = jit_run_with(b, weights, inputs, &[], &opts)?;
+    Ok(all.swap_remove(0))
+}
+
+fn jit_run_with(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[&[f32]],
+    others: &[&Bufferized],
+    opts: &Options,
+) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
+    let opt_level = opts.opt_level;
     let func = b.func();
     if inputs.len() != func.params.len() {
         return Err(CodegenError::Llvm(format!(
@@ -328,11 +360,7 @@ pub fn jit_run_plans(
             ));
         }
     }
-    let opts = Options {
-        opt_level,
-        ..Options::native("jit")
-    };
-    with_module(b, weights, &opts, !others.is_empty(), |module, _| {
+    with_module(b, weights, opts, !others.is_empty(), |module, _| {
         let ee = module
             .create_jit_execution_engine(llvm_level(opt_level))
             .map_err(|e| CodegenError::Llvm(e.to_string()))?;

@@ -1,7 +1,7 @@
 //! Every kernel against the reference interpreter, on small randomised shapes (odd sizes,
 //! strides, dilations, groups, padding, broadcasting), through the JIT.
 
-use tir_codegen::{jit_run, Bufferized};
+use tir_codegen::{jit_run, jit_run_on, target_spec, Bufferized};
 use tir_interp::weights::{random_input, SplitMix64};
 use tir_interp::{Tensor, Weights};
 use tir_passes::pipeline::{parse_pipeline, run_pipeline};
@@ -799,5 +799,77 @@ fn math_functions_at_their_edges() {
             &[],
             &format!("{op}(%x, %y) {{activation = relu}}"),
         ));
+    }
+}
+
+/// The register tiles are sized to the target's register file (32 vector registers with
+/// AVX-512, 16 with AVX2): GEMM, 1×1, row-packed and im2col convolutions and matmul generated
+/// for an AVX2 CPU (`haswell`: 8 lanes, 16 registers) agree with the interpreter, whatever the
+/// host (on an AVX-512 host `native` covers the 32-register tiles).
+#[test]
+fn register_tiles_for_a_sixteen_register_file() {
+    let (_, features, _) = target_spec("native");
+    if !features.split(',').any(|f| f == "+avx2") {
+        eprintln!("skipped: the host cannot run AVX2 code");
+        return;
+    }
+    assert_eq!(
+        target_spec("haswell").2,
+        8,
+        "haswell's vectors hold 8 f32 lanes"
+    );
+    let cases = [
+        // Narrow, wide with short and long K, row tails, masked column tails (1x1 = GEMM).
+        model(
+            &[("x", vec![1, 40, 9, 9])],
+            &[("w", vec![13, 40, 1, 1]), ("b", vec![13])],
+            "conv2d(%x, %w, %b) {activation = relu6}",
+        ),
+        model(
+            &[("x", vec![1, 7, 12, 17])],
+            &[("w", vec![20, 7, 1, 1])],
+            "conv2d(%x, %w)",
+        ),
+        // Row-packed (small image, several input channels) and im2col (wide rows).
+        model(
+            &[("x", vec![1, 5, 7, 7])],
+            &[("w", vec![14, 5, 3, 3]), ("b", vec![14])],
+            "conv2d(%x, %w, %b) {pads = [1, 1, 1, 1], activation = relu}",
+        ),
+        model(
+            &[("x", vec![1, 3, 9, 70])],
+            &[("w", vec![11, 3, 3, 3])],
+            "conv2d(%x, %w) {strides = [1, 2], pads = [0, 1, 1, 0]}",
+        ),
+        model(
+            &[("a", vec![13, 70])],
+            &[("bw", vec![70, 37])],
+            "matmul(%a, %bw)",
+        ),
+    ];
+    for text in cases {
+        let module = tir_ir::parse_and_verify(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        let func = module.entry().expect("entry");
+        let weights = Weights::generate(&module, 7).expect("weights");
+        let inputs: Vec<Tensor> = func
+            .params
+            .iter()
+            .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
+            .collect();
+        let expected = tir_interp::run(&module, &weights, &inputs).expect("interp");
+        let mut m = module.clone();
+        let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
+        run_pipeline(&mut m, &passes, true, |_, _| {}).expect("pipeline");
+        let proof = Bufferized::new(&mut m).expect("bufferized");
+        let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
+        let got = jit_run_on(&proof, &weights, &ins, "haswell").unwrap_or_else(|e| panic!("{e}"));
+        for (e, g) in expected.iter().zip(&got) {
+            let e = e.as_f32().unwrap();
+            assert_eq!(e.len(), g.len());
+            for (i, (a, b)) in e.iter().zip(g).enumerate() {
+                let ok = (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-5;
+                assert!(ok, "element {i}: reference {a}, generated {b}\n{text}");
+            }
+        }
     }
 }

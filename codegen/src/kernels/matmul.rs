@@ -231,9 +231,16 @@ fn tiled_gemm<'a, 'c>(
     let min_flops = g.min_tile_flops;
     let by_columns = spec.n >= spec.m;
     let tiling = if by_columns {
-        Tiling::new(1, spec.n, 4 * g.width as i64, flops, min_flops)
+        let nv = crate::kernels::gemm::wide(g.width).1 as i64;
+        Tiling::new(1, spec.n, nv * g.width as i64, flops, min_flops)
     } else {
-        Tiling::new(1, spec.m, 24, flops, min_flops)
+        Tiling::new(
+            1,
+            spec.m,
+            crate::kernels::gemm::acc_regs(g.width),
+            flops,
+            min_flops,
+        )
     };
     let writes = [false, false, true];
     let f = if tiling.is_parallel() {

@@ -142,12 +142,13 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64, min_flops: u64) -> Tili
     }
     if pointwise && split_columns(d) {
         // Whole `NV·W`-column blocks of the GEMM micro-kernel.
-        return Tiling::new(d.n, d.oh * d.ow, 4 * w as i64, flops, min_flops);
+        let nv = crate::kernels::gemm::wide(w).1 as i64;
+        return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, flops, min_flops);
     }
     let granule = if pointwise {
-        24
+        crate::kernels::gemm::acc_regs(w)
     } else if cg > 1 && rowpack::applies(d, w) {
-        8
+        rowpack::tile(w).0
     } else {
         6
     };

@@ -18,23 +18,29 @@
 //! buffer. The epilogue stores each output-row segment of a vector with its own lane mask.
 //!
 //! Tiles are `MR` output channels × up to `NV` vectors of grid points (`MR·NV` vector
-//! accumulators, AVX-512's 32 registers leave room for the `NV` input vectors and a weight
-//! broadcast), the K loop runs over input channels with the `KH·KW` taps unrolled, bias and
+//! accumulators, [`tile`] sizes them to the register file, leaving room for the `NV` input
+//! vectors and a weight broadcast), the K loop runs over input channels with the `KH·KW` taps unrolled, bias and
 //! activation in the epilogue. Every grid vector of the image is unrolled (masks are
 //! constants), so the path is taken only when the image has at most [`MAX_VECTORS`] of
 //! them; the channel-tile loop stays a runtime loop.
 
 use super::geometry::Conv;
-use crate::kernels::common::activation;
+use crate::kernels::common::{activation, vector_registers};
 use crate::nest::{llvm, K, R};
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::AddressSpace;
 
-/// Output channels per tile.
-const MR: i64 = 8;
-/// Grid vectors per tile (at most).
-const NV: i64 = 3;
+/// The tile `(MR, NV)`: output channels per tile and grid vectors per tile (at most). With
+/// AVX-512's 32 registers 8 × 3 (24 accumulators + 3 input vectors + a weight broadcast);
+/// with 16 (AVX2) 6 × 2 (12 + 2 + 1), since 8 × 3 would spill on every tap.
+pub(crate) fn tile(w: u32) -> (i64, i64) {
+    if vector_registers(w) >= 32 {
+        (8, 3)
+    } else {
+        (6, 2)
+    }
+}
 /// Input bytes (per image and group) taken to stay in L2 across channel tiles.
 const L2_INPUT_BYTES: i64 = 512 << 10;
 /// Largest image (in grid vectors) that is unrolled; bigger ones use the row kernel, whose
@@ -75,9 +81,10 @@ pub fn emit<'a, 'c>(
     let cg = d.c / d.groups;
     let mg = d.m / d.groups;
     let wl = w as i64;
+    let (mr, nv_max) = tile(w);
     let nvec = (grid(d) + wl - 1) / wl;
     // Balanced pixel tiles: as few as NV allows, sizes differing by at most one vector.
-    let ntiles = (nvec + NV - 1) / NV;
+    let ntiles = (nvec + nv_max - 1) / nv_max;
     let tiles: Vec<(i64, i64)> = (0..ntiles)
         .map(|t| {
             let v0 = t * nvec / ntiles;
@@ -92,7 +99,7 @@ pub fn emit<'a, 'c>(
     let input_bytes = cg * d.h * d.wi * 4;
     let weight_bytes = mg * cg * d.kh * d.kw * 4;
     let pixels_outer =
-        input_bytes > L2_INPUT_BYTES && ntiles * weight_bytes < (mg + MR - 1) / MR * input_bytes;
+        input_bytes > L2_INPUT_BYTES && ntiles * weight_bytes < (mg + mr - 1) / mr * input_bytes;
     k.loop_(0, d.n, &mut |b| {
         k.loop_(0, d.groups, &mut |gi| {
             let img = Img {
@@ -115,11 +122,11 @@ pub fn emit<'a, 'c>(
                     None => None,
                 },
             };
-            let mfull = mg / MR * MR;
+            let mfull = mg / mr * mr;
             let channels = |ts: &[(i64, i64)]| -> R<()> {
-                k.loop_step(0, mfull, MR, &mut |m0| {
+                k.loop_step(0, mfull, mr, &mut |m0| {
                     for &(v0, nv) in ts {
-                        img.tile(m0, MR, v0, nv)?;
+                        img.tile(m0, mr, v0, nv)?;
                     }
                     Ok(())
                 })?;
@@ -394,4 +401,21 @@ fn store_lanes<'a, 'c>(
         "",
     ))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accumulators, the input vectors of one tap and the weight broadcast fit the registers.
+    #[test]
+    fn tiles_fit_the_register_file() {
+        for w in [4, 8, 16] {
+            let (mr, nv) = tile(w);
+            assert!(
+                mr * nv + nv + 1 <= vector_registers(w),
+                "{mr}x{nv} at {w} lanes"
+            );
+        }
+    }
 }

@@ -5,6 +5,7 @@
 mod gemv;
 mod spec;
 mod tile;
+pub(crate) use tile::{acc_regs, wide};
 
 use crate::nest::{K, R};
 pub(crate) use spec::{Epilogue, Gemm};
@@ -13,11 +14,11 @@ pub(crate) use spec::{Epilogue, Gemm};
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
 ///   fully connected layer): a bandwidth-bound matrix-vector product ([`gemv`]);
 /// - narrow N (at most [`tile::NARROW`] vectors): every column in one tile of up to
-///   [`tile::ACC_REGS`] accumulators over the whole K, so A — the big operand there — streams
+///   [`tile::acc_regs`] accumulators over the whole K, so A — the big operand there — streams
 ///   once (K blocks measured slower: they cut A's rows into short runs);
-/// - otherwise `MR × NV·W` tiles, then one tile of the remaining columns (the last vector
+/// - otherwise `MR × NV·W` tiles ([`tile::wide`], sized to the register file), then one tile of the remaining columns (the last vector
 ///   masked with `llvm.masked.*`, never a latency-bound scalar chain) with as many rows as
-///   fit [`tile::ACC_REGS`]. With a short K ([`tile::SHORT_K`]) the output rows, not the B
+///   fit [`tile::acc_regs`]. With a short K ([`tile::SHORT_K`]) the output rows, not the B
 ///   panel, are what streams, so the row tiles go outside; otherwise K is cut into blocks
 ///   whose B panel fits [`tile::PANEL_BYTES`] ([`tile::k_blocks`]) and the column blocks go
 ///   outside, so the panel stays in L1 across the row tiles. A block after the first resumes

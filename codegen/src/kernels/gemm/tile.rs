@@ -2,17 +2,26 @@
 //! dimension innermost, K cut into blocks whose B panel stays in L1 (see [`super::gemm`]).
 
 use super::spec::{finish, Epilogue, Gemm};
+use crate::kernels::common::vector_registers;
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, IntValue};
 
-/// Rows of a wide tile: `MR × NV·W` accumulators (24 of the 32 AVX-512 registers; the rest
-/// hold the `NV` B vectors and the broadcast A element). Per K step that is `NV + MR` = 10
-/// loads for 24 FMAs, within the two load ports' reach while the two FMA ports stay busy;
-/// measured against 12 × 2 (BLIS's Skylake-X shape), 8 × 3 and 4 × 6 on this machine's
-/// 512×512×512 GEMM and MobileNet's 1×1 layers, 6 × 4 was fastest (issue 6).
-const MR: i64 = 6;
-/// Vectors of columns per wide tile.
-const NV: u32 = 4;
+/// The wide tile `(MR, NV)` for `w`-lane vectors: `MR × NV·W` accumulators, the rest of the
+/// register file holding the `NV` B vectors and the broadcast A element. With AVX-512's 32
+/// registers 6 × 4 (24 accumulators; per K step `NV + MR` = 10 loads for 24 FMAs, within the
+/// two load ports' reach while the two FMA ports stay busy; measured against 12 × 2 (BLIS's
+/// Skylake-X shape), 8 × 3 and 4 × 6 on a 512×512×512 GEMM and MobileNet's 1×1 layers, 6 × 4
+/// was fastest, issue 6). With 16 registers (AVX2) 6 × 2, the shape of BLIS's and MLAS's
+/// Haswell kernels: 12 accumulators + 2 B vectors + 1 broadcast; 6 × 4 there would spill
+/// accumulators on every K step.
+pub(crate) fn wide(w: u32) -> (i64, u32) {
+    if vector_registers(w) >= 32 {
+        (6, 4)
+    } else {
+        (6, 2)
+    }
+}
+
 /// L1 bytes a K block's B panel (`kc × NV·W` floats) may fill: two thirds of the 48 KiB
 /// L1d, the rest holding the A rows' lines and the C tile. Reused across every row tile of
 /// a column block, the panel must stay in L1 or every FMA waits on L2 (unblocked, a
@@ -22,13 +31,14 @@ const PANEL_BYTES: i64 = 32 * 1024;
 /// The tile shapes of [`super::gemm`] but the matrix-vector product.
 pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
     let wl = w as i64;
+    let (mr_wide, nv_wide) = wide(w);
     let j0 = k.c(0);
     if gm.n <= NARROW * wl {
         // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
         // tile, more rows per tile, so A — the big operand here — is read once.
         let nv = (gm.n + wl - 1) / wl;
         let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
-        let mr = (ACC_REGS / nv).min(12);
+        let mr = rows_for(w, nv);
         let mfull = gm.m / mr * mr;
         let kb = KBlock::whole(k, gm.k);
         k.loop_step(0, mfull, mr, &mut |i0| {
@@ -40,17 +50,17 @@ pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'
         }
         return Ok(());
     }
-    let nr = NV as i64 * wl;
+    let nr = nv_wide as i64 * wl;
     let nfull = gm.n / nr * nr;
     // The columns after the full blocks: one tile of `nrest` vectors, the last one masked.
     let rest = gm.n - nfull;
     let nrest = ((rest + wl - 1) / wl) as u32;
     let lanes_rest = (rest % wl != 0).then_some((rest % wl) as u32);
-    let mfull = gm.m / MR * MR;
+    let mfull = gm.m / mr_wide * mr_wide;
     let rows_tail = gm.m - mfull;
     // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
     let rows = |kb: KBlock<'c>, j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
-        let mr = (ACC_REGS / nv as i64).min(12);
+        let mr = rows_for(w, nv as i64);
         let mfull = gm.m / mr * mr;
         k.loop_step(0, mfull, mr, &mut |i0| {
             tile(k, w, gm, epi, kb, i0, j0, mr, nv, lanes)
@@ -62,7 +72,7 @@ pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'
     };
     let cols = |kb: KBlock<'c>, i0: IntValue<'c>, mr: i64| -> R<()> {
         k.loop_step(0, nfull, nr, &mut |j0| {
-            tile(k, w, gm, epi, kb, i0, j0, mr, NV, None)
+            tile(k, w, gm, epi, kb, i0, j0, mr, nv_wide, None)
         })?;
         if rest > 0 {
             tile(k, w, gm, epi, kb, i0, k.c(nfull), mr, nrest, lanes_rest)?;
@@ -71,15 +81,15 @@ pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'
     };
     if gm.k <= SHORT_K {
         let kb = KBlock::whole(k, gm.k);
-        k.loop_step(0, mfull, MR, &mut |i0| cols(kb, i0, MR))?;
+        k.loop_step(0, mfull, mr_wide, &mut |i0| cols(kb, i0, mr_wide))?;
         if rows_tail > 0 {
             cols(kb, k.c(mfull), rows_tail)?;
         }
         return Ok(());
     }
-    let kc = (PANEL_BYTES / (NV as i64 * wl * 4)).max(8);
+    let kc = (PANEL_BYTES / (nv_wide as i64 * wl * 4)).max(8);
     k_blocks(k, gm.k, kc, &mut |kb| {
-        k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, NV, None))?;
+        k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, nv_wide, None))?;
         if rest > 0 {
             rows(kb, k.c(nfull), nrest, lanes_rest)?;
         }
@@ -89,9 +99,19 @@ pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'
 
 /// At most this many vectors of columns make a GEMM narrow (one column block).
 const NARROW: i64 = 4;
-/// Vector accumulators a narrow tile may hold (of 32 registers with AVX-512; the rest hold
-/// B vectors and the broadcast A element).
-const ACC_REGS: i64 = 24;
+/// Vector accumulators a tile may hold: three quarters of the register file (24 of AVX-512's
+/// 32, 12 of AVX2's 16), the rest holding B vectors and the broadcast A element. Every row
+/// count `acc / nv` (nv = 1..=4) divides it, so it is also the row granule of a tiling.
+pub(crate) fn acc_regs(w: u32) -> i64 {
+    vector_registers(w) * 3 / 4
+}
+
+/// Rows of a tile `nv` vectors wide: as many as [`acc_regs`] allows, no more than leave a
+/// register for each B vector and the broadcast A element, at most 12.
+fn rows_for(w: u32, nv: i64) -> i64 {
+    let regs = vector_registers(w);
+    (acc_regs(w) / nv).min((regs - nv - 1) / nv).min(12)
+}
 /// K up to which the row tiles go outside the column blocks.
 const SHORT_K: i64 = 32;
 
@@ -248,4 +268,31 @@ fn tile<'a, 'c>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tile shape fits the register file it is picked for: accumulators, the B vectors
+    /// of one K step and the broadcast A element (a tile that does not fit spills every step).
+    #[test]
+    fn tiles_fit_the_register_file() {
+        for w in [4, 8, 16] {
+            let regs = vector_registers(w);
+            let (mr, nv) = wide(w);
+            assert!(
+                mr * nv as i64 + nv as i64 + 1 <= regs,
+                "wide tile at {w} lanes"
+            );
+            for nv in 1..=NARROW {
+                let mr = rows_for(w, nv);
+                assert!(
+                    mr * nv + nv + 1 <= regs,
+                    "narrow tile {mr}x{nv} at {w} lanes"
+                );
+                assert_eq!(acc_regs(w) % mr, 0, "row granule at {w} lanes");
+            }
+        }
+    }
 }
