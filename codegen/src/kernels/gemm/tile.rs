@@ -281,16 +281,12 @@ mod tests {
         for w in [4, 8, 16] {
             let regs = vector_registers(w);
             let (mr, nv) = wide(w);
-            assert!(
-                mr * nv as i64 + nv as i64 + 1 <= regs,
-                "wide tile at {w} lanes"
-            );
+            let used = mr * nv as i64 + nv as i64 + 1;
+            assert!(used <= regs, "wide tile at {w} lanes");
             for nv in 1..=NARROW {
                 let mr = rows_for(w, nv);
-                assert!(
-                    mr * nv + nv + 1 <= regs,
-                    "narrow tile {mr}x{nv} at {w} lanes"
-                );
+                let used = mr * nv + nv + 1;
+                assert!(used <= regs, "narrow tile {mr}x{nv} at {w} lanes");
                 assert_eq!(acc_regs(w) % mr, 0, "row granule at {w} lanes");
             }
         }
