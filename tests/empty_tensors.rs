@@ -24,6 +24,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("avg_pool_over_padding", "%x: tensor<1x1x0x0xf32>", "%y = avg_pool(%x) {kernel = [2, 2], pads = [1, 1, 1, 1], count_include_pad = true}\n return %y"),
     ("global_avg_pool", "%x: tensor<1x3x0x0xf32>", "%y = global_avg_pool(%x)\n return %y"),
     ("reduce_mean", "%x: tensor<2x0xf32>", "%y = reduce_mean(%x) {axes = [1]}\n return %y"),
+    ("reductions", "%x: tensor<2x0xf32>", "%a = reduce_sum(%x) {axes = [1]}\n %b = reduce_max(%x) {axes = [1]}\n %c = reduce_min(%x) {axes = [1]}\n %d = reduce_prod(%x) {axes = [1]}\n %e = reduce_log_sum_exp(%x) {axes = [1]}\n %f = reduce_l2(%x) {axes = [1]}\n return %a, %b, %c, %d, %e, %f"),
+    ("log_softmax_empty_axis", "%x: tensor<2x0xf32>", "%y = log_softmax(%x) {axis = 1}\n return %y"),
     ("softmax_empty_axis", "%x: tensor<2x0xf32>", "%y = softmax(%x) {axis = 1}\n return %y"),
     ("softmax_empty_rows", "%x: tensor<0x4xf32>", "%y = softmax(%x) {axis = 1}\n return %y"),
     ("layer_norm_empty_axis", "%x: tensor<2x0xf32>", "%s = const {name = \"s\"} : tensor<0xf32>\n %y = layer_norm(%x, %s) {axis = 1}\n return %y"),

@@ -38,7 +38,8 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::MaxPool(p) => pool::pool(g, func, st, op, p, true, name),
         Op::AvgPool(p) => pool::pool(g, func, st, op, p, false, name),
         Op::GlobalAvgPool => pool::global_avg_pool(g, func, st, op, name),
-        Op::Softmax { axis } => norm::softmax(g, func, st, op, *axis, name),
+        Op::Softmax { axis } => norm::softmax(g, func, st, op, *axis, false, name),
+        Op::LogSoftmax { axis } => norm::softmax(g, func, st, op, *axis, true, name),
         Op::LayerNorm { axis, epsilon } => norm::layer_norm(g, func, st, op, *axis, *epsilon, name),
         Op::Concat { axis } => copy::concat(g, func, st, op, *axis, name),
         Op::Split { axis, .. } => copy::split(g, func, st, op, *axis, name),
@@ -58,7 +59,7 @@ pub(crate) fn emit_op<'a, 'c>(
             mode: mode @ (PadMode::Reflect | PadMode::Edge),
             ..
         } => gather::pad_gather(g, func, st, op, pads, *mode, name),
-        Op::ReduceMean { axes, .. } => gather::reduce_mean(g, func, st, op, axes, name),
+        Op::Reduce { kind, axes, .. } => gather::reduce(g, func, st, op, *kind, axes, name),
         Op::Resize(rz) => gather::resize(g, func, st, op, rz, name),
     }
 }

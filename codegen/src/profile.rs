@@ -67,10 +67,11 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::Unsqueeze { .. }
         | Op::Transpose { .. }
         | Op::Softmax { .. }
+        | Op::LogSoftmax { .. }
         | Op::Pad { .. }
         | Op::BatchNorm { .. }
         | Op::LayerNorm { .. }
-        | Op::ReduceMean { .. }
+        | Op::Reduce { .. }
         | Op::Resize(_)
         | Op::AllocSlab { .. }
         | Op::AllocTensor { .. } => 0,

@@ -509,17 +509,37 @@ fn resize_every_mode_randomised() {
 }
 
 #[test]
-fn reduce_mean_randomised_axes() {
+fn every_reduction_randomised_axes() {
     let mut rng = Rng::new(62);
-    for axes in ["[1]", "[-1]", "[0, 2]", "[1, 2, 3]", "[]", "[3, 0]"] {
-        let s: Vec<u64> = (0..4).map(|_| rng.r(1, 6)).collect();
-        for keep in [true, false] {
+    for kind in tir_ir::ReduceKind::ALL {
+        for axes in ["[1]", "[-1]", "[0, 2]", "[1, 2, 3]", "[]", "[3, 0]"] {
+            let s: Vec<u64> = (0..4).map(|_| rng.r(1, 6)).collect();
+            let keep = rng.r(0, 1) == 1;
             check(&model(
-                &[("x", s.clone())],
+                &[("x", s)],
                 &[],
-                &format!("reduce_mean(%x) {{axes = {axes}, keepdims = {keep}}}"),
+                &format!("{}(%x) {{axes = {axes}, keepdims = {keep}}}", kind.name()),
             ));
         }
+    }
+    // An empty reduction: each kind's identity.
+    for kind in tir_ir::ReduceKind::ALL {
+        check(&model(
+            &[("x", vec![2, 0, 3])],
+            &[],
+            &format!("{}(%x) {{axes = [1], keepdims = false}}", kind.name()),
+        ));
+    }
+}
+
+#[test]
+fn log_softmax_along_every_axis() {
+    for axis in [-1, 0, 1, 2] {
+        check(&model(
+            &[("x", vec![3, 5, 4])],
+            &[],
+            &format!("log_softmax(%x) {{axis = {axis}}}"),
+        ));
     }
 }
 

@@ -307,6 +307,9 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
         }
         Op::Transpose { perm } => kernels::transpose(perm, ins[0], out),
         Op::Softmax { axis: a } => kernels::softmax(axis(*a, ins[0].shape.len()), ins[0], out),
+        Op::LogSoftmax { axis: a } => {
+            kernels::log_softmax(axis(*a, ins[0].shape.len()), ins[0], out)
+        }
         Op::Pad { pads, mode, value } => kernels::pad(pads, *mode, *value, ins[0], out),
         Op::BatchNorm { epsilon } => {
             kernels::batch_norm(*epsilon, ins[0], [ins[1], ins[2], ins[3], ins[4]], out)
@@ -319,7 +322,7 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
             ins.get(2).copied(),
             out,
         ),
-        Op::ReduceMean { axes, .. } => {
+        Op::Reduce { kind, axes, .. } => {
             let r = ins[0].shape.len();
             // As the shape rule: no axes means every axis.
             let axes: Vec<usize> = if axes.is_empty() {
@@ -327,7 +330,7 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
             } else {
                 axes.iter().map(|&a| axis(a, r)).collect()
             };
-            kernels::reduce_mean(&axes, ins[0], out)
+            kernels::reduce(*kind, &axes, ins[0], out)
         }
         Op::Resize(r) => kernels::resize(r, ins[0], out),
         // Buffers only: a bufferized op's `outs` say where its result lives, not what it is.

@@ -13,8 +13,8 @@
 //! averages, `batch_norm`, `layer_norm`, `reduce_mean`) are computed in `f64` and rounded once.
 
 use tir_ir::op::{
-    Activation, BinaryOp, Conv2d, CoordMode, Gemm, NearestMode, PadMode, Pool2d, Resize,
-    ResizeMode, Slice, UnaryOp,
+    Activation, BinaryOp, Conv2d, CoordMode, Gemm, NearestMode, PadMode, Pool2d, ReduceKind,
+    Resize, ResizeMode, Slice, UnaryOp,
 };
 
 /// An operand: its shape and elements.
@@ -570,6 +570,29 @@ pub fn softmax(axis: usize, x: View, out: &mut Out) {
     }
 }
 
+/// `x - max - ln(Σ exp(x - max))` along `axis`: as [`softmax`] (max in f32, the exponentials'
+/// sum in f64) but the logarithm of the sum is subtracted instead of dividing by it.
+pub fn log_softmax(axis: usize, x: View, out: &mut Out) {
+    let len = x.shape[axis];
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |l: usize| (o * len + l) * inner + i;
+            let max = (0..len)
+                .map(|l| x.data[at(l)])
+                .fold(f32::NEG_INFINITY, f32::max);
+            let sum: f64 = (0..len)
+                .map(|l| f64::from((x.data[at(l)] - max).exp()))
+                .sum();
+            let log_sum = sum.ln();
+            for l in 0..len {
+                out.data[at(l)] = (f64::from(x.data[at(l)] - max) - log_sum) as f32;
+            }
+        }
+    }
+}
+
 pub fn pad(pads: &[u64], mode: PadMode, value: f64, x: View, out: &mut Out) {
     let r = x.shape.len();
     let xs = strides(x.shape);
@@ -678,7 +701,9 @@ pub fn layer_norm(
 
 /// The mean over `axes` (already normalised; the shape rule reduces every axis when the
 /// attribute is empty).
-pub fn reduce_mean(axes: &[usize], x: View, out: &mut Out) {
+/// A reduction over `axes` ([`ReduceKind`]): each output accumulates its elements in f64 in
+/// the input's row-major order, then is finished (divided, rooted, logged) and rounded once.
+pub fn reduce(kind: ReduceKind, axes: &[usize], x: View, out: &mut Out) {
     let r = x.shape.len();
     // Strides of the kept axes in the output; 0 on the reduced ones.
     let mut os = vec![0isize; r];
@@ -690,12 +715,12 @@ pub fn reduce_mean(axes: &[usize], x: View, out: &mut Out) {
         }
     }
     let count: usize = axes.iter().map(|&a| x.shape[a]).product();
-    let mut sums = vec![0f64; out.data.len()];
+    let mut accs = vec![kind.init(); out.data.len()];
     walk(x.shape, [0], [&os], |i, [io]| {
-        sums[io] += f64::from(x.data[i])
+        accs[io] = kind.step(accs[io], f64::from(x.data[i]))
     });
-    for (o, s) in out.data.iter_mut().zip(sums) {
-        *o = (s / count as f64) as f32;
+    for (o, a) in out.data.iter_mut().zip(accs) {
+        *o = kind.finish(a, count) as f32;
     }
 }
 

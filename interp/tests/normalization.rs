@@ -130,7 +130,8 @@ fn layer_norm_over_several_axes_broadcasts_the_scale() {
 #[test]
 fn reduce_mean_without_keepdims() {
     let y = run_op(
-        Op::ReduceMean {
+        Op::Reduce {
+            kind: tir_ir::ReduceKind::Mean,
             axes: vec![1],
             keepdims: false,
         },
@@ -142,7 +143,8 @@ fn reduce_mean_without_keepdims() {
 #[test]
 fn reduce_mean_over_two_axes_keeping_them() {
     let y = run_op(
-        Op::ReduceMean {
+        Op::Reduce {
+            kind: tir_ir::ReduceKind::Mean,
             axes: vec![0, -1],
             keepdims: true,
         },
@@ -155,7 +157,8 @@ fn reduce_mean_over_two_axes_keeping_them() {
 fn reduce_mean_with_empty_axes_follows_the_shape_rule() {
     // The shape rule (ir/src/shape.rs) reduces every axis when `axes` is empty.
     let y = run_op(
-        Op::ReduceMean {
+        Op::Reduce {
+            kind: tir_ir::ReduceKind::Mean,
             axes: vec![],
             keepdims: true,
         },

@@ -28,7 +28,7 @@ pub mod verifier;
 pub use diag::{Diagnostic, ToDiagnostic};
 pub use entity::{EntityRef, EntityVec, OpId, Value};
 pub use module::{Function, Module, OpData, ValueData, ValueDef};
-pub use op::{Activation, BinaryOp, Op, UnaryOp};
+pub use op::{Activation, BinaryOp, Op, ReduceKind, UnaryOp};
 pub use parser::{parse, ParseError};
 pub use printer::{print, print_annotated};
 pub use span::Span;

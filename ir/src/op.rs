@@ -164,6 +164,111 @@ impl UnaryOp {
     }
 }
 
+/// What a [`Op::Reduce`] computes over the reduced elements `x` (ONNX's Reduce* ops); over no
+/// elements each gives its identity (0 for the sums, 1 for the product, −∞ for max, log-sum
+/// and log-sum-exp, +∞ for min; the mean of nothing is NaN, 0/0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    /// `Σx / n`.
+    Mean,
+    /// `Σx`.
+    Sum,
+    /// The largest element (NaN if any is NaN).
+    Max,
+    /// The smallest element (NaN if any is NaN).
+    Min,
+    /// `Πx`.
+    Prod,
+    /// `Σ|x|`.
+    L1,
+    /// `sqrt(Σx²)`.
+    L2,
+    /// `Σx²`.
+    SumSquare,
+    /// `ln(Σx)`.
+    LogSum,
+    /// `ln(Σ exp(x))`.
+    LogSumExp,
+}
+
+impl ReduceKind {
+    /// Every reduction, in declaration order (tests and the parser walk it).
+    pub const ALL: [ReduceKind; 10] = [
+        ReduceKind::Mean,
+        ReduceKind::Sum,
+        ReduceKind::Max,
+        ReduceKind::Min,
+        ReduceKind::Prod,
+        ReduceKind::L1,
+        ReduceKind::L2,
+        ReduceKind::SumSquare,
+        ReduceKind::LogSum,
+        ReduceKind::LogSumExp,
+    ];
+
+    /// The op's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Mean => "reduce_mean",
+            ReduceKind::Sum => "reduce_sum",
+            ReduceKind::Max => "reduce_max",
+            ReduceKind::Min => "reduce_min",
+            ReduceKind::Prod => "reduce_prod",
+            ReduceKind::L1 => "reduce_l1",
+            ReduceKind::L2 => "reduce_l2",
+            ReduceKind::SumSquare => "reduce_sum_square",
+            ReduceKind::LogSum => "reduce_log_sum",
+            ReduceKind::LogSumExp => "reduce_log_sum_exp",
+        }
+    }
+
+    /// The accumulator before any element.
+    pub fn init(self) -> f64 {
+        match self {
+            ReduceKind::Max => f64::NEG_INFINITY,
+            ReduceKind::Min => f64::INFINITY,
+            ReduceKind::Prod => 1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// The accumulator after element `x` (in f64).
+    pub fn step(self, acc: f64, x: f64) -> f64 {
+        match self {
+            ReduceKind::Mean | ReduceKind::Sum | ReduceKind::LogSum => acc + x,
+            // NaN propagates: once the accumulator is NaN no comparison replaces it.
+            ReduceKind::Max => {
+                if x > acc || x.is_nan() {
+                    x
+                } else {
+                    acc
+                }
+            }
+            ReduceKind::Min => {
+                if x < acc || x.is_nan() {
+                    x
+                } else {
+                    acc
+                }
+            }
+            ReduceKind::Prod => acc * x,
+            ReduceKind::L1 => acc + x.abs(),
+            ReduceKind::L2 | ReduceKind::SumSquare => acc + x * x,
+            ReduceKind::LogSumExp => acc + x.exp(),
+        }
+    }
+
+    /// The result from the accumulator of `count` elements.
+    pub fn finish(self, acc: f64, count: usize) -> f64 {
+        match self {
+            ReduceKind::Mean => acc / count as f64,
+            ReduceKind::L2 => acc.sqrt(),
+            ReduceKind::LogSum | ReduceKind::LogSumExp => acc.ln(),
+            _ => acc,
+        }
+    }
+}
+
 impl BinaryOp {
     /// Every binary function, in declaration order.
     pub const ALL: [BinaryOp; 7] = [
@@ -373,6 +478,11 @@ pub enum Op {
     Softmax {
         axis: i64,
     },
+    /// `x - max - ln(sum(exp(x - max)))` along `axis`: the logarithm of `softmax`, computed
+    /// without forming the quotient (ONNX LogSoftmax), so tiny probabilities keep their digits.
+    LogSoftmax {
+        axis: i64,
+    },
     /// `pads` is ONNX's `[x1_begin, x2_begin, ..., x1_end, x2_end, ...]`, 2 × rank values.
     Pad {
         pads: Vec<u64>,
@@ -388,7 +498,9 @@ pub enum Op {
         axis: i64,
         epsilon: f64,
     },
-    ReduceMean {
+    /// A reduction over `axes` (ONNX's Reduce* family), accumulated in f64.
+    Reduce {
+        kind: ReduceKind,
         axes: Vec<i64>,
         keepdims: bool,
     },
@@ -520,10 +632,20 @@ pub const OP_NAMES: &[&str] = &[
     "unsqueeze",
     "transpose",
     "softmax",
+    "log_softmax",
     "pad",
     "batch_norm",
     "layer_norm",
     "reduce_mean",
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_l1",
+    "reduce_l2",
+    "reduce_sum_square",
+    "reduce_log_sum",
+    "reduce_log_sum_exp",
     "resize",
     "alloc_slab",
     "alloc_tensor",
@@ -554,10 +676,11 @@ impl Op {
             Op::Unsqueeze { .. } => "unsqueeze",
             Op::Transpose { .. } => "transpose",
             Op::Softmax { .. } => "softmax",
+            Op::LogSoftmax { .. } => "log_softmax",
             Op::Pad { .. } => "pad",
             Op::BatchNorm { .. } => "batch_norm",
             Op::LayerNorm { .. } => "layer_norm",
-            Op::ReduceMean { .. } => "reduce_mean",
+            Op::Reduce { kind, .. } => kind.name(),
             Op::Resize(_) => "resize",
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
@@ -587,8 +710,9 @@ impl Op {
             | Op::Unsqueeze { .. }
             | Op::Transpose { .. }
             | Op::Softmax { .. }
+            | Op::LogSoftmax { .. }
             | Op::Pad { .. }
-            | Op::ReduceMean { .. }
+            | Op::Reduce { .. }
             | Op::Resize(_) => Arity::Exactly(1),
         }
     }
@@ -617,10 +741,11 @@ impl Op {
             | Op::Unsqueeze { .. }
             | Op::Transpose { .. }
             | Op::Softmax { .. }
+            | Op::LogSoftmax { .. }
             | Op::Pad { .. }
             | Op::BatchNorm { .. }
             | Op::LayerNorm { .. }
-            | Op::ReduceMean { .. }
+            | Op::Reduce { .. }
             | Op::Resize(_)
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => 1,
@@ -650,10 +775,11 @@ impl Op {
             | Op::Unsqueeze { .. }
             | Op::Transpose { .. }
             | Op::Softmax { .. }
+            | Op::LogSoftmax { .. }
             | Op::Pad { .. }
             | Op::BatchNorm { .. }
             | Op::LayerNorm { .. }
-            | Op::ReduceMean { .. }
+            | Op::Reduce { .. }
             | Op::Resize(_)
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => None,
@@ -687,12 +813,12 @@ impl Op {
             Op::Squeeze { .. } => (Operator, View, false),
             Op::Unsqueeze { .. } => (Operator, View, false),
             Op::Transpose { .. } => (Operator, Own, false),
-            Op::Softmax { .. } => (Operator, Own, false),
+            Op::Softmax { .. } | Op::LogSoftmax { .. } => (Operator, Own, false),
             Op::Pad { .. } => (Operator, Own, false),
             // Element-wise in `x`; scale, bias, mean and variance are read per channel.
             Op::BatchNorm { .. } => (Operator, InPlace, false),
             Op::LayerNorm { .. } => (Operator, Own, false),
-            Op::ReduceMean { .. } => (Operator, Own, false),
+            Op::Reduce { .. } => (Operator, Own, false),
             Op::Resize(_) => (Operator, Own, false),
             Op::AllocSlab { .. } => (Buffer, Own, false),
             Op::AllocTensor { .. } => (Buffer, Own, true),
@@ -960,6 +1086,12 @@ impl Op {
                 },
                 &["axis"],
             ),
+            "log_softmax" => (
+                Op::LogSoftmax {
+                    axis: r.int("axis", -1),
+                },
+                &["axis"],
+            ),
             "pad" => {
                 let pads = r.ints_req("pads");
                 let mut ok = Vec::with_capacity(pads.len());
@@ -999,8 +1131,12 @@ impl Op {
                 },
                 &["axis", "epsilon"],
             ),
-            "reduce_mean" => (
-                Op::ReduceMean {
+            _ if ReduceKind::ALL.iter().any(|k| k.name() == name) => (
+                Op::Reduce {
+                    kind: *ReduceKind::ALL
+                        .iter()
+                        .find(|k| k.name() == name)
+                        .expect("matched above"),
                     axes: r.ints_req("axes"),
                     keepdims: r.bool("keepdims", true),
                 },
@@ -1127,7 +1263,7 @@ impl Op {
             Op::Flatten { axis } => w.int("axis", *axis, Some(1)),
             Op::Squeeze { axes } | Op::Unsqueeze { axes } => w.ints("axes", axes, None),
             Op::Transpose { perm } => w.ints("perm", perm, None),
-            Op::Softmax { axis } => w.int("axis", *axis, Some(-1)),
+            Op::Softmax { axis } | Op::LogSoftmax { axis } => w.int("axis", *axis, Some(-1)),
             Op::Pad { pads, mode, value } => {
                 w.ints("pads", pads, None);
                 if *mode != PadMode::Constant {
@@ -1140,7 +1276,7 @@ impl Op {
                 w.int("axis", *axis, Some(-1));
                 w.float("epsilon", *epsilon, Some(1e-5));
             }
-            Op::ReduceMean { axes, keepdims } => {
+            Op::Reduce { axes, keepdims, .. } => {
                 w.ints("axes", axes, None);
                 w.bool("keepdims", *keepdims, true);
             }

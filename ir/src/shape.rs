@@ -115,10 +115,14 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             numeric(ins[0].dtype, 0)?;
             one(ins[0].clone())
         }
-        Op::HardSigmoid { .. } | Op::Softmax { .. } if !ins[0].dtype.is_float() => err_at(
-            0,
-            format!("`{}` needs a float tensor, got {}", op.name(), ins[0]),
-        ),
+        Op::HardSigmoid { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. }
+            if !ins[0].dtype.is_float() =>
+        {
+            err_at(
+                0,
+                format!("`{}` needs a float tensor, got {}", op.name(), ins[0]),
+            )
+        }
         Op::HardSigmoid { .. } => one(ins[0].clone()),
         Op::Prelu => {
             same_dtype(ins)?;
@@ -312,7 +316,7 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                 t.dtype,
             ))
         }
-        Op::Softmax { axis } => {
+        Op::Softmax { axis } | Op::LogSoftmax { axis } => {
             norm_axis(*axis, ins[0].rank())?;
             one(ins[0].clone())
         }
@@ -379,7 +383,7 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             }
             one(t.clone())
         }
-        Op::ReduceMean { axes, keepdims } => {
+        Op::Reduce { axes, keepdims, .. } => {
             let t = ins[0];
             float(t.dtype, 0)?;
             // ONNX: no axes means every axis.

@@ -124,7 +124,8 @@ fn slice_clamps_like_onnx() {
 
 #[test]
 fn reduce_mean_without_axes_reduces_everything() {
-    let r = Op::ReduceMean {
+    let r = Op::Reduce {
+        kind: tir_ir::ReduceKind::Mean,
         axes: vec![],
         keepdims: false,
     };

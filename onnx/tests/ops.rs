@@ -390,6 +390,47 @@ fn norms_and_reduce() {
     snap("reduce_mean_opset18", &m18);
 }
 
+/// The Reduce* family: ReduceSum's axes an input from opset 13, the others' an attribute until
+/// 18; LogSoftmax along an axis (opset 13) and with the 2-D coercion before it.
+#[test]
+fn reductions_and_log_softmax() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 3, 4])],
+        &["sum", "max", "l2", "lse", "ls"],
+        vec![ti64("axes", &[1], &[1])],
+        vec![
+            node(
+                "ReduceSum",
+                &["x", "axes"],
+                &["sum"],
+                vec![ai("keepdims", 0)],
+            ),
+            node("ReduceMax", &["x"], &["max"], vec![ais("axes", &[0, 2])]),
+            node("ReduceL2", &["x"], &["l2"], vec![ai("keepdims", 0)]),
+            node(
+                "ReduceLogSumExp",
+                &["x"],
+                &["lse"],
+                vec![ais("axes", &[-1])],
+            ),
+            node("LogSoftmax", &["x"], &["ls"], vec![ai("axis", 1)]),
+        ],
+    );
+    snap("reductions_opset13", &m);
+    let m11 = model(
+        11,
+        vec![input("x", &[2, 3, 4])],
+        &["ls", "p"],
+        vec![],
+        vec![
+            node("LogSoftmax", &["x"], &["ls"], vec![ai("axis", 1)]),
+            node("ReduceProd", &["x"], &["p"], vec![ais("axes", &[1])]),
+        ],
+    );
+    snap("log_softmax_opset11", &m11);
+}
+
 #[test]
 fn resize() {
     let m = model(

@@ -12,7 +12,7 @@ use tir_ir::op::{
     Activation, BinaryOp, Conv2d, CoordMode, Gemm, NearestMode, Pool2d, Resize, ResizeMode, Slice,
     UnaryOp,
 };
-use tir_ir::{DType, Function, Module, Op, TensorType, Value};
+use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, Value};
 use tir_onnx::Tensor as WTensor;
 use tir_onnx::{identifier_chars, sanitize_symbol};
 
@@ -1049,7 +1049,14 @@ impl<'a> Importer<'a> {
                 let y = self.result_act(out, Op::Concat { axis }, &vs, act)?;
                 self.define(out, y, nchw)
             }
-            B::MEAN => {
+            B::MEAN | B::SUM | B::REDUCE_MAX | B::REDUCE_MIN | B::REDUCE_PROD => {
+                let kind = match code {
+                    B::SUM => ReduceKind::Sum,
+                    B::REDUCE_MAX => ReduceKind::Max,
+                    B::REDUCE_MIN => ReduceKind::Min,
+                    B::REDUCE_PROD => ReduceKind::Prod,
+                    _ => ReduceKind::Mean,
+                };
                 let keep = op
                     .builtin_options_as_reducer_options()
                     .is_some_and(|o| o.keep_dims());
@@ -1066,7 +1073,8 @@ impl<'a> Importer<'a> {
                 let (vx, nchw) = self.value(x, None)?;
                 if nchw {
                     let axes = axes.iter().map(|&a| NCHW_POS[a] as i64).collect();
-                    let r = Op::ReduceMean {
+                    let r = Op::Reduce {
+                        kind,
                         axes,
                         keepdims: true,
                     };
@@ -1080,7 +1088,8 @@ impl<'a> Importer<'a> {
                     let y = self.result(out, Op::Reshape { shape }, &[y])?;
                     return self.define(out, y, false);
                 }
-                let r = Op::ReduceMean {
+                let r = Op::Reduce {
+                    kind,
                     axes: axes.iter().map(|&a| a as i64).collect(),
                     keepdims: keep,
                 };

@@ -365,3 +365,66 @@ fn transposes_only_at_the_boundaries() {
     assert!(text.contains("activation = relu}"), "{text}");
     assert!(text.contains("tensor<1x3x1x1xf32>"), "{text}");
 }
+
+/// REDUCE_MAX over channels keeping dims (an NHWC axis on the NCHW inside), then SUM over H and
+/// W without keep_dims, REDUCE_MIN and REDUCE_PROD over W.
+#[test]
+fn reduce_max_sum_min_prod() {
+    let x = values(3 * 4 * 2, 41);
+    let mut m = Spec::default();
+    let tx = m.input("x", &[1, 3, 4, 2]);
+    let c = m.i32("c", &[1], &[3]);
+    let hw = m.i32("hw", &[2], &[1, 2]);
+    let w = m.i32("w", &[1], &[2]);
+    let tmax = m.act("max", &[1, 3, 4, 1]);
+    m.op(
+        B::REDUCE_MAX,
+        &[tx, c],
+        &[tmax],
+        Opts::Reducer { keep_dims: true },
+    );
+    let tsum = m.act("sum", &[1, 1]);
+    m.op(
+        B::SUM,
+        &[tmax, hw],
+        &[tsum],
+        Opts::Reducer { keep_dims: false },
+    );
+    let tmin = m.act("min", &[1, 3, 2]);
+    m.op(
+        B::REDUCE_MIN,
+        &[tx, w],
+        &[tmin],
+        Opts::Reducer { keep_dims: false },
+    );
+    let tprod = m.act("prod", &[1, 3, 1, 2]);
+    m.op(
+        B::REDUCE_PROD,
+        &[tx, w],
+        &[tprod],
+        Opts::Reducer { keep_dims: true },
+    );
+    m.outputs.extend([tmax, tsum, tmin, tprod]);
+
+    let out = run_tir(&m.build(), &[(vec![1, 3, 4, 2], x.clone())]);
+
+    let at = |h: usize, w: usize, c: usize| x[(h * 4 + w) * 2 + c];
+    let max: Vec<f32> = (0..12).map(|p| x[p * 2].max(x[p * 2 + 1])).collect();
+    let sum = vec![max.iter().sum::<f32>()];
+    let mut min = Vec::new();
+    let mut prod = Vec::new();
+    for h in 0..3 {
+        for c in 0..2 {
+            min.push((0..4).map(|w| at(h, w, c)).fold(f32::INFINITY, f32::min));
+            prod.push((0..4).map(|w| at(h, w, c)).product::<f32>());
+        }
+    }
+    assert_eq!(out[0].0, vec![1, 3, 4, 1]);
+    assert_close(&out[0].1, &max);
+    assert_eq!(out[1].0, vec![1, 1]);
+    assert_close(&out[1].1, &sum);
+    assert_eq!(out[2].0, vec![1, 3, 2]);
+    assert_close(&out[2].1, &min);
+    assert_eq!(out[3].0, vec![1, 3, 1, 2]);
+    assert_close(&out[3].1, &prod);
+}

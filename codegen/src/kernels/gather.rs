@@ -1,5 +1,5 @@
 //! Kernels whose input index is a function of the output index known at compile time:
-//! `pad` with `reflect`/`edge` modes, `resize` (nearest and bilinear) and `reduce_mean`.
+//! `pad` with `reflect`/`edge` modes, `resize` (nearest and bilinear) and the reductions (`reduce_*`).
 //!
 //! Shapes are static, so the per-axis index maps (and bilinear weights) are computed here, at
 //! compile time, and stored as constant tables the kernel reads: the generated loops do no
@@ -10,11 +10,11 @@
 use super::common::{bytes_of, contiguous, dims, unsupported, Call};
 use crate::nest::{llvm, K, R};
 use crate::storage::Storage;
-use crate::{Arg, Gen};
+use crate::{Arg, CodegenError, Gen};
 use inkwell::module::Linkage;
 use inkwell::values::{FloatValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
-use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode};
+use tir_ir::op::{CoordMode, NearestMode, PadMode, ReduceKind, Resize, ResizeMode};
 use tir_ir::{Function, OpData};
 
 /// The input index of the (possibly out-of-range) index `i` on an axis of `len` elements:
@@ -334,13 +334,64 @@ pub(crate) fn resize<'a, 'c>(
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
 }
 
+/// The accumulator after element `v`, as [`ReduceKind::step`] computes it (the reference):
+/// max and min keep a NaN once seen (`v > a || v is NaN`, ordered comparisons).
+fn reduce_step<'a, 'c>(
+    k: &K<'a, 'c>,
+    kind: ReduceKind,
+    a: FloatValue<'c>,
+    v: FloatValue<'c>,
+) -> R<FloatValue<'c>> {
+    use inkwell::FloatPredicate::{OGT, OLT, UNO};
+    let b = k.b;
+    let pick = |better: inkwell::FloatPredicate| -> R<FloatValue<'c>> {
+        let c = llvm(b.build_float_compare(better, v, a, "better"))?;
+        let nan = llvm(b.build_float_compare(UNO, v, v, "nan"))?;
+        let take = llvm(b.build_or(c, nan, "take"))?;
+        Ok(llvm(b.build_select(take, v, a, "m"))?.into_float_value())
+    };
+    Ok(match kind {
+        ReduceKind::Mean | ReduceKind::Sum | ReduceKind::LogSum => {
+            llvm(b.build_float_add(a, v, "s"))?
+        }
+        ReduceKind::Max => pick(OGT)?,
+        ReduceKind::Min => pick(OLT)?,
+        ReduceKind::Prod => llvm(b.build_float_mul(a, v, "p"))?,
+        ReduceKind::L1 => {
+            let fabs = k.intrinsic("llvm.fabs", &[v.get_type().into()])?;
+            let m = call_f(k, fabs, &[v])?;
+            llvm(b.build_float_add(a, m, "s"))?
+        }
+        ReduceKind::L2 | ReduceKind::SumSquare => {
+            let sq = llvm(b.build_float_mul(v, v, "sq"))?;
+            llvm(b.build_float_add(a, sq, "s"))?
+        }
+        ReduceKind::LogSumExp => llvm(b.build_float_add(a, k.exp_libm(v)?, "s"))?,
+    })
+}
+
+/// A call of `f` on float arguments, its float result.
+fn call_f<'a, 'c>(
+    k: &K<'a, 'c>,
+    f: inkwell::values::FunctionValue<'c>,
+    args: &[FloatValue<'c>],
+) -> R<FloatValue<'c>> {
+    let args: Vec<_> = args.iter().map(|&x| x.into()).collect();
+    llvm(k.b.build_call(f, &args, "c"))?
+        .try_as_basic_value()
+        .basic()
+        .map(|v| v.into_float_value())
+        .ok_or_else(|| CodegenError::Llvm("call returned no value".into()))
+}
+
 /// The kernel of `reduce_mean`: the kept axes outside, the reduced axes inside, summed in
 /// `f64` in the input's row-major order (the interpreter's order), then divided by the count.
-pub(crate) fn reduce_mean<'a, 'c>(
+pub(crate) fn reduce<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
     st: &Storage,
     op: &OpData,
+    kind: ReduceKind,
     axes: &[i64],
     name: &str,
 ) -> R<Vec<Call<'c>>> {
@@ -427,16 +478,24 @@ pub(crate) fn reduce_mean<'a, 'c>(
     outer(&k, &kd, &mut ivs, &mut |ivs| {
         let io = k.index(0, ivs, &ox_strides)?;
         let base = k.index(0, ivs, &kx_strides)?;
-        llvm(k.b.build_store(accp, f64t.const_float(0.0)))?;
+        llvm(k.b.build_store(accp, f64t.const_float(kind.init())))?;
         walk(&k, &red, &xd, &xs, base, &mut |ix| {
             let v = to_f64(&k, k.ld(px, ix)?)?;
             let a = llvm(k.b.build_load(accp, "a"))?.into_float_value();
-            let s = llvm(k.b.build_float_add(a, v, "s"))?;
+            let s = reduce_step(&k, kind, a, v)?;
             llvm(k.b.build_store(accp, s))?;
             Ok(())
         })?;
         let a = llvm(k.b.build_load(accp, "a"))?.into_float_value();
-        let m = llvm(k.b.build_float_div(a, f64t.const_float(count as f64), "m"))?;
+        let m = match kind {
+            ReduceKind::Mean => llvm(k.b.build_float_div(a, f64t.const_float(count as f64), "m"))?,
+            ReduceKind::L2 => k.sqrt(a)?,
+            ReduceKind::LogSum | ReduceKind::LogSumExp => {
+                let log = k.intrinsic("llvm.log", &[f64t.into()])?;
+                call_f(&k, log, &[a])?
+            }
+            _ => a,
+        };
         let m = llvm(k.b.build_float_trunc(m, k.f32t, "m"))?;
         k.st(po, io, m)
     })?;

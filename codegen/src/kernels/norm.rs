@@ -1,4 +1,5 @@
-//! Normalisations over an axis: `softmax` and `layer_norm`, statistics in f64 as the reference.
+//! Normalisations over an axis: `softmax`, `log_softmax` and `layer_norm`, statistics in f64 as
+//! the reference.
 
 use super::common::{args_of, broadcast, contiguous, dims, nest, unsupported, Call};
 use crate::nest::{llvm, R};
@@ -8,13 +9,15 @@ use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue};
 use tir_ir::shape::norm_axis;
 use tir_ir::{Function, OpData};
 
-/// Softmax along `axis`: the maximum, the exponentials summed in f64, the quotients.
+/// Softmax along `axis`: the maximum, the exponentials summed in f64, the quotients; with
+/// `log`, log_softmax: `x - max - ln(sum)` instead of the quotients.
 pub(crate) fn softmax<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
     st: &Storage,
     op: &OpData,
     axis: i64,
+    log: bool,
     name: &str,
 ) -> R<Vec<Call<'c>>> {
     let (x, r) = (op.operands[0], op.results[0]);
@@ -46,11 +49,29 @@ pub(crate) fn softmax<'a, 'c>(
             let zero: BasicValueEnum = d.const_float(0.0).into();
             let sum = k.loop_carry(0, len, 1, vec![zero], &mut |l, cur| {
                 let e = k.exp(k.fsub(k.ld(px, at(l)?)?, mx)?)?;
-                k.st(po, at(l)?, e)?;
+                if !log {
+                    k.st(po, at(l)?, e)?;
+                }
                 let ed = llvm(k.b.build_float_ext(e, d, "e"))?;
                 Ok(vec![k.fadd(cur[0].into_float_value(), ed)?.into()])
             })?;
             let sum = sum[0].into_float_value();
+            if log {
+                // log_softmax: (x - max) - ln(sum), in f64 as the reference.
+                let ln = k.intrinsic("llvm.log", &[d.into()])?;
+                let log_sum = llvm(k.b.build_call(ln, &[sum.into()], "ls"))?
+                    .try_as_basic_value()
+                    .basic()
+                    .map(|v| v.into_float_value())
+                    .ok_or_else(|| crate::CodegenError::Llvm("log returned no value".into()))?;
+                return k.loop_(0, len, &mut |l| {
+                    let c = k.fsub(k.ld(px, at(l)?)?, mx)?;
+                    let c = llvm(k.b.build_float_ext(c, d, "c"))?;
+                    let y = llvm(k.b.build_float_sub(c, log_sum, "y"))?;
+                    let y = llvm(k.b.build_float_trunc(y, k.f32t, "y"))?;
+                    k.st(po, at(l)?, y)
+                });
+            }
             k.loop_(0, len, &mut |l| {
                 let e = llvm(k.b.build_float_ext(k.ld(po, at(l)?)?, d, "e"))?;
                 let q = llvm(k.b.build_float_trunc(k.fdiv(e, sum)?, k.f32t, "q"))?;

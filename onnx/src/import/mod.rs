@@ -25,7 +25,7 @@ use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use tir_ir::{DType, Function, Module, Op, TensorType, UnaryOp, Value};
+use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, UnaryOp, Value};
 
 /// The opsets whose semantics the importer follows. Opsets 22 to 24 (what onnx 1.19 writes)
 /// changed no attribute, input or output of an op the importer maps: their new versions only
@@ -599,10 +599,20 @@ impl Importer {
             "Unsqueeze" => self.unsqueeze(node, &a),
             "Transpose" => self.transpose(node, &a),
             "Pad" => self.pad(node, &a),
-            "Softmax" => self.softmax(node, &a),
+            "Softmax" => self.softmax(node, &a, false),
+            "LogSoftmax" => self.softmax(node, &a, true),
             "BatchNormalization" => self.batch_norm(node, &a),
             "LayerNormalization" => self.layer_norm(node, &a),
-            "ReduceMean" => self.reduce_mean(node, &a),
+            "ReduceMean" => self.reduce(node, &a, ReduceKind::Mean),
+            "ReduceSum" => self.reduce(node, &a, ReduceKind::Sum),
+            "ReduceMax" => self.reduce(node, &a, ReduceKind::Max),
+            "ReduceMin" => self.reduce(node, &a, ReduceKind::Min),
+            "ReduceProd" => self.reduce(node, &a, ReduceKind::Prod),
+            "ReduceL1" => self.reduce(node, &a, ReduceKind::L1),
+            "ReduceL2" => self.reduce(node, &a, ReduceKind::L2),
+            "ReduceSumSquare" => self.reduce(node, &a, ReduceKind::SumSquare),
+            "ReduceLogSum" => self.reduce(node, &a, ReduceKind::LogSum),
+            "ReduceLogSumExp" => self.reduce(node, &a, ReduceKind::LogSumExp),
             "Resize" => self.resize(node, &a),
             "Gather" | "ConstantOfShape" | "Expand" | "Equal" | "Where" => {
                 Err(NodeError::OnlyOnConstants {

@@ -1,11 +1,11 @@
 //! Normalisations and reductions: BatchNormalization (inference form), LayerNormalization,
-//! Softmax (opset < 13's 2-D coercion included), ReduceMean.
+//! Softmax and LogSoftmax (opset < 13's 2-D coercion included), the Reduce* family.
 
 use super::attrs::{norm_axis, Attrs};
 use super::{Importer, R};
 use crate::error::NodeError;
 use crate::proto::NodeProto;
-use tir_ir::Op;
+use tir_ir::{Op, ReduceKind};
 
 impl Importer {
     pub(super) fn batch_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
@@ -32,11 +32,16 @@ impl Importer {
         self.emit(node, Op::LayerNorm { axis, epsilon }, &ops)
     }
 
-    pub(super) fn reduce_mean(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+    /// ReduceMean, ReduceSum, ReduceMax, ... : `axes` is an input from opset 13 for ReduceSum
+    /// and from opset 18 for the others, an attribute before.
+    pub(super) fn reduce(&mut self, node: &NodeProto, a: &Attrs, kind: ReduceKind) -> R<()> {
         let x = self.req_in(node, 0)?;
         let rank = self.shape_of(&x).len();
         let keepdims = a.int("keepdims")?.unwrap_or(1) != 0;
-        let axes = self.axes_param(node, a, 18)?.unwrap_or_default();
+        let axes_input_from = if kind == ReduceKind::Sum { 13 } else { 18 };
+        let axes = self
+            .axes_param(node, a, axes_input_from)?
+            .unwrap_or_default();
         let axes = if axes.is_empty() {
             if a.int("noop_with_empty_axes")?.unwrap_or(0) != 0 {
                 self.alias(node, x);
@@ -47,10 +52,26 @@ impl Importer {
             axes
         };
         let x = self.in_value(node, 0)?;
-        self.emit(node, Op::ReduceMean { axes, keepdims }, &[x])
+        self.emit(
+            node,
+            Op::Reduce {
+                kind,
+                axes,
+                keepdims,
+            },
+            &[x],
+        )
     }
 
-    pub(super) fn softmax(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+    /// Softmax, or LogSoftmax with `log`.
+    pub(super) fn softmax(&mut self, node: &NodeProto, a: &Attrs, log: bool) -> R<()> {
+        let op = |axis| {
+            if log {
+                Op::LogSoftmax { axis }
+            } else {
+                Op::Softmax { axis }
+            }
+        };
         let x = self.req_in(node, 0)?;
         let xs = self.shape_of(&x);
         let legacy = self.opset < 13;
@@ -62,7 +83,7 @@ impl Importer {
         };
         let xv = self.in_value(node, 0)?;
         if !legacy || ax + 1 >= xs.len() {
-            return self.emit(node, Op::Softmax { axis }, &[xv]);
+            return self.emit(node, op(axis), &[xv]);
         }
         // Before opset 13, Softmax coerces its input to 2-D [prod(d[..axis]), prod(d[axis..])]
         // and normalises over the second axis: reshape, softmax, reshape back.
@@ -77,7 +98,7 @@ impl Importer {
             vec![flat],
         )?[0];
         let sm = self.em.fresh();
-        let s = self.em.push(Op::Softmax { axis: -1 }, &[f], vec![sm])?[0];
+        let s = self.em.push(op(-1), &[f], vec![sm])?[0];
         let shape = xs.iter().map(|&d| d as i64).collect();
         self.emit(node, Op::Reshape { shape }, &[s])
     }
