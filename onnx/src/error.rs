@@ -210,6 +210,11 @@ pub enum NodeError {
     /// The IR's shape rule refuses the operands (its message says why).
     #[error("{}", .0.message)]
     Shape(ShapeError),
+    #[error("Attention: {problem}")]
+    Attention { problem: String },
+    /// RMSNormalization/LayerNormalization statistics in another type than float32.
+    #[error("stash_type = {value} is not supported (only 1: statistics in float32)")]
+    StashType { value: i64 },
     #[error("training_mode must be {expected} for inference")]
     Training { expected: &'static str },
 
@@ -342,6 +347,14 @@ pub enum NodeError {
     ConstantValue,
     #[error("attribute `value` must hold one element")]
     FillValue,
+    #[error("Range's delta must not be zero")]
+    RangeDelta,
+    #[error("Range's start, limit and delta must be scalars of one type, got {start}, {limit} and {delta}")]
+    RangeOperands {
+        start: DType,
+        limit: DType,
+        delta: DType,
+    },
     #[error("the constant of shape {shape:?} is too large to fold")]
     FoldTooLarge { shape: Vec<u64> },
     #[error("index {index} is out of range for axis {axis} of size {size}")]

@@ -60,6 +60,21 @@ fn error_messages() {
             ),
         ),
         (
+            "attention bool mask at run time",
+            model(
+                23,
+                vec![
+                    input("q", &[1, 1, 2, 4]),
+                    input("k", &[1, 1, 2, 4]),
+                    input("v", &[1, 1, 2, 4]),
+                    input_sym("mask", &[D::N(2), D::N(2)], DataType::Bool),
+                ],
+                &["y"],
+                vec![],
+                vec![node("Attention", &["q", "k", "v", "mask"], &["y"], vec![])],
+            ),
+        ),
+        (
             "conv group zero",
             one(
                 "Conv",

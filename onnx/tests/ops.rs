@@ -431,6 +431,105 @@ fn reductions_and_log_softmax() {
     snap("log_softmax_opset11", &m11);
 }
 
+/// RMSNormalization decomposed (mul, reduce_mean over the axes from `axis` on, add epsilon,
+/// sqrt, div, mul by scale); Size and Range folded on static shapes (the expanded form's
+/// `Size → Range` axes computation).
+#[test]
+fn rms_norm_size_range() {
+    let m = model(
+        23,
+        vec![input("x", &[2, 3, 4])],
+        &["y", "r"],
+        vec![
+            tseq("scale", &[3, 4]),
+            ti64("zero", &[], &[0]),
+            ti64("two", &[], &[2]),
+            ti64("twenty", &[], &[20]),
+            ti64("minus_two", &[], &[-2]),
+        ],
+        vec![
+            node(
+                "RMSNormalization",
+                &["x", "scale"],
+                &["y"],
+                vec![ai("axis", 1), af("epsilon", 1e-3)],
+            ),
+            node("Size", &["x"], &["n"], vec![]),
+            // Range(0, 24, 2) has 12 elements, Range(24, 20, -2) two (24, 22): x as [12, 2].
+            node("Range", &["zero", "n", "two"], &["up"], vec![]),
+            node("Range", &["n", "twenty", "minus_two"], &["down"], vec![]),
+            node("Shape", &["up"], &["a"], vec![]),
+            node("Shape", &["down"], &["b"], vec![]),
+            node("Concat", &["a", "b"], &["shape"], vec![ai("axis", 0)]),
+            node("Reshape", &["x", "shape"], &["r"], vec![]),
+        ],
+    );
+    snap("rms_norm_size_range", &m);
+}
+
+/// Attention (opset 23) decomposed: 3-D inputs split into heads, grouped-query KV heads
+/// repeated, the KV cache concatenated and returned, the causal bias offset by the past length
+/// folded into one constant, softcap, softmax, the output merged back to 3-D.
+#[test]
+fn attention_gqa_causal_with_cache() {
+    let m = model(
+        23,
+        vec![
+            input("q", &[1, 2, 8]),
+            input("k", &[1, 2, 4]),
+            input("v", &[1, 2, 4]),
+            input("pk", &[1, 1, 3, 4]),
+            input("pv", &[1, 1, 3, 4]),
+        ],
+        &["y", "present_k", "present_v"],
+        vec![],
+        vec![node(
+            "Attention",
+            &["q", "k", "v", "", "pk", "pv"],
+            &["y", "present_k", "present_v"],
+            vec![
+                ai("q_num_heads", 2),
+                ai("kv_num_heads", 1),
+                ai("is_causal", 1),
+                af("softcap", 2.0),
+            ],
+        )],
+    );
+    snap("attention_gqa_causal_with_cache", &m);
+}
+
+/// Constant subgraphs of comparisons, logic, Mod and CastLike fold at import.
+#[test]
+fn comparisons_logic_mod_castlike_fold() {
+    let m = model(
+        13,
+        vec![input("x", &[2, 3, 4])],
+        &["y"],
+        vec![
+            ti64("a", &[3], &[2, 7, -7]),
+            ti64("b", &[3], &[3, 3, 3]),
+            tf32("f", &[1], &[1.0]),
+            ti64("c", &[3], &[0, 2, 2]),
+        ],
+        vec![
+            // Mod (fmod 0: the divisor's sign): [2, 1, 2]; Less than b: [1, 1, 1].
+            node("Mod", &["a", "b"], &["m"], vec![]),
+            node("Less", &["m", "b"], &["lt"], vec![]),
+            node("Not", &["lt"], &["nlt"], vec![]),
+            node("Or", &["lt", "nlt"], &["all"], vec![]),
+            node("CastLike", &["all", "a"], &["ones"], vec![]),
+            // [2, 1, 2] * [1, 1, 1] + [0, 2, 2] = [2, 3, 4]: x's own shape, a reshape to itself.
+            node("Mul", &["m", "ones"], &["m1"], vec![]),
+            node("Add", &["m1", "c"], &["mm"], vec![]),
+            node("GreaterOrEqual", &["m", "b"], &["ge"], vec![]),
+            node("CastLike", &["f", "x"], &["ff"], vec![]),
+            node("Reshape", &["x", "mm"], &["r"], vec![]),
+            node("Mul", &["r", "ff"], &["y"], vec![]),
+        ],
+    );
+    snap("comparisons_logic_mod_castlike_fold", &m);
+}
+
 #[test]
 fn resize() {
     let m = model(

@@ -240,6 +240,84 @@ impl Importer {
                     },
                 )?
             }
+            "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" => {
+                let (x, y) = (c(0)?, c(1)?);
+                let opn = op_type.to_string();
+                elementwise(
+                    &[&x, &y],
+                    |v| {
+                        let ord = match (v[0], v[1]) {
+                            (Num::I(p), Num::I(q)) => p.partial_cmp(&q),
+                            (p, q) => p.f64().partial_cmp(&q.f64()),
+                        };
+                        use std::cmp::Ordering::{Equal, Greater, Less};
+                        let r = match (opn.as_str(), ord) {
+                            (_, None) => false,
+                            ("Less", Some(o)) => o == Less,
+                            ("Greater", Some(o)) => o == Greater,
+                            ("LessOrEqual", Some(o)) => o != Greater,
+                            (_, Some(o)) => o == Greater || o == Equal,
+                        };
+                        Ok(Num::I(i64::from(r)))
+                    },
+                    Some(DType::Bool),
+                )?
+            }
+            "And" | "Or" | "Xor" => {
+                let (x, y) = (c(0)?, c(1)?);
+                let opn = op_type.to_string();
+                elementwise(
+                    &[&x, &y],
+                    |v| {
+                        let (p, q) = (v[0].f64() != 0.0, v[1].f64() != 0.0);
+                        let r = match opn.as_str() {
+                            "And" => p && q,
+                            "Or" => p || q,
+                            _ => p != q,
+                        };
+                        Ok(Num::I(i64::from(r)))
+                    },
+                    Some(DType::Bool),
+                )?
+            }
+            "Mod" => {
+                let (x, y) = (c(0)?, c(1)?);
+                let fmod = a.int("fmod")?.unwrap_or(0) != 0;
+                elementwise(
+                    &[&x, &y],
+                    |v| match (v[0], v[1]) {
+                        (Num::I(_), Num::I(0)) => Err(NodeError::DivisionByZero),
+                        // fmod = 1: the sign of the dividend (C's fmod); 0: the divisor's.
+                        (Num::I(p), Num::I(q)) if fmod => Ok(Num::I(p.wrapping_rem(q))),
+                        (Num::I(p), Num::I(q)) => {
+                            let r = p.wrapping_rem(q);
+                            Ok(Num::I(if r != 0 && (r < 0) != (q < 0) {
+                                r + q
+                            } else {
+                                r
+                            }))
+                        }
+                        (p, q) => Ok(Num::F(p.f64() % q.f64())),
+                    },
+                    None,
+                )?
+            }
+            "Not" => {
+                let x = c(0)?;
+                elementwise(
+                    &[&x],
+                    |v| Ok(Num::I(i64::from(v[0].f64() == 0.0))),
+                    Some(DType::Bool),
+                )?
+            }
+            "CastLike" => {
+                let (x, like) = (c(0)?, c(1)?);
+                if x.is_int() {
+                    Tensor::from_i64s(like.dtype, x.shape.clone(), &x.ints())
+                } else {
+                    Tensor::from_f64s(like.dtype, x.shape.clone(), &x.floats())
+                }
+            }
             "Where" => {
                 let (cond, x, y) = (c(0)?, c(1)?, c(2)?);
                 elementwise(
@@ -247,6 +325,61 @@ impl Importer {
                     |v| Ok(if v[0].f64() != 0.0 { v[1] } else { v[2] }),
                     Some(x.dtype),
                 )?
+            }
+            "Range" => {
+                let (s0, l0, d0) = (c(0)?, c(1)?, c(2)?);
+                if s0.dtype != l0.dtype || s0.dtype != d0.dtype {
+                    return Err(NodeError::RangeOperands {
+                        start: s0.dtype,
+                        limit: l0.dtype,
+                        delta: d0.dtype,
+                    });
+                }
+                for (what, t) in [("start", &s0), ("limit", &l0), ("delta", &d0)] {
+                    if t.numel() != 1 {
+                        return Err(NodeError::NotScalar {
+                            what,
+                            shape: t.shape.clone(),
+                        });
+                    }
+                }
+                // ONNX: max(ceil((limit - start) / delta), 0) elements, start + i·delta.
+                if s0.is_int() {
+                    let (st, li, de) = (
+                        s0.ints()[0] as i128,
+                        l0.ints()[0] as i128,
+                        d0.ints()[0] as i128,
+                    );
+                    if de == 0 {
+                        return Err(NodeError::RangeDelta);
+                    }
+                    let span = li - st;
+                    let n = if (span > 0) == (de > 0) && span != 0 {
+                        (span + de - de.signum()) / de
+                    } else {
+                        0
+                    };
+                    if n as u64 > MAX_FOLDED_ELEMENTS {
+                        return Err(NodeError::FoldTooLarge {
+                            shape: vec![n as u64],
+                        });
+                    }
+                    let v: Vec<i64> = (0..n).map(|i| (st + i * de) as i64).collect();
+                    Tensor::from_i64s(s0.dtype, vec![n as u64], &v)
+                } else {
+                    let (st, li, de) = (s0.floats()[0], l0.floats()[0], d0.floats()[0]);
+                    if de == 0.0 {
+                        return Err(NodeError::RangeDelta);
+                    }
+                    let n = ((li - st) / de).ceil().max(0.0);
+                    if n.is_nan() || n > MAX_FOLDED_ELEMENTS as f64 {
+                        return Err(NodeError::FoldTooLarge {
+                            shape: vec![u64::MAX],
+                        });
+                    }
+                    let v: Vec<f64> = (0..n as u64).map(|i| st + i as f64 * de).collect();
+                    Tensor::from_f64s(s0.dtype, vec![n as u64], &v)
+                }
             }
             "Expand" => {
                 let x = c(0)?;

@@ -7,6 +7,7 @@
 //! [`resize`], and [`fold`] (evaluating nodes whose inputs are all constants, which is how the
 //! shape subgraphs PyTorch exports disappear).
 
+mod attention;
 mod attrs;
 mod conv;
 mod elementwise;
@@ -460,6 +461,17 @@ impl Importer {
         }
     }
 
+    /// A constant made by the importer (not in the model), as a `const` op named after `hint`.
+    fn const_value(&mut self, hint: &str, t: Tensor) -> Value {
+        let mut name = hint.to_string();
+        let mut k = 1;
+        while self.env.contains_key(&name) || self.materialized.contains_key(&name) {
+            name = format!("{hint}${k}");
+            k += 1;
+        }
+        self.materialize(&name, &Val::Const(Rc::new(t)))
+    }
+
     fn in_value(&mut self, node: &NodeProto, i: usize) -> R<Value> {
         let name = node
             .input
@@ -572,10 +584,28 @@ impl Importer {
                 self.bind_const(node, t)
             }
             "Identity" | "Dropout" | "Cast" => self.pass_through(node, op_type, &a),
+            // A cast to the type the value already has is the value (folded otherwise).
+            "CastLike" => {
+                let x = self.req_in(node, 0)?;
+                let like = self.req_in(node, 1)?;
+                let (from, to) = (self.dtype_of(&x), self.dtype_of(&like));
+                if from != to {
+                    return Err(NodeError::RuntimeCast { from, to });
+                }
+                self.alias(node, x);
+                Ok(())
+            }
             "Shape" => {
                 let x = self.req_in(node, 0)?;
                 let t = shape::shape_tensor(&self.shape_of(&x), &a)?;
                 self.bind_const(node, t)
+            }
+            // Shapes are static: the element count is known at import.
+            "Size" => {
+                let x = self.req_in(node, 0)?;
+                let n = self.shape_of(&x).iter().product::<u64>();
+                let n = i64::try_from(n).map_err(|_| NodeError::Overflow { what: "Size" })?;
+                self.bind_const(node, Tensor::from_i64s(DType::I64, vec![], &[n]))
             }
             "Conv" => self.conv(node, &a),
             "MaxPool" | "AveragePool" => self.pool(node, op_type, &a),
@@ -603,6 +633,8 @@ impl Importer {
             "LogSoftmax" => self.softmax(node, &a, true),
             "BatchNormalization" => self.batch_norm(node, &a),
             "LayerNormalization" => self.layer_norm(node, &a),
+            "RMSNormalization" => self.rms_norm(node, &a),
+            "Attention" => self.attention(node, &a),
             "ReduceMean" => self.reduce(node, &a, ReduceKind::Mean),
             "ReduceSum" => self.reduce(node, &a, ReduceKind::Sum),
             "ReduceMax" => self.reduce(node, &a, ReduceKind::Max),
@@ -614,11 +646,11 @@ impl Importer {
             "ReduceLogSum" => self.reduce(node, &a, ReduceKind::LogSum),
             "ReduceLogSumExp" => self.reduce(node, &a, ReduceKind::LogSumExp),
             "Resize" => self.resize(node, &a),
-            "Gather" | "ConstantOfShape" | "Expand" | "Equal" | "Where" => {
-                Err(NodeError::OnlyOnConstants {
-                    op_type: op_type.to_string(),
-                })
-            }
+            "Gather" | "ConstantOfShape" | "Expand" | "Equal" | "Where" | "Range" | "Less"
+            | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Not"
+            | "Mod" => Err(NodeError::OnlyOnConstants {
+                op_type: op_type.to_string(),
+            }),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),

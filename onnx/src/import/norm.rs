@@ -1,11 +1,13 @@
 //! Normalisations and reductions: BatchNormalization (inference form), LayerNormalization,
+//! RMSNormalization (decomposed),
 //! Softmax and LogSoftmax (opset < 13's 2-D coercion included), the Reduce* family.
 
 use super::attrs::{norm_axis, Attrs};
 use super::{Importer, R};
 use crate::error::NodeError;
 use crate::proto::NodeProto;
-use tir_ir::{Op, ReduceKind};
+use crate::tensor::Tensor;
+use tir_ir::{BinaryOp, DType, Op, ReduceKind, UnaryOp};
 
 impl Importer {
     pub(super) fn batch_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
@@ -30,6 +32,48 @@ impl Importer {
         let mut ops = vec![x, s];
         ops.extend(self.opt_in_value(node, 2)?);
         self.emit(node, Op::LayerNorm { axis, epsilon }, &ops)
+    }
+
+    /// RMSNormalization (opset 23): `x / sqrt(mean(x², axes from axis on) + epsilon) * scale`,
+    /// decomposed into mul, reduce_mean, add, sqrt, div and mul (each op its own kernel; the
+    /// statistic is the mean in f64 as `reduce_mean` takes it). `stash_type` 1 (float32) only.
+    pub(super) fn rms_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        self.only_first_outputs(node, 1)?;
+        if let Some(t) = a.int("stash_type")? {
+            if t != 1 {
+                return Err(NodeError::StashType { value: t });
+            }
+        }
+        let x = self.req_in(node, 0)?;
+        let rank = self.shape_of(&x).len();
+        let axis = norm_axis(a.int("axis")?.unwrap_or(-1), rank)?;
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let xv = self.in_value(node, 0)?;
+        let scale = self.in_value(node, 1)?;
+        let bin = |op| Op::Binary {
+            op,
+            activation: None,
+        };
+        let sq = self.em.fresh();
+        let sq = self.em.push(bin(BinaryOp::Mul), &[xv, xv], vec![sq])?[0];
+        let ms = self.em.fresh();
+        let axes = (axis as i64..rank as i64).collect();
+        let reduce = Op::Reduce {
+            kind: ReduceKind::Mean,
+            axes,
+            keepdims: true,
+        };
+        let ms = self.em.push(reduce, &[sq], vec![ms])?[0];
+        let eps = Tensor::from_f64s(DType::F32, vec![], &[epsilon]);
+        let hint = format!("{}.epsilon", node.output.first().map_or("rms", |s| s));
+        let eps = self.const_value(&hint, eps);
+        let var = self.em.fresh();
+        let var = self.em.push(bin(BinaryOp::Add), &[ms, eps], vec![var])?[0];
+        let rms = self.em.fresh();
+        let rms = self.em.push(Op::Unary(UnaryOp::Sqrt), &[var], vec![rms])?[0];
+        let n = self.em.fresh();
+        let n = self.em.push(bin(BinaryOp::Div), &[xv, rms], vec![n])?[0];
+        self.emit(node, bin(BinaryOp::Mul), &[n, scale])
     }
 
     /// ReduceMean, ReduceSum, ReduceMax, ... : `axes` is an input from opset 13 for ReduceSum
