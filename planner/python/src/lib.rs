@@ -162,7 +162,9 @@ fn plan_textures<'py>(
     match dims {
         2 => plan_textures_of::<2>(py, records_bytes, strategy),
         3 => plan_textures_of::<3>(py, records_bytes, strategy),
-        _ => Err(plan_error(format!("textures have 2 or 3 dimensions, got {dims}"))),
+        _ => Err(plan_error(format!(
+            "textures have 2 or 3 dimensions, got {dims}"
+        ))),
     }
 }
 
