@@ -294,3 +294,89 @@ fn misuse_exits_2() {
         Some(2)
     );
 }
+
+// ---- multi-dimensional sizes (2D/3D textures) -------------------------------------------------
+
+#[test]
+fn plan_json_of_2d_textures() {
+    without_times(|| {
+        insta::assert_snapshot!(ok(&[
+            "plan",
+            "--records",
+            "tests/textures/uint2.csv",
+            "--json"
+        ]))
+    });
+}
+
+#[test]
+fn plan_table_of_3d_textures() {
+    without_times(|| {
+        insta::assert_snapshot!(ok(&["plan", "--records", "tests/textures/uint3.csv"]))
+    });
+}
+
+#[test]
+fn textures_plan_as_tflite_and_pass_the_checker() {
+    use tir_passes::planner::checker::check_shared_objects_nd;
+    use tir_passes::planner::csv::{read_any_records_csv, CsvRecords};
+    use tir_passes::planner::multidim::{SharedObjectsPlanNd, UsageRecordNd};
+    let json = ok(&[
+        "plan",
+        "--records",
+        "tests/textures/uint2.csv",
+        "--strategy",
+        "greedy_in_order",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let row = &report["shared_objects"][0];
+    let ids: Vec<usize> = serde_json::from_value(row["object_ids"].clone()).unwrap();
+    let sizes: Vec<[u64; 2]> = serde_json::from_value(row["object_sizes"].clone()).unwrap();
+    // TFLite's `UInt2Records` expectation.
+    assert_eq!(ids, [0, 1, 2, 0, 3, 1, 2, 0, 3]);
+    assert_eq!(row["cost"], 60);
+    assert_eq!(report["lower_bound"], 48);
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/textures/uint2.csv"),
+    )
+    .unwrap();
+    let Ok(CsvRecords::Dims2(rows)) = read_any_records_csv(&text, false) else {
+        panic!("not a 2D file")
+    };
+    let records: Vec<UsageRecordNd<2>> = rows.iter().map(|r| r.record).collect();
+    let plan = SharedObjectsPlanNd {
+        object_ids: ids,
+        object_sizes: sizes,
+    };
+    assert_eq!(check_shared_objects_nd(&records, &plan), Ok(()));
+}
+
+#[test]
+fn textures_refuse_offsets_and_undefined_strategies() {
+    let file = "tests/textures/uint3.csv";
+    for args in [
+        &["plan", "--records", file, "--offsets"][..],
+        &["plan", "--records", file, "--strategy", "gergov"],
+        &["plan", "--records", file, "--strategy", "greedy_by_size"],
+    ] {
+        let out = tirc(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("tests/textures/uint3.csv: error: "),
+            "{err}"
+        );
+    }
+    let svg = std::env::temp_dir().join(format!("tir-tex-{}.svg", std::process::id()));
+    let out = tirc(&[
+        "heapmap",
+        "--records",
+        file,
+        "-o",
+        svg.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("multi-dimensional"));
+    assert!(!svg.exists());
+}

@@ -32,6 +32,14 @@ typedef struct tir_planner_record {
     uint64_t last_op;  /* last operator using the tensor (inclusive) */
 } tir_planner_record;
 
+/* A 2D or 3D texture (TFLite's GPU uint2/uint3 sizes): size[0..dims) = w, h[, d] in elements;
+ * with dims == 2, size[2] is ignored. */
+typedef struct tir_planner_texture_record {
+    uint64_t size[3];
+    uint64_t first_op;
+    uint64_t last_op; /* inclusive */
+} tir_planner_texture_record;
+
 typedef struct tir_planner_summary {
     uint64_t total_size;                 /* slab size (offsets) or sum of object sizes */
     uint64_t offsets_lower_bound;        /* paper 5.1: the largest operator breadth */
@@ -62,6 +70,19 @@ int tir_planner_plan_shared_objects(const tir_planner_record *records, size_t co
                                     const char *strategy, uint64_t align, size_t *object_ids,
                                     uint64_t *object_sizes, size_t *object_count,
                                     tir_planner_summary *summary);
+
+/* Multi-dimensional shared objects (textures), dims 2 or 3: object_ids[i] is record i's
+ * object, object_sizes[k * dims + j] object k's extent in dimension j (each object is the
+ * component-wise maximum of its tensors' sizes; objects never grow to fit a tensor). Strategies:
+ * "naive", "equality", "greedy_in_order", "best" (TFLite's for uint2/uint3; the others fail
+ * with TIR_PLANNER_UNKNOWN_STRATEGY). object_ids holds `count` elements, object_sizes
+ * `count * dims`. *object_count receives the number of objects, *cost the sum of the object
+ * volumes, *lower_bound the sum of the positional maxima of the volumes (paper 4.1 on
+ * volumes); each of these three may be NULL. No alignment: sizes are in elements. */
+int tir_planner_plan_textures(const tir_planner_texture_record *records, size_t count,
+                              size_t dims, const char *strategy, size_t *object_ids,
+                              uint64_t *object_sizes, size_t *object_count, uint64_t *cost,
+                              uint64_t *lower_bound);
 
 /* Both lower bounds alone (summary->total_size is set to 0). */
 int tir_planner_lower_bounds(const tir_planner_record *records, size_t count, uint64_t align,

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use super::multidim::{SharedObjectsPlanNd, UsageRecordNd};
 use super::{OffsetsPlan, SharedObjectsPlan, UsageRecord};
 
 /// One way a plan breaks the contract; record indices refer to the input records.
@@ -56,6 +57,21 @@ pub enum CheckError {
     },
     #[error("the object sizes add up to more than u64 can hold")]
     CostOverflow,
+    #[error("record {record} of size {size:?} does not fit object {object} of size {object_size:?} in every dimension")]
+    ObjectDoesNotCover {
+        record: usize,
+        object: usize,
+        size: Vec<u64>,
+        object_size: Vec<u64>,
+    },
+    /// A multi-dimensional object must be exactly the component-wise maximum of its tensors'
+    /// sizes (zero for an object without tensors): anything larger is memory no tensor uses.
+    #[error("object {object} has size {size:?}, but the component-wise maximum of its tensors' sizes is {tight:?}")]
+    ObjectNotTight {
+        object: usize,
+        size: Vec<u64>,
+        tight: Vec<u64>,
+    },
 }
 
 fn lifetime_is_valid(r: &UsageRecord) -> bool {
@@ -219,6 +235,96 @@ pub fn check_shared_objects(
                 }
             } else {
                 longest = Some(i);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Checks a plan of multi-dimensional shared objects ([`crate::multidim`]): one known object
+/// per record; each object exactly the component-wise maximum of its records' sizes (so it
+/// covers each of them in every dimension and wastes nothing beyond that); no two records whose
+/// closed lifetimes intersect on the same object; and a cost, the sum of the object volumes as
+/// TFLite counts texture memory, that fits in u64.
+pub fn check_shared_objects_nd<const D: usize>(
+    records: &[UsageRecordNd<D>],
+    plan: &SharedObjectsPlanNd<D>,
+) -> Result<(), Vec<CheckError>> {
+    if plan.object_ids.len() != records.len() {
+        return Err(vec![CheckError::LengthMismatch {
+            expected: records.len(),
+            found: plan.object_ids.len(),
+        }]);
+    }
+    let mut errors = Vec::new();
+    let objects = plan.object_sizes.len();
+    let mut tight = vec![[0u64; D]; objects];
+    let mut tenants: Vec<Vec<usize>> = vec![Vec::new(); objects];
+    for (record, (r, &object)) in records.iter().zip(&plan.object_ids).enumerate() {
+        if r.first_op > r.last_op {
+            errors.push(CheckError::InvalidLifetime { record });
+            continue;
+        }
+        let Some(object_size) = plan.object_sizes.get(object) else {
+            errors.push(CheckError::UnknownObject {
+                record,
+                object,
+                objects,
+            });
+            continue;
+        };
+        if (0..D).any(|k| r.size[k] > object_size[k]) {
+            errors.push(CheckError::ObjectDoesNotCover {
+                record,
+                object,
+                size: r.size.to_vec(),
+                object_size: object_size.to_vec(),
+            });
+        }
+        for (t, &extent) in tight[object].iter_mut().zip(&r.size) {
+            *t = (*t).max(extent);
+        }
+        tenants[object].push(record);
+    }
+    for (object, (size, tight)) in plan.object_sizes.iter().zip(&tight).enumerate() {
+        // A size that does not cover a tenant was reported above; the rest are too large.
+        if size != tight && (0..D).all(|k| size[k] >= tight[k]) {
+            errors.push(CheckError::ObjectNotTight {
+                object,
+                size: size.to_vec(),
+                tight: tight.to_vec(),
+            });
+        }
+    }
+    let cost = plan.object_sizes.iter().try_fold(0u64, |a, s| {
+        s.iter()
+            .try_fold(1u64, |v, &e| v.checked_mul(e))
+            .and_then(|v| a.checked_add(v))
+    });
+    if cost.is_none() {
+        errors.push(CheckError::CostOverflow);
+    }
+    for (object, list) in tenants.iter_mut().enumerate() {
+        list.sort_by_key(|&i| (records[i].first_op, i));
+        // As in `check_shared_objects`: the longest-lived tenant so far, by start order.
+        let mut longest: Option<usize> = None;
+        for &i in list.iter() {
+            match longest {
+                Some(l) if records[i].first_op <= records[l].last_op => {
+                    errors.push(CheckError::SharedObjectConflict {
+                        first: l,
+                        second: i,
+                        object,
+                    });
+                    if records[i].last_op > records[l].last_op {
+                        longest = Some(i);
+                    }
+                }
+                _ => longest = Some(i),
             }
         }
     }

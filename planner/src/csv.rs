@@ -10,18 +10,24 @@
 //! surrounding whitespace. A plan written back by [`write_records_csv`] carries an extra `offset`
 //! column, which [`read_records_csv`] accepts and ignores, so a planned file reads as its input.
 //!
+//! Multi-dimensional sizes (2D and 3D textures, [`crate::multidim`]) replace the `size` column
+//! by `w,h` or `w,h,d` (elements); [`read_any_records_csv`] reads both kinds of file.
+//!
 //! Every rejection is a [`CsvError`] naming the 1-based line (and the column, where there is one);
 //! the reader never panics.
 
 use std::fmt::{self, Write as _};
 use std::num::IntErrorKind;
 
+use super::multidim::UsageRecordNd;
 use super::UsageRecord;
 
 /// The columns every file must have, in the order [`write_records_csv`] writes them.
 pub const REQUIRED_COLUMNS: [&str; 4] = ["id", "lower", "upper", "size"];
 /// The optional column a written plan adds; ignored on read.
 pub const OFFSET_COLUMN: &str = "offset";
+/// The columns of multi-dimensional sizes, in place of `size`: width, height and (3D) depth.
+pub const DIMENSION_COLUMNS: [&str; 3] = ["w", "h", "d"];
 
 /// One buffer of a CSV file: its id exactly as written (trimmed) and its closed lifetime and size.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -29,6 +35,24 @@ pub struct CsvRecord {
     /// The buffer's id. Integers in the public suites, but any non-empty text is kept as given.
     pub id: String,
     pub record: UsageRecord,
+}
+
+/// One buffer of a CSV file with `w,h` (`D = 2`) or `w,h,d` (`D = 3`) sizes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CsvRecordNd<const D: usize> {
+    pub id: String,
+    pub record: UsageRecordNd<D>,
+}
+
+/// The records of a file, by the kind of size its header names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CsvRecords {
+    /// `size` in bytes.
+    Bytes(Vec<CsvRecord>),
+    /// `w,h`.
+    Dims2(Vec<CsvRecordNd<2>>),
+    /// `w,h,d`.
+    Dims3(Vec<CsvRecordNd<3>>),
 }
 
 /// A rejected CSV input: where, and why.
@@ -50,7 +74,8 @@ impl CsvError {
             NotAnInteger { column, .. } | Negative { column, .. } | Overflow { column, .. } => {
                 Some(column)
             }
-            NonPositiveSize { .. } => Some("size"),
+            NonPositiveSize { column, .. } => Some(column),
+            MixedSizes | MultiDimensional { .. } => Some("size"),
             EmptyLifetime { .. } | ClosedUpperTooLarge { .. } => Some("upper"),
             DuplicateId { .. } => Some("id"),
             Empty | Malformed { .. } | FieldCount { .. } => None,
@@ -65,10 +90,13 @@ pub enum CsvErrorKind {
     Empty,
     #[error("malformed CSV: {message}")]
     Malformed { message: String },
-    #[error("header lacks the column `{column}` (expected `id,lower,upper,size`)")]
+    #[error(
+        "header lacks the column `{column}` (expected `{}`)",
+        expected_header(column)
+    )]
     MissingColumn { column: &'static str },
     #[error(
-        "unknown column `{}` in the header (expected `id,lower,upper,size[,offset]`)",
+        "unknown column `{}` in the header (expected `id,lower,upper,size[,offset]` or `id,lower,upper,w,h[,d]`)",
         Elided(column)
     )]
     UnknownColumn { column: String },
@@ -84,8 +112,13 @@ pub enum CsvErrorKind {
     Negative { column: &'static str, value: String },
     #[error("`{column}` does not fit in 64 bits, got {}", Elided(value))]
     Overflow { column: &'static str, value: String },
-    #[error("size must be positive, got {}", Elided(value))]
-    NonPositiveSize { value: String },
+    #[error("{column} must be positive, got {}", Elided(value))]
+    NonPositiveSize { column: &'static str, value: String },
+    #[error("the header has both `size` and `w,h[,d]` columns; a file has one kind of size")]
+    MixedSizes,
+    /// [`read_records_csv`] reads byte sizes only.
+    #[error("the sizes are multi-dimensional (`{columns}`): only shared objects can plan them, not offsets")]
+    MultiDimensional { columns: &'static str },
     #[error("{}", describe_empty_lifetime(*.lower, *.upper, *.inclusive))]
     EmptyLifetime {
         lower: u64,
@@ -140,6 +173,15 @@ impl fmt::Display for Quoted<'_> {
     }
 }
 
+/// The header a missing column belongs to.
+fn expected_header(column: &str) -> &'static str {
+    if DIMENSION_COLUMNS.contains(&column) {
+        "id,lower,upper,w,h[,d]"
+    } else {
+        "id,lower,upper,size"
+    }
+}
+
 fn describe_empty_lifetime(lower: u64, upper: u64, inclusive: bool) -> String {
     if inclusive {
         format!("lower must not exceed upper in a closed interval, got [{lower}, {upper}]")
@@ -153,16 +195,28 @@ struct Columns {
     id: usize,
     lower: usize,
     upper: usize,
-    size: usize,
+    size: Sizes,
     count: usize,
+}
+
+/// Where a row's size is: one `size` column, or `w,h` and maybe `d`.
+#[derive(Clone, Copy)]
+enum Sizes {
+    Bytes(usize),
+    Dims([usize; 2], Option<usize>),
 }
 
 fn parse_header(fields: &::csv::StringRecord, line: u64) -> Result<Columns, CsvError> {
     let err = |kind| CsvError { line, kind };
-    let mut slots: [Option<usize>; 4] = [None; 4];
+    // id, lower, upper, size, then w, h, d.
+    let mut slots: [Option<usize>; 7] = [None; 7];
     let mut offset_seen = false;
     for (index, name) in fields.iter().enumerate() {
-        let slot = match REQUIRED_COLUMNS.iter().position(|c| *c == name) {
+        let known = REQUIRED_COLUMNS
+            .iter()
+            .chain(&DIMENSION_COLUMNS)
+            .position(|c| *c == name);
+        let slot = match known {
             Some(slot) => &mut slots[slot],
             None if name == OFFSET_COLUMN => {
                 if offset_seen {
@@ -190,15 +244,29 @@ fn parse_header(fields: &::csv::StringRecord, line: u64) -> Result<Columns, CsvE
         slots[slot].ok_or(CsvError {
             line,
             kind: CsvErrorKind::MissingColumn {
-                column: REQUIRED_COLUMNS[slot],
+                column: REQUIRED_COLUMNS
+                    .iter()
+                    .chain(&DIMENSION_COLUMNS)
+                    .nth(slot)
+                    .copied()
+                    .unwrap_or("size"),
             },
         })
     };
+    let (id, lower, upper) = (find(0)?, find(1)?, find(2)?);
+    let dims = slots[4..].iter().any(Option::is_some);
+    let size = match (slots[3], dims) {
+        (Some(_), true) => return Err(err(CsvErrorKind::MixedSizes)),
+        (Some(size), false) => Sizes::Bytes(size),
+        // Neither: the usual file lacks its `size`.
+        (None, false) => Sizes::Bytes(find(3)?),
+        (None, true) => Sizes::Dims([find(4)?, find(5)?], slots[6]),
+    };
     Ok(Columns {
-        id: find(0)?,
-        lower: find(1)?,
-        upper: find(2)?,
-        size: find(3)?,
+        id,
+        lower,
+        upper,
+        size,
         count: fields.len(),
     })
 }
@@ -213,8 +281,9 @@ fn parse_u64(value: &str, column: &'static str, line: u64) -> Result<u64, CsvErr
         }),
         _ => match value.strip_prefix('-') {
             Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
-                if column == "size" {
+                if column == "size" || DIMENSION_COLUMNS.contains(&column) {
                     err(CsvErrorKind::NonPositiveSize {
+                        column,
                         value: value.to_string(),
                     })
                 } else {
@@ -292,53 +361,146 @@ fn is_blank(row: &::csv::StringRecord) -> bool {
 ///
 /// Lifetimes are half-open `[lower, upper)` unless `inclusive`, in which case they are closed
 /// `[lower, upper]`. A header with no rows is an empty record set; an input without a header is an
-/// error. Blank lines are skipped.
+/// error. Blank lines are skipped. A file with `w,h[,d]` sizes is refused
+/// ([`CsvErrorKind::MultiDimensional`]); [`read_any_records_csv`] reads it.
 pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, CsvError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(::csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let mut lines = LineCounter::new(text);
-    // One row buffer for the whole file: a million rows would otherwise be a million
-    // allocations, a large share of reading the file.
-    let mut row = ::csv::StringRecord::new();
-    let mut next_row = |row: &mut ::csv::StringRecord| loop {
-        match reader.read_record(row) {
-            Ok(false) => return None,
-            Ok(true) if is_blank(row) => continue,
-            Ok(true) => return Some(Ok(lines.line_at(row.position()))),
-            Err(e) => {
-                let line = lines.line_at(e.position());
-                let kind = CsvErrorKind::Malformed {
-                    message: e.to_string(),
-                };
-                return Some(Err(CsvError { line, kind }));
+    let mut rows = Rows::new(text);
+    let (columns, header_line) = rows.header()?;
+    match columns.size {
+        Sizes::Bytes(size) => read_bytes(&mut rows, &columns, size, inclusive),
+        Sizes::Dims(_, d) => Err(CsvError {
+            line: header_line,
+            kind: CsvErrorKind::MultiDimensional {
+                columns: if d.is_some() { "w,h,d" } else { "w,h" },
+            },
+        }),
+    }
+}
+
+/// Reads usage records with either kind of size: `size` (as [`read_records_csv`]), or `w,h`
+/// or `w,h,d` in elements, each positive, for multi-dimensional shared objects.
+pub fn read_any_records_csv(text: &str, inclusive: bool) -> Result<CsvRecords, CsvError> {
+    let mut rows = Rows::new(text);
+    let (columns, _) = rows.header()?;
+    match columns.size {
+        Sizes::Bytes(size) => {
+            read_bytes(&mut rows, &columns, size, inclusive).map(CsvRecords::Bytes)
+        }
+        Sizes::Dims([w, h], None) => {
+            let records = read_rows(&mut rows, |row, line| {
+                let (id, lower, upper) = parse_head(row, &columns, line)?;
+                let size = [dim(row, w, "w", line)?, dim(row, h, "h", line)?];
+                let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
+                Ok(CsvRecordNd {
+                    id: id.to_string(),
+                    record: UsageRecordNd::new(size, first_op, last_op),
+                })
+            })?;
+            Ok(CsvRecords::Dims2(records))
+        }
+        Sizes::Dims([w, h], Some(d)) => {
+            let records = read_rows(&mut rows, |row, line| {
+                let (id, lower, upper) = parse_head(row, &columns, line)?;
+                let size = [
+                    dim(row, w, "w", line)?,
+                    dim(row, h, "h", line)?,
+                    dim(row, d, "d", line)?,
+                ];
+                let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
+                Ok(CsvRecordNd {
+                    id: id.to_string(),
+                    record: UsageRecordNd::new(size, first_op, last_op),
+                })
+            })?;
+            Ok(CsvRecords::Dims3(records))
+        }
+    }
+}
+
+/// The rows of a CSV text, one reused buffer, with their line numbers.
+struct Rows<'t> {
+    reader: ::csv::Reader<&'t [u8]>,
+    lines: LineCounter<'t>,
+    row: ::csv::StringRecord,
+}
+
+impl<'t> Rows<'t> {
+    fn new(text: &'t str) -> Self {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let reader = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .trim(::csv::Trim::All)
+            .from_reader(text.as_bytes());
+        Rows {
+            reader,
+            lines: LineCounter::new(text),
+            // One row buffer for the whole file: a million rows would otherwise be a million
+            // allocations, a large share of reading the file.
+            row: ::csv::StringRecord::new(),
+        }
+    }
+
+    /// Reads the next non-blank row into `self.row`; its line, or `None` at the end.
+    fn advance(&mut self) -> Option<Result<u64, CsvError>> {
+        loop {
+            match self.reader.read_record(&mut self.row) {
+                Ok(false) => return None,
+                Ok(true) if is_blank(&self.row) => continue,
+                Ok(true) => return Some(Ok(self.lines.line_at(self.row.position()))),
+                Err(e) => {
+                    let line = self.lines.line_at(e.position());
+                    let kind = CsvErrorKind::Malformed {
+                        message: e.to_string(),
+                    };
+                    return Some(Err(CsvError { line, kind }));
+                }
             }
         }
-    };
+    }
 
-    let columns = match next_row(&mut row) {
-        None => {
-            return Err(CsvError {
+    fn header(&mut self) -> Result<(Columns, u64), CsvError> {
+        match self.advance() {
+            None => Err(CsvError {
                 line: 1,
                 kind: CsvErrorKind::Empty,
-            })
+            }),
+            Some(line) => {
+                let line = line?;
+                Ok((parse_header(&self.row, line)?, line))
+            }
         }
-        Some(line) => parse_header(&row, line?)?,
-    };
+    }
+}
 
+/// Something read from a row that has an id.
+trait Identified {
+    fn id(&self) -> &str;
+}
+
+impl Identified for CsvRecord {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl<const D: usize> Identified for CsvRecordNd<D> {
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Every remaining row through `parse`, then the check for duplicate ids.
+fn read_rows<R: Identified>(
+    rows: &mut Rows<'_>,
+    mut parse: impl FnMut(&::csv::StringRecord, u64) -> Result<R, CsvError>,
+) -> Result<Vec<R>, CsvError> {
     let mut records = Vec::new();
     let mut record_lines = Vec::new();
-    while let Some(line) = next_row(&mut row) {
-        let parsed = line.and_then(|line| parse_row(&row, &columns, line, inclusive));
-        match parsed {
-            Ok((id, record, line)) => {
-                records.push(CsvRecord {
-                    id: id.to_string(),
-                    record,
-                });
+    while let Some(line) = rows.advance() {
+        match line.and_then(|line| Ok((parse(&rows.row, line)?, line))) {
+            Ok((record, line)) => {
+                records.push(record);
                 record_lines.push(line);
             }
             // Rows are checked in file order: a duplicate id on an earlier line comes first.
@@ -351,36 +513,107 @@ pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, C
     }
 }
 
+fn read_bytes(
+    rows: &mut Rows<'_>,
+    columns: &Columns,
+    size_column: usize,
+    inclusive: bool,
+) -> Result<Vec<CsvRecord>, CsvError> {
+    read_rows(rows, |row, line| {
+        let (id, record, _) = parse_row(row, columns, size_column, line, inclusive)?;
+        Ok(CsvRecord {
+            id: id.to_string(),
+            record,
+        })
+    })
+}
+
+/// One positive extent of a multi-dimensional size.
+fn dim(
+    row: &::csv::StringRecord,
+    index: usize,
+    column: &'static str,
+    line: u64,
+) -> Result<u64, CsvError> {
+    let text = row.get(index).unwrap_or("");
+    match parse_u64(text, column, line)? {
+        0 => Err(CsvError {
+            line,
+            kind: CsvErrorKind::NonPositiveSize {
+                column,
+                value: text.to_string(),
+            },
+        }),
+        n => Ok(n),
+    }
+}
+
 /// One data row: its id, its record and its line, or why it is rejected (every check but the
 /// one for duplicate ids, which [`first_duplicate`] makes once over the whole file).
 fn parse_row<'r>(
     row: &'r ::csv::StringRecord,
     columns: &Columns,
+    size_column: usize,
     line: u64,
     inclusive: bool,
 ) -> Result<(&'r str, UsageRecord, u64), CsvError> {
-    let err = |kind| CsvError { line, kind };
+    let (id, lower, upper) = parse_head(row, columns, line)?;
+    let size_text = row.get(size_column).unwrap_or("");
+    let size = parse_u64(size_text, "size", line)?;
+    if size == 0 {
+        return Err(CsvError {
+            line,
+            kind: CsvErrorKind::NonPositiveSize {
+                column: "size",
+                value: size_text.to_string(),
+            },
+        });
+    }
+    let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
+    let record = UsageRecord {
+        first_op,
+        last_op,
+        size,
+    };
+    Ok((id, record, line))
+}
+
+/// A row's field count, id, `lower` and `upper`: what every kind of row starts with.
+fn parse_head<'r>(
+    row: &'r ::csv::StringRecord,
+    columns: &Columns,
+    line: u64,
+) -> Result<(&'r str, usize, usize), CsvError> {
     if row.len() != columns.count {
-        return Err(err(CsvErrorKind::FieldCount {
-            expected: columns.count,
-            found: row.len(),
-        }));
+        return Err(CsvError {
+            line,
+            kind: CsvErrorKind::FieldCount {
+                expected: columns.count,
+                found: row.len(),
+            },
+        });
     }
     let field = |index: usize| row.get(index).unwrap_or("");
-
     let id = field(columns.id);
     if id.is_empty() {
-        return Err(err(CsvErrorKind::EmptyId { column: "id" }));
+        return Err(CsvError {
+            line,
+            kind: CsvErrorKind::EmptyId { column: "id" },
+        });
     }
     let lower = parse_op(field(columns.lower), "lower", line)?;
     let upper = parse_op(field(columns.upper), "upper", line)?;
-    let size_text = field(columns.size);
-    let size = parse_u64(size_text, "size", line)?;
-    if size == 0 {
-        return Err(err(CsvErrorKind::NonPositiveSize {
-            value: size_text.to_string(),
-        }));
-    }
+    Ok((id, lower, upper))
+}
+
+/// The closed lifetime `[first_op, last_op]` of a file's `lower` and `upper`.
+fn closed_lifetime(
+    lower: usize,
+    upper: usize,
+    line: u64,
+    inclusive: bool,
+) -> Result<(usize, usize), CsvError> {
+    let err = |kind| CsvError { line, kind };
     if inclusive && upper == usize::MAX {
         return Err(err(CsvErrorKind::ClosedUpperTooLarge {
             upper: upper as u64,
@@ -391,19 +624,14 @@ fn parse_row<'r>(
     } else {
         (lower < upper).then(|| upper - 1)
     };
-    let Some(last_op) = last_op else {
-        return Err(err(CsvErrorKind::EmptyLifetime {
+    match last_op {
+        Some(last_op) => Ok((lower, last_op)),
+        None => Err(err(CsvErrorKind::EmptyLifetime {
             lower: lower as u64,
             upper: upper as u64,
             inclusive,
-        }));
-    };
-    let record = UsageRecord {
-        first_op: lower,
-        last_op,
-        size,
-    };
-    Ok((id, record, line))
+        })),
+    }
 }
 
 /// The earliest row whose id an earlier row already has, as the error for it.
@@ -411,7 +639,7 @@ fn parse_row<'r>(
 /// Sorting (hash, id, row) keys finds every repeated id in O(n log n) without a hash map of
 /// owned strings; the hash only makes most comparisons integer ones, and equal hashes fall back
 /// to comparing the ids, so colliding ids cost time, never a wrong answer.
-fn first_duplicate(records: &[CsvRecord], lines: &[u64]) -> Option<CsvError> {
+fn first_duplicate<R: Identified>(records: &[R], lines: &[u64]) -> Option<CsvError> {
     // FNV-1a, 64-bit.
     let hash = |id: &str| {
         id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -421,24 +649,24 @@ fn first_duplicate(records: &[CsvRecord], lines: &[u64]) -> Option<CsvError> {
     let mut keys: Vec<(u64, usize)> = records
         .iter()
         .enumerate()
-        .map(|(i, r)| (hash(&r.id), i))
+        .map(|(i, r)| (hash(r.id()), i))
         .collect();
     keys.sort_unstable_by(|a, b| {
         (a.0.cmp(&b.0))
-            .then_with(|| records[a.1].id.cmp(&records[b.1].id))
+            .then_with(|| records[a.1].id().cmp(records[b.1].id()))
             .then(a.1.cmp(&b.1))
     });
     // In each run of equal ids (rows ascending), the second row is the first repetition.
     let repeat = keys
         .windows(2)
-        .filter(|w| w[0].0 == w[1].0 && records[w[0].1].id == records[w[1].1].id)
+        .filter(|w| w[0].0 == w[1].0 && records[w[0].1].id() == records[w[1].1].id())
         .map(|w| (w[1].1, w[0].1))
         .min()?;
     let (second, first) = repeat;
     Some(CsvError {
         line: lines[second],
         kind: CsvErrorKind::DuplicateId {
-            id: records[second].id.clone(),
+            id: records[second].id().to_string(),
             first_line: lines[first],
         },
     })

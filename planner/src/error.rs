@@ -36,6 +36,10 @@ pub enum PlanError {
     /// [`super::best_offsets_within`]); not a fault of the records.
     #[error("strategy `{strategy}` stopped by the time budget")]
     TimeBudget { strategy: &'static str },
+    /// TFLite defines only `naive`, `equality` and `greedy_in_order` (and `best` of them) for
+    /// multi-dimensional sizes ([`crate::multidim`]).
+    #[error("strategy `{strategy}` is not defined for {dims}-dimensional sizes; expected one of: naive, equality, greedy_in_order, best")]
+    UnsupportedDimensions { strategy: &'static str, dims: usize },
     #[error("unknown strategy `{name}`; expected one of: {expected}")]
     UnknownStrategy { name: String, expected: String },
     /// Incremental re-planning was given a previous plan that cannot be the plan of the

@@ -10,7 +10,8 @@
 //! *offsets* plan gives each tensor a range in one slab (§5). Every strategy is a pure function
 //! of the records and the alignment; sizes are rounded up to the alignment before planning, so
 //! every offset, object size and slab size is a multiple of it. [`checker`] validates plans
-//! without sharing any code with the strategies.
+//! without sharing any code with the strategies. [`multidim`] plans shared objects with 2D/3D
+//! sizes (GPU textures, TFLite's `uint2`/`uint3`).
 //!
 //! ```
 //! use tir_planner::checker::check_offsets;
@@ -41,6 +42,7 @@ pub mod checker;
 mod error;
 mod exact;
 mod items;
+pub mod multidim;
 mod offsets;
 mod profile;
 mod replan;

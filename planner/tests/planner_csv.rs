@@ -571,3 +571,105 @@ fn minimalloc_example_reads_as_published() {
     assert_eq!(records[1], rec("b2", 3, 8, 4));
     assert_eq!(records.len(), 5);
 }
+
+// ---- multi-dimensional sizes ----------------------------------------------------------------
+
+mod multidim {
+    use tir_planner::csv::{
+        read_any_records_csv, read_records_csv, CsvErrorKind, CsvRecordNd, CsvRecords,
+    };
+    use tir_planner::multidim::UsageRecordNd;
+
+    fn any_rejected(text: &str, line: u64) -> tir_planner::csv::CsvError {
+        let err = read_any_records_csv(text, false).expect_err(text);
+        assert_eq!(err.line, line, "{err}");
+        err
+    }
+
+    #[test]
+    fn w_h_columns_read_as_2d_sizes_in_any_order() {
+        let read = read_any_records_csv("h,id,w,upper,lower\n8,a,2,4,1\n", false).unwrap();
+        assert_eq!(
+            read,
+            CsvRecords::Dims2(vec![CsvRecordNd {
+                id: "a".into(),
+                record: UsageRecordNd::new([2, 8], 1, 3),
+            }])
+        );
+    }
+
+    #[test]
+    fn w_h_d_columns_read_as_3d_sizes_closed_with_inclusive() {
+        let read = read_any_records_csv("id,lower,upper,w,h,d\n0,1,1,4,3,2\n", true).unwrap();
+        assert_eq!(
+            read,
+            CsvRecords::Dims3(vec![CsvRecordNd {
+                id: "0".into(),
+                record: UsageRecordNd::new([4, 3, 2], 1, 1),
+            }])
+        );
+    }
+
+    #[test]
+    fn byte_sizes_read_as_before() {
+        let read = read_any_records_csv("id,lower,upper,size\n0,0,2,64\n", false).unwrap();
+        let CsvRecords::Bytes(rows) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn a_zero_extent_names_its_line_and_column() {
+        let err = any_rejected("id,lower,upper,w,h\n0,0,2,4,4\n1,1,3,4,0\n", 3);
+        assert_eq!(err.column(), Some("h"));
+        assert_eq!(err.to_string(), "line 3: h must be positive, got 0");
+    }
+
+    #[test]
+    fn a_bad_depth_names_its_line_and_column() {
+        let err = any_rejected("id,lower,upper,w,h,d\n\n0,0,2,4,4,x\n", 3);
+        assert_eq!(err.column(), Some("d"));
+        assert!(
+            matches!(err.kind, CsvErrorKind::NotAnInteger { .. }),
+            "{err}"
+        );
+        let err = any_rejected("id,lower,upper,w,h,d\n0,0,2,4,4,-1\n", 2);
+        assert!(matches!(
+            err.kind,
+            CsvErrorKind::NonPositiveSize { column: "d", .. }
+        ));
+    }
+
+    #[test]
+    fn size_and_dimensions_together_are_refused() {
+        let err = any_rejected("id,lower,upper,size,w,h\n", 1);
+        assert_eq!(err.kind, CsvErrorKind::MixedSizes);
+    }
+
+    #[test]
+    fn a_width_without_a_height_is_refused() {
+        let err = any_rejected("id,lower,upper,w\n", 1);
+        assert_eq!(err.kind, CsvErrorKind::MissingColumn { column: "h" });
+        let err = any_rejected("id,lower,upper,h,d\n", 1);
+        assert_eq!(err.kind, CsvErrorKind::MissingColumn { column: "w" });
+    }
+
+    #[test]
+    fn duplicate_ids_and_empty_lifetimes_are_refused_as_for_bytes() {
+        let err = any_rejected("id,lower,upper,w,h\na,0,2,1,1\na,3,4,1,1\n", 3);
+        assert!(matches!(
+            err.kind,
+            CsvErrorKind::DuplicateId { first_line: 2, .. }
+        ));
+        let err = any_rejected("id,lower,upper,w,h\na,2,2,1,1\n", 2);
+        assert!(matches!(err.kind, CsvErrorKind::EmptyLifetime { .. }));
+    }
+
+    #[test]
+    fn the_byte_reader_refuses_dimensions_at_the_header() {
+        let err = read_records_csv("id,lower,upper,w,h\n0,0,2,4,4\n", false).unwrap_err();
+        assert_eq!(err.line, 1);
+        assert_eq!(err.kind, CsvErrorKind::MultiDimensional { columns: "w,h" });
+    }
+}

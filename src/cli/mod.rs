@@ -12,6 +12,7 @@ mod plan;
 mod records;
 mod reorder;
 mod run;
+mod textures;
 mod zoo;
 
 use clap::{Parser, Subcommand};
@@ -51,7 +52,8 @@ pub enum Command {
         /// The model to plan (its `@main` function).
         #[arg(required_unless_present = "records", conflicts_with = "records")]
         model: Option<PathBuf>,
-        /// Plan usage records from a CSV file `id,lower,upper,size` (half-open `[lower, upper)`).
+        /// Plan usage records from a CSV file `id,lower,upper,size` (half-open `[lower, upper)`),
+        /// or `id,lower,upper,w,h[,d]`: 2D/3D textures, planned as shared objects only.
         #[arg(long, value_name = "FILE.csv")]
         records: Option<PathBuf>,
         /// The CSV's intervals are closed `[lower, upper]`.

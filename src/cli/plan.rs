@@ -3,7 +3,8 @@
 //! Every plan shown is first validated by the independent checker; a strategy that produced
 //! an invalid plan is reported as an internal error rather than shown.
 
-use super::records::{self, PlanInput};
+use super::records::{self, AnyInput, PlanInput};
+use super::textures;
 use super::{input, Failure};
 use serde::Serialize;
 use std::io::Write as _;
@@ -131,12 +132,12 @@ struct Bounds {
     shared_objects: u64,
 }
 
-fn plan_error(source: &str, e: impl std::fmt::Display) -> Failure {
+pub(super) fn plan_error(source: &str, e: impl std::fmt::Display) -> Failure {
     eprintln!("{source}: error: {e}");
     Failure::Reported
 }
 
-fn ratio(v: u64, bound: u64) -> f64 {
+pub(super) fn ratio(v: u64, bound: u64) -> f64 {
     if bound == 0 {
         if v == 0 {
             1.0
@@ -205,11 +206,15 @@ pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Resul
     } else {
         Vec::new()
     };
-    let input = records::load(
-        opts.model.as_deref(),
-        opts.records.as_deref(),
-        opts.inclusive,
-    )?;
+    let input = match (opts.model.as_deref(), opts.records.as_deref()) {
+        // A CSV may have multi-dimensional sizes: those plan as textures, on their own path.
+        (None, Some(path)) => match records::from_any_csv(path, opts.inclusive)? {
+            AnyInput::Bytes(input) => input,
+            AnyInput::Dims2(input) => return textures::run(&opts, &input),
+            AnyInput::Dims3(input) => return textures::run(&opts, &input),
+        },
+        (model, csv) => records::load(model, csv, opts.inclusive)?,
+    };
     if opts.annotate {
         return annotate(&input, opts.align);
     }
@@ -449,7 +454,7 @@ fn emit_csv(out: &Path, input: &PlanInput, rows: &[OffsetsRow]) -> Result<(), Fa
     input::write_atomic(out, text.as_bytes())
 }
 
-fn fmt_time(ms: f64) -> String {
+pub(super) fn fmt_time(ms: f64) -> String {
     if ms < 1.0 {
         format!("{:.0} µs", ms * 1e3)
     } else if ms < 1000.0 {

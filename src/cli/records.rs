@@ -5,7 +5,8 @@ use super::{input, Failure};
 use std::path::Path;
 use tir_ir::Module;
 use tir_passes::liveness::{self, Liveness};
-use tir_passes::planner::csv::read_records_csv;
+use tir_passes::planner::csv::{read_any_records_csv, CsvRecords};
+use tir_passes::planner::multidim::UsageRecordNd;
 use tir_passes::planner::UsageRecord;
 
 /// Records to plan, with everything needed to show them.
@@ -47,7 +48,56 @@ pub fn from_model(path: &Path) -> Result<PlanInput, Failure> {
     })
 }
 
+/// Records with multi-dimensional sizes (`w,h[,d]` columns), with their display names.
+pub struct NdInput<const D: usize> {
+    pub source: String,
+    pub name: String,
+    pub records: Vec<UsageRecordNd<D>>,
+    pub names: Vec<String>,
+    pub num_ops: usize,
+}
+
+/// A CSV file's records, by the kind of size its header names.
+pub enum AnyInput {
+    Bytes(PlanInput),
+    Dims2(NdInput<2>),
+    Dims3(NdInput<3>),
+}
+
+/// Reads a CSV of byte sizes; a file of `w,h[,d]` sizes is refused (only `tirc plan` plans
+/// those, as shared objects).
 pub fn from_csv(path: &Path, inclusive: bool) -> Result<PlanInput, Failure> {
+    match from_any_csv(path, inclusive)? {
+        AnyInput::Bytes(input) => Ok(input),
+        AnyInput::Dims2(NdInput { source, .. }) | AnyInput::Dims3(NdInput { source, .. }) => {
+            eprintln!(
+                "{source}: error: the sizes are multi-dimensional (`w,h[,d]`): only shared objects \
+                 can plan them (`tirc plan --records {source}`), not offsets"
+            );
+            Err(Failure::Reported)
+        }
+    }
+}
+
+fn nd_input<const D: usize>(
+    shown: String,
+    name: String,
+    rows: Vec<tir_passes::planner::csv::CsvRecordNd<D>>,
+) -> NdInput<D> {
+    let (names, records): (Vec<String>, Vec<UsageRecordNd<D>>) =
+        rows.into_iter().map(|r| (r.id, r.record)).unzip();
+    let num_ops = records.iter().map(|r| r.last_op + 1).max().unwrap_or(0);
+    NdInput {
+        source: shown,
+        name,
+        records,
+        names,
+        num_ops,
+    }
+}
+
+/// Reads a CSV of either kind of size.
+pub fn from_any_csv(path: &Path, inclusive: bool) -> Result<AnyInput, Failure> {
     let shown = path.display().to_string();
     let text = std::fs::read(path).map_err(|e| {
         eprintln!("{shown}: error: cannot read the file: {e}");
@@ -60,26 +110,31 @@ pub fn from_csv(path: &Path, inclusive: bool) -> Result<PlanInput, Failure> {
         );
         Failure::Reported
     })?;
-    let rows = read_records_csv(&text, inclusive).map_err(|e| {
+    let rows = read_any_records_csv(&text, inclusive).map_err(|e| {
         eprintln!("{shown}:{}: error: {}", e.line, e.kind);
         Failure::Reported
     })?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| "records".into(), |s| s.to_string_lossy().into_owned());
+    let rows = match rows {
+        CsvRecords::Bytes(rows) => rows,
+        CsvRecords::Dims2(rows) => return Ok(AnyInput::Dims2(nd_input(shown, name, rows))),
+        CsvRecords::Dims3(rows) => return Ok(AnyInput::Dims3(nd_input(shown, name, rows))),
+    };
     // The ids move into `names` (a CSV written back is rebuilt from names and records): at a
     // million records a second copy of every id is a noticeable share of the whole command.
     let (names, records): (Vec<String>, Vec<UsageRecord>) =
         rows.into_iter().map(|r| (r.id, r.record)).unzip();
     let num_ops = records.iter().map(|r| r.last_op + 1).max().unwrap_or(0);
-    let name = path
-        .file_stem()
-        .map_or_else(|| "records".into(), |s| s.to_string_lossy().into_owned());
-    Ok(PlanInput {
+    Ok(AnyInput::Bytes(PlanInput {
         source: shown,
         name,
         names,
         records,
         num_ops,
         model: None,
-    })
+    }))
 }
 
 /// Loads either a model or a CSV, as the command line says.

@@ -11,7 +11,8 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use tir_planner::checker::{check_offsets, check_shared_objects};
+use tir_planner::checker::{check_offsets, check_shared_objects, check_shared_objects_nd};
+use tir_planner::multidim::{lower_bound_nd, plan_shared_objects_nd, UsageRecordNd};
 use tir_planner::{
     lower_bounds, plan_offsets, plan_shared_objects, OffsetStrategy, PlanError,
     SharedObjectStrategy, UsageRecord,
@@ -23,6 +24,16 @@ use tir_planner::{
 #[derive(Clone, Copy, Debug)]
 pub struct TirPlannerRecord {
     pub size: u64,
+    pub first_op: u64,
+    pub last_op: u64,
+}
+
+/// One texture: `size[0..dims]` (w, h[, d]) elements, live over the closed operator interval
+/// `[first_op, last_op]`. Mirrors `tir_planner_texture_record`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TirPlannerTextureRecord {
+    pub size: [u64; 3],
     pub first_op: u64,
     pub last_op: u64,
 }
@@ -78,7 +89,9 @@ impl From<PlanError> for Failure {
             PlanError::TooManyOperators { .. }
             | PlanError::TooLarge { .. }
             | PlanError::TimeBudget { .. } => TIR_PLANNER_TOO_LARGE,
-            PlanError::UnknownStrategy { .. } => TIR_PLANNER_UNKNOWN_STRATEGY,
+            PlanError::UnknownStrategy { .. } | PlanError::UnsupportedDimensions { .. } => {
+                TIR_PLANNER_UNKNOWN_STRATEGY
+            }
             PlanError::InvalidPreviousPlan { .. } => TIR_PLANNER_INVALID_RECORD,
             PlanError::Internal(_) => TIR_PLANNER_INTERNAL,
         };
@@ -297,6 +310,133 @@ pub unsafe extern "C" fn tir_planner_lower_bounds(
         };
         Ok(())
     })
+}
+
+/// Plans multi-dimensional shared objects (textures). See `tir_planner_plan_textures` in the
+/// header.
+///
+/// # Safety
+/// `records` points to `count` records; `strategy` is a NUL-terminated string; `object_ids`
+/// points to `count` writable elements and `object_sizes` to `count * dims`; `object_count`,
+/// `cost` and `lower_bound` are null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tir_planner_plan_textures(
+    records: *const TirPlannerTextureRecord,
+    count: usize,
+    dims: usize,
+    strategy: *const c_char,
+    object_ids: *mut usize,
+    object_sizes: *mut u64,
+    object_count: *mut usize,
+    cost: *mut u64,
+    lower_bound: *mut u64,
+) -> i32 {
+    guard(|| {
+        let name = read_name(strategy)?;
+        let strategy: SharedObjectStrategy = name.parse()?;
+        if count > 0 && records.is_null() {
+            return Err(Failure::new(TIR_PLANNER_NULL_ARGUMENT, "`records` is null"));
+        }
+        if count > 0 && (object_ids.is_null() || object_sizes.is_null()) {
+            return Err(Failure::new(
+                TIR_PLANNER_NULL_ARGUMENT,
+                "`object_ids` or `object_sizes` is null",
+            ));
+        }
+        let raw = if count == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(records, count)
+        };
+        let out = TextureOut {
+            name,
+            count,
+            object_ids,
+            object_sizes,
+            object_count,
+            cost,
+            lower_bound,
+        };
+        match dims {
+            2 => out.plan::<2>(raw, strategy),
+            3 => out.plan::<3>(raw, strategy),
+            _ => Err(Failure::new(
+                TIR_PLANNER_INVALID_RECORD,
+                format!("`dims` must be 2 or 3, got {dims}"),
+            )),
+        }
+    })
+}
+
+/// The output side of `tir_planner_plan_textures`.
+struct TextureOut<'a> {
+    name: &'a str,
+    count: usize,
+    object_ids: *mut usize,
+    object_sizes: *mut u64,
+    object_count: *mut usize,
+    cost: *mut u64,
+    lower_bound: *mut u64,
+}
+
+impl TextureOut<'_> {
+    /// # Safety
+    /// As `tir_planner_plan_textures`'s, with `dims == D`.
+    unsafe fn plan<const D: usize>(
+        self,
+        raw: &[TirPlannerTextureRecord],
+        strategy: SharedObjectStrategy,
+    ) -> Result<(), Failure> {
+        let records = raw
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let op = |v: u64, what: &str| {
+                    usize::try_from(v).map_err(|_| {
+                        Failure::new(
+                            TIR_PLANNER_INVALID_RECORD,
+                            format!("usage record {i}: {what} {v} does not fit in size_t"),
+                        )
+                    })
+                };
+                let mut size = [0u64; D];
+                size.copy_from_slice(&r.size[..D]);
+                Ok(UsageRecordNd {
+                    size,
+                    first_op: op(r.first_op, "first_op")?,
+                    last_op: op(r.last_op, "last_op")?,
+                })
+            })
+            .collect::<Result<Vec<_>, Failure>>()?;
+        let plan = plan_shared_objects_nd(&records, strategy)?;
+        internal_check(check_shared_objects_nd(&records, &plan), self.name)?;
+        if plan.object_sizes.len() > self.count {
+            return Err(Failure::new(
+                TIR_PLANNER_INTERNAL,
+                "internal planner error: more objects than records",
+            ));
+        }
+        let bound = lower_bound_nd(&records)?;
+        if self.count > 0 {
+            std::slice::from_raw_parts_mut(self.object_ids, self.count)
+                .copy_from_slice(&plan.object_ids);
+            let sizes = std::slice::from_raw_parts_mut(self.object_sizes, self.count * D);
+            for (k, s) in plan.object_sizes.iter().enumerate() {
+                sizes[k * D..(k + 1) * D].copy_from_slice(s);
+            }
+        }
+        if !self.object_count.is_null() {
+            *self.object_count = plan.object_sizes.len();
+        }
+        if !self.cost.is_null() {
+            // The checker verified that the cost fits in u64.
+            *self.cost = plan.cost().unwrap_or(u64::MAX);
+        }
+        if !self.lower_bound.is_null() {
+            *self.lower_bound = bound;
+        }
+        Ok(())
+    }
 }
 
 /// The message of the last call on this thread that failed ("" after a success). Valid until

@@ -5,7 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tir_planner::checker::{check_offsets, check_shared_objects};
+use tir_planner::checker::{check_offsets, check_shared_objects, check_shared_objects_nd};
+use tir_planner::multidim::{
+    lower_bound_nd, plan_shared_objects_nd, SharedObjectsPlanNd, UsageRecord2d, UsageRecord3d,
+};
 use tir_planner::{
     lower_bounds, plan_offsets, plan_shared_objects, OffsetStrategy, OffsetsPlan,
     SharedObjectStrategy, SharedObjectsPlan, UsageRecord,
@@ -28,15 +31,20 @@ fn static_library() -> PathBuf {
 
 /// Compiles the C program once per test into a fresh directory.
 fn compile(dir: &Path) -> PathBuf {
+    compile_program(dir, "plan")
+}
+
+/// Compiles `tests/c/NAME.c` into `dir/NAME`.
+fn compile_program(dir: &Path, name: &str) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = dir.join("plan");
+    let exe = dir.join(name);
     let output = Command::new("cc")
         .arg("-std=c99")
         .arg("-Wall")
         .arg("-Werror")
         .arg("-I")
         .arg(manifest.join("../include"))
-        .arg(manifest.join("tests/c/plan.c"))
+        .arg(manifest.join(format!("tests/c/{name}.c")))
         .arg(static_library())
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&exe)
@@ -163,6 +171,82 @@ fn c_program_gets_errors_as_codes_and_messages() {
     let out = run(&exe, "naive", "naive", 0, &records());
     assert!(
         out.contains("offsets error 4: alignment must be at least 1"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn c_program_gets_the_texture_plans() {
+    let dir = temp_dir("textures");
+    let exe = compile_program(&dir, "textures");
+    let run = |args: &[String]| {
+        let output = Command::new(&exe).args(args).output().expect("run");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("UTF-8 output")
+    };
+    // TFLite's `UInt2Records` test, and a 3D chain where no object can be reused.
+    let flat: Vec<UsageRecord2d> = [
+        ([2, 8], 0, 1),
+        ([2, 8], 1, 2),
+        ([1, 12], 2, 4),
+        ([2, 8], 3, 5),
+        ([8, 2], 4, 5),
+        ([2, 8], 5, 7),
+        ([1, 8], 6, 8),
+        ([2, 8], 7, 8),
+        ([4, 1], 8, 9),
+    ]
+    .into_iter()
+    .map(|(s, f, l)| UsageRecord2d::new(s, f, l))
+    .collect();
+    for strategy in ["naive", "equality", "greedy_in_order", "best"] {
+        let mut args = vec![strategy.to_string(), "2".to_string()];
+        args.extend(
+            flat.iter()
+                .map(|r| format!("{}:{}:{}:{}", r.size[0], r.size[1], r.first_op, r.last_op)),
+        );
+        let out = run(&args);
+        let extents = values(&out, "extent");
+        let plan = SharedObjectsPlanNd {
+            object_ids: values(&out, "object")
+                .into_iter()
+                .map(|v| v as usize)
+                .collect(),
+            object_sizes: extents.chunks(2).map(|c| [c[0], c[1]]).collect(),
+        };
+        check_shared_objects_nd(&flat, &plan).expect("the C API's textures pass the checker");
+        let expected = plan_shared_objects_nd(&flat, strategy.parse().unwrap()).unwrap();
+        assert_eq!(plan, expected, "{strategy}");
+        assert_eq!(values(&out, "cost"), [expected.cost().unwrap()]);
+        assert_eq!(
+            values(&out, "lower_bound"),
+            [lower_bound_nd(&flat).unwrap()]
+        );
+    }
+    let cubes = [
+        UsageRecord3d::new([4, 3, 2], 0, 1),
+        UsageRecord3d::new([2, 2, 2], 1, 2),
+    ];
+    let mut args = vec!["greedy_in_order".to_string(), "3".to_string()];
+    args.extend(cubes.iter().map(|r| {
+        let [w, h, d] = r.size;
+        format!("{w}:{h}:{d}:{}:{}", r.first_op, r.last_op)
+    }));
+    let out = run(&args);
+    assert_eq!(values(&out, "extent"), [4, 3, 2, 2, 2, 2]);
+    assert_eq!(values(&out, "cost"), [24 + 8]);
+
+    // Errors are codes with messages: a strategy TFLite does not define for textures, and a
+    // dimension count that is neither 2 nor 3.
+    let out = run(&["greedy_by_size".into(), "2".into(), "1:1:0:0".into()]);
+    assert!(
+        out.contains("error 2: strategy `greedy_by_size` is not defined for 2-dimensional sizes"),
+        "{out}"
+    );
+    let out = run(&["naive".into(), "4".into()]);
+    assert!(
+        out.contains("error 3: `dims` must be 2 or 3, got 4"),
         "{out}"
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -9,7 +9,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use tir_planner::checker::{check_offsets, check_shared_objects};
+use tir_planner::checker::{check_offsets, check_shared_objects, check_shared_objects_nd};
+use tir_planner::multidim::{lower_bound_nd, plan_shared_objects_nd, UsageRecordNd};
 use tir_planner::{OffsetStrategy, OffsetsPlan, SharedObjectStrategy, UsageRecord};
 
 create_exception!(_native, PlanError, PyValueError);
@@ -105,6 +106,68 @@ fn plan_shared_objects<'py>(
     Ok((ids, sizes, plan.cost()))
 }
 
+/// Textures of `D` dimensions from `(extents..., first_op, last_op)` rows of u64.
+fn texture_records<const D: usize>(bytes: &[u8]) -> PyResult<Vec<UsageRecordNd<D>>> {
+    let flat = words(bytes, "records")?;
+    if !flat.len().is_multiple_of(D + 2) {
+        return Err(plan_error(format!(
+            "records: expected rows of {D} extents, first_op and last_op"
+        )));
+    }
+    flat.chunks_exact(D + 2)
+        .enumerate()
+        .map(|(i, row)| {
+            let op = |v: u64, what: &str| {
+                usize::try_from(v).map_err(|_| {
+                    plan_error(format!(
+                        "usage record {i}: {what} {v} does not fit in usize"
+                    ))
+                })
+            };
+            let mut size = [0u64; D];
+            size.copy_from_slice(&row[..D]);
+            Ok(UsageRecordNd {
+                size,
+                first_op: op(row[D], "first_op")?,
+                last_op: op(row[D + 1], "last_op")?,
+            })
+        })
+        .collect()
+}
+
+fn plan_textures_of<'py, const D: usize>(
+    py: Python<'py>,
+    records_bytes: &[u8],
+    strategy: &str,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64, u64)> {
+    let s: SharedObjectStrategy = strategy.parse().map_err(plan_error)?;
+    let records = texture_records::<D>(records_bytes)?;
+    let plan = plan_shared_objects_nd(&records, s).map_err(plan_error)?;
+    check_shared_objects_nd(&records, &plan).map_err(|e| first_error(strategy, e))?;
+    let bound = lower_bound_nd(&records).map_err(plan_error)?;
+    let ids = to_bytes(py, plan.object_ids.iter().map(|&i| i as u64));
+    let sizes = to_bytes(py, plan.object_sizes.iter().flatten().copied());
+    // The checker verified that the cost fits in u64.
+    Ok((ids, sizes, plan.cost().unwrap_or(u64::MAX), bound))
+}
+
+/// `(object ids bytes, object extents bytes, cost, lower bound)` for 2D or 3D textures.
+#[pyfunction]
+fn plan_textures<'py>(
+    py: Python<'py>,
+    records_bytes: &[u8],
+    dims: usize,
+    strategy: &str,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64, u64)> {
+    match dims {
+        2 => plan_textures_of::<2>(py, records_bytes, strategy),
+        3 => plan_textures_of::<3>(py, records_bytes, strategy),
+        _ => Err(plan_error(format!(
+            "textures have 2 or 3 dimensions, got {dims}"
+        ))),
+    }
+}
+
 /// `(offsets bound, shared objects bound)`: paper §5.1 and §4.1.
 #[pyfunction]
 fn lower_bounds(records_bytes: &[u8], align: u64) -> PyResult<(u64, u64)> {
@@ -148,6 +211,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plan_offsets, m)?)?;
     m.add_function(wrap_pyfunction!(plan_shared_objects, m)?)?;
     m.add_function(wrap_pyfunction!(lower_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_textures, m)?)?;
     m.add_function(wrap_pyfunction!(check_offsets_plan, m)?)?;
     m.add_function(wrap_pyfunction!(offset_strategy_names, m)?)?;
     m.add_function(wrap_pyfunction!(shared_object_strategy_names, m)?)?;

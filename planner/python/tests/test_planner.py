@@ -145,3 +145,67 @@ def test_plan_error_is_a_value_error():
     assert issubclass(PlanError, ValueError)
     with pytest.raises(ValueError):
         tir_planner.plan_offsets(RECORDS, "naive", align=0)
+
+
+# TFLite's `UInt2Records` test (memory_management_test.cc): (w, h, first_op, last_op).
+TEXTURES_2D = [
+    (2, 8, 0, 1),
+    (2, 8, 1, 2),
+    (1, 12, 2, 4),
+    (2, 8, 3, 5),
+    (8, 2, 4, 5),
+    (2, 8, 5, 7),
+    (1, 8, 6, 8),
+    (2, 8, 7, 8),
+    (4, 1, 8, 9),
+]
+
+
+def assert_valid_textures(records, plan):
+    """Each object is the component-wise maximum of its tensors; sharers never meet in time."""
+    dims = len(records[0]) - 2
+    assert plan.object_sizes.shape == (plan.object_sizes.shape[0], dims)
+    for k, size in enumerate(plan.object_sizes):
+        tenants = [r for r, o in zip(records, plan.object_ids) if o == k]
+        assert tenants
+        assert list(size) == [max(t[j] for t in tenants) for j in range(dims)]
+        for a in tenants:
+            for b in tenants:
+                if a is not b:
+                    assert a[dims + 1] < b[dims] or b[dims + 1] < a[dims]
+    assert plan.cost == sum(int(np.prod(s)) for s in plan.object_sizes)
+    assert plan.lower_bound <= plan.cost
+
+
+def test_textures_plan_as_tflite():
+    plan = tir_planner.plan_textures(TEXTURES_2D, "greedy_in_order")
+    assert plan.object_ids.tolist() == [0, 1, 2, 0, 3, 1, 2, 0, 3]
+    assert plan.object_sizes.tolist() == [[2, 8], [2, 8], [1, 12], [8, 2]]
+    assert (plan.cost, plan.lower_bound) == (60, 48)
+    assert_valid_textures(TEXTURES_2D, plan)
+
+
+@pytest.mark.parametrize("strategy", ["naive", "equality", "greedy_in_order", "best"])
+def test_every_texture_strategy_gives_a_valid_plan(strategy):
+    assert_valid_textures(TEXTURES_2D, tir_planner.plan_textures(TEXTURES_2D, strategy))
+    rng = np.random.default_rng(7)
+    first = rng.integers(0, 40, size=60)
+    cubes = np.column_stack(
+        [rng.integers(1, 4, size=(60, 3)), first, first + rng.integers(0, 6, size=60)]
+    )
+    rows = [tuple(int(v) for v in row) for row in cubes]
+    assert_valid_textures(rows, tir_planner.plan_textures(cubes, strategy))
+
+
+@pytest.mark.parametrize(
+    "records, strategy, message",
+    [
+        (TEXTURES_2D, "greedy_by_size", "not defined for 2-dimensional sizes"),
+        ([(1, 1, 1)], "naive", "rows of 3"),
+        ([(1, 1, 2, 1)], "naive", "first_op 2 after last_op 1"),
+        ([(-1, 1, 0, 1)], "naive", "must not be negative"),
+    ],
+)
+def test_bad_textures_raise_plan_error(records, strategy, message):
+    with pytest.raises(PlanError, match=message):
+        tir_planner.plan_textures(records, strategy)

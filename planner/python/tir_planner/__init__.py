@@ -28,6 +28,8 @@ __all__ = [
     "LowerBounds",
     "plan_offsets",
     "plan_shared_objects",
+    "plan_textures",
+    "TexturesPlan",
     "lower_bounds",
     "check_offsets",
     "OFFSET_STRATEGIES",
@@ -70,8 +72,21 @@ class SharedObjectsPlan:
     lower_bounds: LowerBounds
 
 
-def _records_bytes(records):
-    """The records as native-endian uint64 triples, checked before any conversion can wrap."""
+@dataclass(frozen=True)
+class TexturesPlan:
+    strategy: str
+    #: ``object_ids[i]`` is record i's object.
+    object_ids: np.ndarray
+    #: ``object_sizes[k]`` is object k's extents, shape ``(objects, dims)``.
+    object_sizes: np.ndarray
+    #: The sum of the object volumes, in elements.
+    cost: int
+    #: The sum of the positional maxima of the tensors' volumes (paper 4.1 on volumes).
+    lower_bound: int
+
+
+def _records_bytes(records, width=3, what="(size, first_op, last_op) triples"):
+    """The records as rows of native-endian uint64, checked before any conversion can wrap."""
     array = np.asarray(records)
     if not isinstance(records, np.ndarray) and array.size and array.dtype.kind not in "iu":
         # A list mixing ints beyond int64 with others becomes float64 in NumPy, which would
@@ -79,10 +94,8 @@ def _records_bytes(records):
         array = np.array(records, dtype=object)
     if array.size == 0:
         return b""
-    if array.ndim != 2 or array.shape[1] != 3:
-        raise PlanError(
-            f"records must be (size, first_op, last_op) triples, got shape {array.shape}"
-        )
+    if array.ndim != 2 or array.shape[1] != width:
+        raise PlanError(f"records must be {what}, got shape {array.shape}")
     if array.dtype == object:
         # Python ints beyond 64 bits, or mixed objects: check each one.
         for row, triple in enumerate(array):
@@ -130,6 +143,29 @@ def plan_shared_objects(records, strategy="greedy_by_size_improved", align=64):
     ids, sizes, cost = _native.plan_shared_objects(data, strategy, _align(align))
     bounds = LowerBounds(*_native.lower_bounds(data, _align(align)))
     return SharedObjectsPlan(strategy, _u64(ids), _u64(sizes), cost, bounds)
+
+
+def plan_textures(records, strategy="greedy_in_order"):
+    """Shared objects of 2D or 3D textures (TFLite's GPU uint2/uint3 sizes).
+
+    Each record is ``(w, h, first_op, last_op)`` or ``(w, h, d, first_op, last_op)``, extents
+    in elements, the lifetime closed. A tensor fits an object only if the object is at least as
+    large in every dimension. Strategies: ``naive``, ``equality``, ``greedy_in_order``,
+    ``best`` (the ones TFLite defines for these sizes).
+
+    >>> plan = plan_textures([(64, 64, 0, 1), (32, 64, 2, 3), (128, 8, 4, 5)])
+    >>> plan.object_ids.tolist(), plan.object_sizes.tolist(), plan.cost
+    ([0, 0, 1], [[64, 64], [128, 8]], 5120)
+    """
+    width = np.asarray(records).shape[-1] if len(records) else 4
+    if width not in (4, 5):
+        raise PlanError(
+            "records must be (w, h, first_op, last_op) or (w, h, d, first_op, last_op) rows, "
+            f"got rows of {width}"
+        )
+    data = _records_bytes(records, width, f"rows of {width} integers")
+    ids, sizes, cost, bound = _native.plan_textures(data, width - 2, strategy)
+    return TexturesPlan(strategy, _u64(ids), _u64(sizes).reshape(-1, width - 2), cost, bound)
 
 
 def check_offsets(records, offsets, total_size, align=64):
