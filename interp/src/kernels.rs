@@ -546,8 +546,9 @@ pub fn transpose(perm: &[u64], x: View, out: &mut Out) {
     walk(&out.shape, [0], [&ps], |p, [ix]| data[p] = x.data[ix]);
 }
 
-/// `exp(x - max) / Σ exp(x - max)` along `axis`.
-pub fn softmax(axis: usize, x: View, out: &mut Out) {
+/// Calls `f(at, max)` for every lane along `axis`: `at(l)` is the flat index of the lane's
+/// `l`-th element, `max` its largest element (f32, NaN skipped as `f32::max` does).
+fn along_axis(axis: usize, x: &View, mut f: impl FnMut(&dyn Fn(usize) -> usize, f32)) {
     let len = x.shape[axis];
     let outer: usize = x.shape[..axis].iter().product();
     let inner: usize = x.shape[axis + 1..].iter().product();
@@ -557,40 +558,40 @@ pub fn softmax(axis: usize, x: View, out: &mut Out) {
             let max = (0..len)
                 .map(|l| x.data[at(l)])
                 .fold(f32::NEG_INFINITY, f32::max);
-            let mut sum = 0f64;
-            for l in 0..len {
-                let e = (x.data[at(l)] - max).exp();
-                out.data[at(l)] = e;
-                sum += f64::from(e);
-            }
-            for l in 0..len {
-                out.data[at(l)] = (f64::from(out.data[at(l)]) / sum) as f32;
-            }
+            f(&at, max);
         }
     }
+}
+
+/// `exp(x - max) / Σ exp(x - max)` along `axis`.
+pub fn softmax(axis: usize, x: View, out: &mut Out) {
+    let len = x.shape[axis];
+    along_axis(axis, &x, |at, max| {
+        let mut sum = 0f64;
+        for l in 0..len {
+            let e = (x.data[at(l)] - max).exp();
+            out.data[at(l)] = e;
+            sum += f64::from(e);
+        }
+        for l in 0..len {
+            out.data[at(l)] = (f64::from(out.data[at(l)]) / sum) as f32;
+        }
+    });
 }
 
 /// `x - max - ln(Σ exp(x - max))` along `axis`: as [`softmax`] (max in f32, the exponentials'
 /// sum in f64) but the logarithm of the sum is subtracted instead of dividing by it.
 pub fn log_softmax(axis: usize, x: View, out: &mut Out) {
     let len = x.shape[axis];
-    let outer: usize = x.shape[..axis].iter().product();
-    let inner: usize = x.shape[axis + 1..].iter().product();
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |l: usize| (o * len + l) * inner + i;
-            let max = (0..len)
-                .map(|l| x.data[at(l)])
-                .fold(f32::NEG_INFINITY, f32::max);
-            let sum: f64 = (0..len)
-                .map(|l| f64::from((x.data[at(l)] - max).exp()))
-                .sum();
-            let log_sum = sum.ln();
-            for l in 0..len {
-                out.data[at(l)] = (f64::from(x.data[at(l)] - max) - log_sum) as f32;
-            }
+    along_axis(axis, &x, |at, max| {
+        let sum: f64 = (0..len)
+            .map(|l| f64::from((x.data[at(l)] - max).exp()))
+            .sum();
+        let log_sum = sum.ln();
+        for l in 0..len {
+            out.data[at(l)] = (f64::from(x.data[at(l)] - max) - log_sum) as f32;
         }
-    }
+    });
 }
 
 pub fn pad(pads: &[u64], mode: PadMode, value: f64, x: View, out: &mut Out) {
