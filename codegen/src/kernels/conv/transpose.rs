@@ -17,7 +17,8 @@
 //!
 //! Rows whose taps all lie inside the input run in one loop per phase; the border rows are
 //! emitted one by one with only their valid taps. A phase with no taps at all (stride larger
-//! than the kernel) still stores the bias, so every output element is written.
+//! than the kernel) still stores the bias, so every output element is written; the fused
+//! activation then runs over the finished output in one contiguous loop.
 
 use super::geometry::interval;
 use crate::kernels::common::activation;
@@ -196,6 +197,17 @@ pub(crate) fn emit<'a, 'c>(
                     }
                 }
             }
+            // The fused activation over the group's whole output, once every phase has
+            // stored its sums: one contiguous loop the vectoriser widens (inline exp
+            // included), where applying it lane by lane in the tiles' scattered stores
+            // measured 4× slower than the convolution itself (sigmoid, selfie
+            // segmentation's 16 → 1 channel upsampling).
+            if d.act.is_some() {
+                k.loop_(0, mg * d.oh * d.ow, &mut |i| {
+                    let y = activation(k, d.act, k.ld(o, i)?)?;
+                    k.st(o, i, y)
+                })?;
+            }
             Ok(())
         })
     })
@@ -329,39 +341,30 @@ impl<'p, 'a, 'c> Phase<'p, 'a, 'c> {
                 Ok(acc.into_iter().map(|v| v.into()).collect())
             })?
         };
+        // Sums plus bias; the activation is applied afterwards (see [`emit`]).
         for r in 0..mr {
             let m = k.add(m0, k.c(r))?;
             let bias = match self.bias {
-                Some(p) => k.ld(p, m)?,
-                None => k.f(0.0),
+                Some(p) => k.splat(k.ld(p, m)?, w)?,
+                None => k.vty(w).const_zero(),
             };
             let orow_r = k.add(k.mul(m, d.oh * d.ow)?, orow)?;
             for v in 0..nv {
                 let a = acc[r as usize * nv + v].into_vector_value();
+                let y = llvm(k.b.build_float_add(a, bias, "y"))?;
                 let n_on = blk.store[v].iter().filter(|&&b| b).count() as u32;
                 // Phase column u0 + v·W + l is output column px + (u0 + v·W + l)·sW.
                 let ucol = k.add(u0, k.c(v as i64 * wl))?;
                 let base = k.add(orow_r, k.add(k.mul(ucol, d.sw)?, k.c(self.px))?)?;
                 if d.sw == 1 {
-                    let mut out = k.vty(w).get_undef();
-                    for l in 0..n_on {
-                        let y = activation(k, d.act, k.fadd(k.lane(a, l)?, bias)?)?;
-                        out = llvm(k.b.build_insert_element(
-                            out,
-                            y,
-                            k.ctx.i32_type().const_int(l.into(), false),
-                            "o",
-                        ))?;
-                    }
                     if n_on == w {
-                        k.stv(self.o, base, out)?;
+                        k.stv(self.o, base, y)?;
                     } else {
-                        k.stv_masked(self.o, base, out, n_on)?;
+                        k.stv_masked(self.o, base, y, n_on)?;
                     }
                 } else {
                     for l in 0..n_on {
-                        let y = activation(k, d.act, k.fadd(k.lane(a, l)?, bias)?)?;
-                        k.st(self.o, k.add(base, k.c(l as i64 * d.sw))?, y)?;
+                        k.st(self.o, k.add(base, k.c(l as i64 * d.sw))?, k.lane(y, l)?)?;
                     }
                 }
             }
