@@ -92,6 +92,24 @@ def models():
         [w("w", 4, 3, 3, 3), pos("g", 4), w("be", 4), w("mu", 4), pos("var", 4)],
     )
     yield model(
+        "conv_transpose_upsample_relu",
+        [
+            N("ConvTranspose", ["x", "w", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+            N("Relu", ["c"], ["y"]),
+        ],
+        [inp("x", 1, 4, 6, 5)], ["y"], [w("w", 4, 3, 3, 3), w("b", 3)],
+    )
+    yield model(
+        "conv_transpose_groups_dilations_same_lower",
+        [N("ConvTranspose", ["x", "w"], ["y"], group=2, strides=[2, 3], dilations=[1, 2], auto_pad="SAME_LOWER")],
+        [inp("x", 2, 4, 5, 4)], ["y"], [w("w", 4, 2, 3, 2)],
+    )
+    yield model(
+        "conv_transpose_output_shape",
+        [N("ConvTranspose", ["x", "w", "b"], ["y"], strides=[3, 2], output_shape=[10, 8], kernel_shape=[3, 3])],
+        [inp("x", 1, 2, 3, 3)], ["y"], [w("w", 2, 3, 3, 3), w("b", 3)],
+    )
+    yield model(
         "batch_norm",
         [N("BatchNormalization", ["x", "g", "be", "mu", "var"], ["y"])],
         [inp("x", 2, 3, 5)], ["y"], [pos("g", 3), w("be", 3), w("mu", 3), pos("var", 3)],

@@ -33,6 +33,7 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::Prelu => elementwise::prelu(g, func, st, op, name),
         Op::BatchNorm { epsilon } => elementwise::batch_norm(g, func, st, op, *epsilon, name),
         Op::Conv2d(c) => conv::conv2d(g, func, st, op, c, name),
+        Op::ConvTranspose(c) => conv::conv_transpose(g, func, st, op, c, name),
         Op::MatMul { activation } => matmul::matmul(g, func, st, op, *activation, name),
         Op::Gemm(gm) => matmul::gemm_op(g, func, st, op, gm, name),
         Op::MaxPool(p) => pool::pool(g, func, st, op, p, true, name),

@@ -38,6 +38,16 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
                 0
             }
         }
+        // Every input element meets M/groups · KH · KW weights (an upper bound: the crop
+        // drops some products).
+        Op::ConvTranspose(_) => {
+            let (x, w) = (shape(0), shape(1));
+            if w.len() == 4 {
+                2 * x.iter().product::<u64>() * w[1] * w[2] * w[3]
+            } else {
+                0
+            }
+        }
         // out[..., M, N] = A[..., M, K] · B[..., K, N]
         Op::MatMul { .. } => {
             let a = shape(0);

@@ -288,6 +288,9 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
     match op {
         Op::Const { .. } => {}
         Op::Conv2d(c) => kernels::conv2d(c, ins[0], ins[1], ins.get(2).copied(), out),
+        Op::ConvTranspose(c) => {
+            kernels::conv_transpose(c, ins[0], ins[1], ins.get(2).copied(), out)
+        }
         Op::MatMul { activation } => kernels::matmul(*activation, ins[0], ins[1], out),
         Op::Gemm(g) => kernels::gemm(g, ins[0], ins[1], ins.get(2).copied(), out),
         Op::Binary { op, activation } => kernels::binary(*op, *activation, ins[0], ins[1], out),

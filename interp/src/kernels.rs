@@ -13,7 +13,8 @@
 //! averages, `batch_norm`, `layer_norm`, `reduce_mean`) are computed in `f64` and rounded once.
 
 use tir_ir::op::{
-    Activation, BinaryOp, Conv2d, CoordMode, Gemm, NearestMode, PadMode, Pool2d, ReduceKind,
+    Activation, BinaryOp, Conv2d, ConvTranspose, CoordMode, Gemm, NearestMode, PadMode, Pool2d,
+    ReduceKind,
     Resize, ResizeMode, Slice, UnaryOp,
 };
 
@@ -316,6 +317,68 @@ pub fn conv2d(c: &Conv2d, x: View, w: View, bias: Option<View>, out: &mut Out) {
                     }
                 }
             }
+            apply_activation(c.activation, plane);
+        }
+    }
+}
+
+/// The scatter form of docs/ir.md's `conv_transpose`: every input pixel adds
+/// `x[n, g*Cg + c, iy, ix] * w[g*Cg + c, m, i, j]` to output pixel
+/// `(iy*sH + i*dH - pad_top, ix*sW + j*dW - pad_left)` of channel `g*Mg + m`, where that lies
+/// inside the output; the output starts as the bias. Per input row and tap the input row is
+/// read contiguously and the output row written every `sW`-th element.
+pub fn conv_transpose(c: &ConvTranspose, x: View, w: View, bias: Option<View>, out: &mut Out) {
+    let [n, ci, h, wd] = dims4(x.shape);
+    let [_, mg, kh, kw] = dims4(w.shape);
+    let [_, m, oh, ow] = dims4(&out.shape);
+    let cg = ci / c.groups as usize;
+    let [sh, sw] = c.strides.map(|v| v as usize);
+    let [dh, dw] = c.dilations.map(|v| v as usize);
+    let (pt, pl) = (c.pads[0] as usize, c.pads[1] as usize);
+    for b in 0..n {
+        for oc in 0..m {
+            let plane = &mut out.data[(b * m + oc) * oh * ow..][..oh * ow];
+            plane.fill(bias.map_or(0.0, |bv| bv.data[oc]));
+        }
+        for ic in 0..ci {
+            let g = ic / cg;
+            let xplane = &x.data[(b * ci + ic) * h * wd..][..h * wd];
+            for mo in 0..mg {
+                let oc = g * mg + mo;
+                let plane = &mut out.data[(b * m + oc) * oh * ow..][..oh * ow];
+                for i in 0..kh {
+                    for j in 0..kw {
+                        let wv = w.data[((ic * mg + mo) * kh + i) * kw + j];
+                        // The input columns whose output column ix*sW + j*dW - pad_left
+                        // lies inside [0, OW).
+                        let off = j * dw;
+                        let lo = if pl > off { (pl - off).div_ceil(sw) } else { 0 };
+                        let hi = if ow + pl > off {
+                            (ow + pl - off).div_ceil(sw)
+                        } else {
+                            0
+                        }
+                        .min(wd);
+                        if lo >= hi {
+                            continue;
+                        }
+                        for iy in 0..h {
+                            let oy = iy * sh + i * dh;
+                            if oy < pt || oy - pt >= oh {
+                                continue;
+                            }
+                            let row = &xplane[iy * wd + lo..iy * wd + hi];
+                            let orow = &mut plane[(oy - pt) * ow + lo * sw + off - pl..];
+                            for (o, &xv) in orow.iter_mut().step_by(sw).zip(row) {
+                                *o += xv * wv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for oc in 0..m {
+            let plane = &mut out.data[(b * m + oc) * oh * ow..][..oh * ow];
             apply_activation(c.activation, plane);
         }
     }

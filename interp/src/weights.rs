@@ -19,15 +19,16 @@
 //!
 //! | role | used as | center | half width |
 //! |---|---|---|---|
-//! | [`Role::Weight`] | `conv2d` weight, `gemm` B, `matmul` B | 0 | `sqrt(3 / fan_in)` (variance `1 / fan_in`, LeCun uniform) |
-//! | [`Role::Bias`] | `conv2d`/`gemm` bias, `batch_norm` bias and mean, `layer_norm` bias, the other operand of `add`/`sub` | 0 | 0.05 |
+//! | [`Role::Weight`] | `conv2d`/`conv_transpose` weight, `gemm` B, `matmul` B | 0 | `sqrt(3 / fan_in)` (variance `1 / fan_in`, LeCun uniform) |
+//! | [`Role::Bias`] | `conv2d`/`conv_transpose`/`gemm` bias, `batch_norm` bias and mean, `layer_norm` bias, the other operand of `add`/`sub` | 0 | 0.05 |
 //! | [`Role::Scale`] | `batch_norm`/`layer_norm` scale, the other operand of `mul`/`div` | 1 | 0.1 |
 //! | [`Role::Variance`] | `batch_norm` var | 1.1 | 0.1 (so always positive) |
 //! | [`Role::Slope`] | `prelu` slope | 0.25 | 0.05 |
 //! | [`Role::Uniform`] | anything else, and generated inputs | 0 | 1 |
 //!
 //! `fan_in` is the product of the weight's dimensions but the first for `conv2d`
-//! (`C/groups * kH * kW`), and the contraction length `K` for `gemm` and `matmul`. Variance
+//! (`C/groups * kH * kW`), `C * kH * kW` for `conv_transpose` (weight `[C, M/groups, kH, kW]`;
+//! an output pixel sums at most that many products), and the contraction length `K` for `gemm` and `matmul`. Variance
 //! `1 / fan_in` keeps a layer's output on the scale of its input (before the activation).
 //! He scaling (`sqrt(6 / fan_in)`) was measured too and rejected: it keeps plain ReLU chains
 //! steady but lets residual sums grow until ResNet-50's, RandWire's and NASNet's softmax
@@ -158,7 +159,10 @@ pub fn role_of(func: &Function, value: Value) -> Role {
             (Op::Conv2d(_), 1) => Some(Role::Weight {
                 fan_in: tail_product(&shape),
             }),
-            (Op::Conv2d(_) | Op::Gemm(_), 2) => Some(Role::Bias),
+            (Op::ConvTranspose(_), 1) if shape.len() == 4 => Some(Role::Weight {
+                fan_in: shape[0].saturating_mul(shape[2]).saturating_mul(shape[3]),
+            }),
+            (Op::Conv2d(_) | Op::ConvTranspose(_) | Op::Gemm(_), 2) => Some(Role::Bias),
             (Op::Gemm(g), 1) if shape.len() == 2 => Some(Role::Weight {
                 fan_in: if g.trans_b { shape[1] } else { shape[0] },
             }),

@@ -363,6 +363,40 @@ impl Default for Conv2d {
     }
 }
 
+/// 2-D transposed convolution (ONNX ConvTranspose on NCHW), the gradient of [`Conv2d`] with
+/// respect to its input. Operands: input `[N, C, H, W]`, weight `[C, M/groups, kH, kW]`
+/// (ONNX's layout: input channels first), optional bias `[M]`.
+///
+/// Input pixel `(iy, ix)` scatters into the full output at `(iy*sH + i*dH, ix*sW + j*dW)`;
+/// the result is that full output with `pads` cropped from its borders and `output_padding`
+/// rows and columns (bias only) added at its end, so an explicit output size (ONNX
+/// `output_shape`, TFLite's `output_shape` input) is a choice of pads and `output_padding`
+/// made at import.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvTranspose {
+    pub strides: [u64; 2],
+    pub dilations: [u64; 2],
+    /// `[top, left, bottom, right]` cropped from the full output, as [`Conv2d::pads`].
+    pub pads: [u64; 4],
+    /// `[bottom, right]`: extra output rows and columns at the end (ONNX `output_padding`).
+    pub output_padding: [u64; 2],
+    pub groups: u64,
+    pub activation: Option<Activation>,
+}
+
+impl Default for ConvTranspose {
+    fn default() -> Self {
+        ConvTranspose {
+            strides: [1, 1],
+            dilations: [1, 1],
+            pads: [0; 4],
+            output_padding: [0, 0],
+            groups: 1,
+            activation: None,
+        }
+    }
+}
+
 /// 2-D max or average pooling on NCHW.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pool2d {
@@ -426,6 +460,7 @@ pub enum Op {
         name: String,
     },
     Conv2d(Conv2d),
+    ConvTranspose(ConvTranspose),
     /// NumPy matmul semantics (batched, broadcast over leading dims).
     MatMul {
         activation: Option<Activation>,
@@ -588,6 +623,7 @@ pub struct OpProps {
 pub const OP_NAMES: &[&str] = &[
     "const",
     "conv2d",
+    "conv_transpose",
     "matmul",
     "gemm",
     "add",
@@ -657,6 +693,7 @@ impl Op {
         match self {
             Op::Const { .. } => "const",
             Op::Conv2d(_) => "conv2d",
+            Op::ConvTranspose(_) => "conv_transpose",
             Op::MatMul { .. } => "matmul",
             Op::Gemm(_) => "gemm",
             Op::Binary { op, .. } => op.name(),
@@ -691,7 +728,7 @@ impl Op {
         match self {
             Op::Const { .. } | Op::AllocSlab { .. } => Arity::Exactly(0),
             Op::AllocTensor { .. } => Arity::Exactly(1),
-            Op::Conv2d(_) | Op::Gemm(_) => Arity::Range(2, 3),
+            Op::Conv2d(_) | Op::ConvTranspose(_) | Op::Gemm(_) => Arity::Range(2, 3),
             Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
             Op::LayerNorm { .. } => Arity::Range(2, 3),
             Op::BatchNorm { .. } => Arity::Exactly(5),
@@ -723,6 +760,7 @@ impl Op {
             Op::Split { sizes, .. } => sizes.len(),
             Op::Const { .. }
             | Op::Conv2d(_)
+            | Op::ConvTranspose(_)
             | Op::MatMul { .. }
             | Op::Gemm(_)
             | Op::Binary { .. }
@@ -756,6 +794,7 @@ impl Op {
     pub fn activation(&self) -> Option<Activation> {
         match self {
             Op::Conv2d(c) => c.activation,
+            Op::ConvTranspose(c) => c.activation,
             Op::Gemm(g) => g.activation,
             Op::MatMul { activation } | Op::Binary { activation, .. } => *activation,
             Op::Const { .. }
@@ -795,6 +834,8 @@ impl Op {
         let (role, alias, declared_type) = match self {
             Op::Const { .. } => (Weight, Own, true),
             Op::Conv2d(_) => (Operator, Own, false),
+            // Every output pixel sums many input pixels: never written over its input.
+            Op::ConvTranspose(_) => (Operator, Own, false),
             Op::MatMul { .. } => (Operator, Own, false),
             Op::Gemm(_) => (Operator, Own, false),
             Op::Binary { .. } => (Operator, InPlace, false),
@@ -889,6 +930,33 @@ impl Op {
                 (
                     Op::Conv2d(c),
                     &["strides", "dilations", "pads", "groups", "activation"],
+                )
+            }
+            "conv_transpose" => {
+                let d = ConvTranspose::default();
+                let c = ConvTranspose {
+                    strides: r.uints_n("strides", d.strides),
+                    dilations: r.uints_n("dilations", d.dilations),
+                    pads: r.uints_n("pads", d.pads),
+                    output_padding: r.uints_n("output_padding", d.output_padding),
+                    groups: r.uint("groups", d.groups),
+                    activation: r.word("activation", ACTIVATIONS),
+                };
+                positive(&mut r, "strides", &c.strides);
+                positive(&mut r, "dilations", &c.dilations);
+                if c.groups == 0 {
+                    r.bad("groups", "must be positive");
+                }
+                (
+                    Op::ConvTranspose(c),
+                    &[
+                        "strides",
+                        "dilations",
+                        "pads",
+                        "output_padding",
+                        "groups",
+                        "activation",
+                    ],
                 )
             }
             "matmul" => (
@@ -1218,6 +1286,15 @@ impl Op {
                 w.ints("strides", &c.strides, Some(&d.strides));
                 w.ints("dilations", &c.dilations, Some(&d.dilations));
                 w.ints("pads", &c.pads, Some(&d.pads));
+                w.int("groups", c.groups as i64, Some(1));
+                act(&mut w, &c.activation);
+            }
+            Op::ConvTranspose(c) => {
+                let d = ConvTranspose::default();
+                w.ints("strides", &c.strides, Some(&d.strides));
+                w.ints("dilations", &c.dilations, Some(&d.dilations));
+                w.ints("pads", &c.pads, Some(&d.pads));
+                w.ints("output_padding", &c.output_padding, Some(&d.output_padding));
                 w.int("groups", c.groups as i64, Some(1));
                 act(&mut w, &c.activation);
             }

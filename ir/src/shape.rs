@@ -58,6 +58,7 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
         Op::AllocTensor { .. } => err("`alloc_tensor` needs a declared result type"),
         Op::AllocSlab { size, .. } => one(TensorType::new(vec![*size], DType::U8)),
         Op::Conv2d(c) => one(conv2d(c, ins)?),
+        Op::ConvTranspose(c) => one(conv_transpose(c, ins)?),
         Op::MatMul { .. } => one(matmul(ins[0], ins[1])?),
         Op::Gemm(g) => {
             let (a, b) = (ins[0], ins[1]);
@@ -651,6 +652,76 @@ fn conv2d(c: &crate::op::Conv2d, ins: &[&TensorType]) -> Result<TensorType> {
             c.strides[i],
             false,
         )?;
+    }
+    Ok(TensorType::new(s, x.dtype))
+}
+
+/// `conv_transpose`: plain integer arithmetic per spatial axis,
+/// `out = (in - 1)·s + (k - 1)·d + 1 + output_padding - pad_begin - pad_end`.
+fn conv_transpose(c: &crate::op::ConvTranspose, ins: &[&TensorType]) -> Result<TensorType> {
+    let (x, w) = (ins[0], ins[1]);
+    same_dtype(ins)?;
+    numeric(x.dtype, 0)?;
+    if x.rank() != 4 {
+        return err_at(
+            0,
+            format!("`conv_transpose` input must be NCHW (rank 4), got {x}"),
+        );
+    }
+    if w.rank() != 4 {
+        return err_at(
+            1,
+            format!("`conv_transpose` weight must be [C, M/groups, kH, kW], got {w}"),
+        );
+    }
+    let (ci, g) = (x.shape[1], c.groups);
+    if w.shape[0] != ci {
+        return err_at(
+            1,
+            format!(
+                "weight {w} is for {} input channels, but the input {x} has {ci}",
+                w.shape[0]
+            ),
+        );
+    }
+    if ci % g != 0 {
+        return err(format!(
+            "groups = {g} must divide the input channels ({ci})"
+        ));
+    }
+    let m = w.shape[1].checked_mul(g).ok_or_else(overflow)?;
+    if let Some(b) = ins.get(2) {
+        if b.shape != [m] {
+            return err_at(2, format!("bias must be tensor<{m}x{}>, got {b}", x.dtype));
+        }
+    }
+    if w.shape[2] == 0 || w.shape[3] == 0 {
+        return err_at(
+            1,
+            format!("kernel dimensions must be positive, weight is {w}"),
+        );
+    }
+    let mut s = vec![x.shape[0], m, 0, 0];
+    for i in 0..2 {
+        let input = x.shape[2 + i];
+        if input == 0 {
+            return err_at(
+                0,
+                format!("the input {x} is empty along spatial axis {i}: a transposed convolution of it has no defined size"),
+            );
+        }
+        let full = (input - 1)
+            .checked_mul(c.strides[i])
+            .and_then(|v| v.checked_add(c.dilations[i].checked_mul(w.shape[2 + i] - 1)?))
+            .and_then(|v| v.checked_add(1)?.checked_add(c.output_padding[i]))
+            .ok_or_else(overflow)?;
+        let crop = c.pads[i].checked_add(c.pads[2 + i]).ok_or_else(overflow)?;
+        if crop > full {
+            return err(format!(
+                "the pads crop {crop} along spatial axis {i}, more than the full output's {full}"
+            ));
+        }
+        s[2 + i] = full - crop;
     }
     Ok(TensorType::new(s, x.dtype))
 }

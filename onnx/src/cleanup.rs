@@ -3,8 +3,8 @@
 //! 1. fold a BatchNormalization into the convolution that feeds it (the per-channel scale
 //!    `gamma / sqrt(var + eps)` goes into the weights, the shift into the bias);
 //! 2. fuse an activation (`relu`, `relu6`, `clip` with 0..6, 0..inf or -1..1, `tanh`,
-//!    `sigmoid`, `hard_swish`) into the conv2d, gemm, matmul or binary op that produces its
-//!    operand, when that result has no other use and is not returned;
+//!    `sigmoid`, `hard_swish`) into the conv2d, conv_transpose, gemm, matmul or binary op that
+//!    produces its operand, when that result has no other use and is not returned;
 //! 3. drop ops whose results are unused, and weights no `const` names.
 //!
 //! (Identity and Dropout never reach the IR: the importer binds their output to their input.)
@@ -276,6 +276,7 @@ fn fuse_activations(f: &mut Function, stats: &mut CleanupStats) {
         }
         let slot = match &mut f.ops[p].op {
             Op::Conv2d(c) => &mut c.activation,
+            Op::ConvTranspose(c) => &mut c.activation,
             Op::Gemm(g) => &mut g.activation,
             Op::MatMul { activation } | Op::Binary { activation, .. } => activation,
             _ => continue,

@@ -274,6 +274,8 @@ pub enum NodeError {
     PoolRank { rank: usize },
     #[error("dilations {dilations:?} are not supported (only 1)")]
     PoolDilations { dilations: Vec<i64> },
+    #[error("the output size {out} on spatial axis {axis} needs padding the IR cannot express: the full transposed convolution there is {full}, and the output cannot start before it")]
+    ConvTransposeOutput { axis: usize, full: i128, out: i128 },
 
     // Shape and layout.
     #[error("Split has no outputs")]

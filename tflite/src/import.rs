@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::rc::Rc;
 use tir_ir::op::{
-    Activation, BinaryOp, Conv2d, CoordMode, Gemm, NearestMode, Pool2d, Resize, ResizeMode, Slice,
-    UnaryOp,
+    Activation, BinaryOp, Conv2d, ConvTranspose, CoordMode, Gemm, NearestMode, Pool2d, Resize,
+    ResizeMode, Slice, UnaryOp,
 };
 use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, Value};
 use tir_onnx::Tensor as WTensor;
@@ -741,8 +741,11 @@ impl<'a> Importer<'a> {
     }
 
     fn operator(&mut self, op: &schema::Operator<'a>, _name: &str) -> R<()> {
-        let (code, _) = self.opcode(op)?;
-        if code == BuiltinOperator::CUSTOM {
+        let (code, custom) = self.opcode(op)?;
+        // Mediapipe's transposed convolution is the one custom operator tir implements.
+        let mediapipe_transpose_conv =
+            code == BuiltinOperator::CUSTOM && custom == Some(MEDIAPIPE_TRANSPOSE_CONV);
+        if code == BuiltinOperator::CUSTOM && !mediapipe_transpose_conv {
             return Err("custom operators are not supported".into());
         }
         let ins: Vec<i32> = op.inputs().into_iter().flatten().collect();
@@ -783,6 +786,50 @@ impl<'a> Importer<'a> {
         let out = outs[0] as usize;
         let outs: Vec<usize> = outs.iter().map(|&t| t as usize).collect();
         type B = BuiltinOperator;
+        if mediapipe_transpose_conv {
+            // Options: TfLiteTransposeConvParams's first three int32 fields, raw
+            // (mediapipe reads `custom_initial_data` as that struct): padding (1 SAME,
+            // 2 VALID), stride_w, stride_h. Inputs: input, weights [O, H, W, I], bias [O].
+            let bytes: Vec<u8> = op
+                .custom_options()
+                .map(|v| v.bytes().to_vec())
+                .unwrap_or_default();
+            if bytes.len() < 12 {
+                return Err(format!(
+                    "the custom options hold {} bytes, not the 12 of (padding, stride_w, stride_h)",
+                    bytes.len()
+                ));
+            }
+            let word = |i: usize| {
+                i32::from_le_bytes([
+                    bytes[4 * i],
+                    bytes[4 * i + 1],
+                    bytes[4 * i + 2],
+                    bytes[4 * i + 3],
+                ])
+            };
+            let same = match word(0) {
+                1 => true,
+                2 => false,
+                p => {
+                    return Err(format!(
+                        "unknown padding {p} in the custom options (1 SAME, 2 VALID)"
+                    ))
+                }
+            };
+            let (x, f) = (input(0)?, self.konst(input(1)?)?);
+            let xs = self.shape_of(x)?;
+            let strides = [word(2), word(1)];
+            let k = self.transpose_conv_filter(&xs, &f)?;
+            let pads = mediapipe_transpose_pads(&xs, k, strides, same)?;
+            let attrs = ConvTranspose {
+                strides: strides.map(|s| s as u64),
+                pads,
+                ..ConvTranspose::default()
+            };
+            let w = self.transpose_conv_weight(input(1)?, &f)?;
+            return self.conv_transpose(out, x, w, Some(input(2)?), attrs);
+        }
         match code {
             B::CONV_2D => {
                 let o = op
@@ -1320,7 +1367,44 @@ impl<'a> Importer<'a> {
                 self.vals.insert(out, Val::Const(c));
                 Ok(())
             }
-            B::TRANSPOSE_CONV => Err("tir has no transposed convolution op: not supported".into()),
+            B::TRANSPOSE_CONV => {
+                let o = op.builtin_options_as_transpose_conv_options();
+                let (padding, strides, act) = match o {
+                    Some(o) => (
+                        o.padding(),
+                        [o.stride_h(), o.stride_w()],
+                        o.fused_activation_function(),
+                    ),
+                    None => (Padding::SAME, [1, 1], ActivationFunctionType::NONE),
+                };
+                let (x, f) = (input(2)?, self.konst(input(1)?)?);
+                let xs = self.shape_of(x)?;
+                let k = self.transpose_conv_filter(&xs, &f)?;
+                let os = self.konst(input(0)?)?;
+                let os = os.ints()?;
+                if os.len() != 4 || os.iter().any(|&d| d < 0) {
+                    return Err(format!(
+                        "the output shape {os:?} is not a non-negative [N, H, W, C]"
+                    ));
+                }
+                if os[0] as u64 != xs[0] || os[3] as u64 != f.shape[0] {
+                    return Err(format!(
+                        "the output shape {os:?} does not match the input's batch {} and the filter's {} output channels",
+                        xs[0], f.shape[0]
+                    ));
+                }
+                let (pads, output_padding) =
+                    transpose_conv_pads(&xs, k, strides, padding, [os[1] as u64, os[2] as u64])?;
+                let attrs = ConvTranspose {
+                    strides: strides.map(|s| s as u64),
+                    pads,
+                    output_padding,
+                    activation: activation(act)?,
+                    ..ConvTranspose::default()
+                };
+                let w = self.transpose_conv_weight(input(1)?, &f)?;
+                self.conv_transpose(out, x, w, opt_input(3), attrs)
+            }
             _ => Err("not supported by tir's TFLite importer".into()),
         }
     }
@@ -1396,6 +1480,50 @@ impl<'a> Importer<'a> {
             groups,
             activation: activation(act)?,
         })
+    }
+
+    /// The kernel size `[kH, kW]` of a transposed convolution's filter `[O, H, W, I]` on the
+    /// NHWC input of shape `xs`, after checking the two agree.
+    fn transpose_conv_filter(&self, xs: &[u64], f: &Const) -> R<[u64; 2]> {
+        if xs.len() != 4 {
+            return Err(format!("the input has shape {xs:?}, not NHWC"));
+        }
+        if f.shape.len() != 4 || f.shape[3] != xs[3] {
+            return Err(format!(
+                "the filter has shape {:?}, not [O, H, W, I] with I = the input's {} channels",
+                f.shape, xs[3]
+            ));
+        }
+        if f.shape[1] == 0 || f.shape[2] == 0 || xs[1] == 0 || xs[2] == 0 {
+            return Err(format!(
+                "empty spatial dimensions: filter {:?}, input {xs:?}",
+                f.shape
+            ));
+        }
+        Ok([f.shape[1], f.shape[2]])
+    }
+
+    /// A transposed convolution's filter `[O, H, W, I]` as the IR's `[I, O, H, W]` weight.
+    fn transpose_conv_weight(&mut self, t: usize, f: &Const) -> R<Value> {
+        let (shape, data) = permute_data(f.floats()?, &f.shape, &[3, 0, 1, 2]);
+        Ok(self.weight(&self.tname(t), shape, &data))
+    }
+
+    fn conv_transpose(
+        &mut self,
+        out: usize,
+        x: usize,
+        w: Value,
+        bias: Option<usize>,
+        c: ConvTranspose,
+    ) -> R<()> {
+        let (vx, _) = self.value(x, Some(true))?;
+        let mut operands = vec![vx, w];
+        if let Some(b) = bias {
+            operands.push(self.value(b, Some(false))?.0);
+        }
+        let y = self.result(out, Op::ConvTranspose(c), &operands)?;
+        self.define(out, y, true)
     }
 
     fn conv(&mut self, out: usize, x: usize, w: Value, bias: Option<usize>, c: Conv2d) -> R<()> {
@@ -1592,6 +1720,82 @@ fn window(
         other => return Err(format!("unknown padding {}", other.0)),
     }
     Ok((s, pads))
+}
+
+/// The custom code of mediapipe's transposed convolution with bias.
+const MEDIAPIPE_TRANSPOSE_CONV: &str = "Convolution2DTransposeBias";
+
+/// TRANSPOSE_CONV's crop: the output `out` (`[H, W]` of its `output_shape` input) is the full
+/// transposed convolution `(in - 1)·s + k` cropped by the padding a forward convolution from
+/// `out` to `in` would have (TFLite's `ComputePaddingHeightWidth`: SAME puts the odd pixel at
+/// the end, VALID has none), its end padded with zeros (the bias) when `out` is larger.
+/// Returns `[top, left, bottom, right]` pads and `[bottom, right]` output padding.
+fn transpose_conv_pads(
+    xs: &[u64],
+    k: [u64; 2],
+    strides: [i32; 2],
+    padding: Padding,
+    out: [u64; 2],
+) -> R<([u64; 4], [u64; 2])> {
+    if strides.iter().any(|&s| s <= 0) {
+        return Err(format!("the strides {strides:?} are not positive"));
+    }
+    let mut pads = [0u64; 4];
+    let mut extra = [0u64; 2];
+    for i in 0..2 {
+        let s = strides[i] as u64;
+        let begin = match padding {
+            Padding::SAME => {
+                let conv_out = out[i].div_ceil(s);
+                conv_out
+                    .saturating_sub(1)
+                    .saturating_mul(s)
+                    .saturating_add(k[i])
+                    .saturating_sub(out[i])
+                    / 2
+            }
+            Padding::VALID => 0,
+            other => return Err(format!("unknown padding {}", other.0)),
+        };
+        let full = (xs[1 + i] - 1)
+            .checked_mul(s)
+            .and_then(|v| v.checked_add(k[i]))
+            .ok_or("the output size overflows")?;
+        if begin > full {
+            return Err(format!(
+                "the padding {begin} is larger than the full output {full}"
+            ));
+        }
+        let end = full - begin;
+        pads[i] = begin;
+        if end >= out[i] {
+            pads[2 + i] = end - out[i];
+        } else {
+            extra[i] = out[i] - end;
+        }
+    }
+    Ok((pads, extra))
+}
+
+/// Mediapipe's `Convolution2DTransposeBias` padding: the output is `(in - 1)·s + k - P`
+/// with `P = max(0, k - (in - 1) mod s - 1)` under SAME (0 under VALID), `P / 2` cropped at the
+/// start and the rest at the end.
+fn mediapipe_transpose_pads(xs: &[u64], k: [u64; 2], strides: [i32; 2], same: bool) -> R<[u64; 4]> {
+    if strides.iter().any(|&s| s <= 0) {
+        return Err(format!("the strides {strides:?} are not positive"));
+    }
+    let mut pads = [0u64; 4];
+    for i in 0..2 {
+        let s = strides[i] as u64;
+        let p = if same {
+            k[i].saturating_sub((xs[1 + i] - 1) % s + 1)
+        } else {
+            0
+        };
+        pads[i] = p / 2;
+        pads[2 + i] = p - p / 2;
+    }
+    Ok(pads)
 }
 
 fn norm_axis(a: i64, rank: usize) -> R<usize> {

@@ -28,12 +28,10 @@ fn an_unsupported_operator_is_named_with_its_index() {
 }
 
 #[test]
-fn transpose_conv_is_refused_because_tir_has_no_such_op() {
+fn transpose_conv_without_its_inputs_is_refused() {
+    // TRANSPOSE_CONV's input 2 is the data; given only one input, it is missing.
     let msg = refusal(&relu_then(B::TRANSPOSE_CONV, &[1, 8, 8, 2]));
-    assert_eq!(
-        msg,
-        "operator 1 (TRANSPOSE_CONV): tir has no transposed convolution op: not supported"
-    );
+    assert_eq!(msg, "operator 1 (TRANSPOSE_CONV): input 2 is required");
 }
 
 #[test]
@@ -43,7 +41,8 @@ fn a_custom_operator_is_named() {
     let y = m.act("y", &[1, 4]);
     m.ops.push(OpSpec {
         code: B::CUSTOM,
-        custom: Some("Convolution2DTransposeBias".into()),
+        custom: Some("MaxPoolingWithArgmax2D".into()),
+        custom_options: None,
         inputs: vec![x],
         outputs: vec![y],
         opts: Opts::None,
@@ -51,7 +50,30 @@ fn a_custom_operator_is_named() {
     m.outputs.push(y);
     assert_eq!(
         refusal(&m.build()),
-        "operator 0 (CUSTOM(Convolution2DTransposeBias)): custom operators are not supported"
+        "operator 0 (CUSTOM(MaxPoolingWithArgmax2D)): custom operators are not supported"
+    );
+}
+
+#[test]
+fn mediapipe_transpose_conv_without_its_options_is_refused() {
+    let mut m = Spec::default();
+    let x = m.input("x", &[1, 2, 2, 1]);
+    let f = m.f32("f", &[1, 2, 2, 1], &[1.0; 4]);
+    let b = m.f32("b", &[1], &[0.0]);
+    let y = m.act("y", &[1, 4, 4, 1]);
+    m.ops.push(OpSpec {
+        code: B::CUSTOM,
+        custom: Some("Convolution2DTransposeBias".into()),
+        custom_options: Some(vec![1, 0, 0, 0, 2, 0, 0, 0]),
+        inputs: vec![x, f, b],
+        outputs: vec![y],
+        opts: Opts::None,
+    });
+    m.outputs.push(y);
+    assert_eq!(
+        refusal(&m.build()),
+        "operator 0 (CUSTOM(Convolution2DTransposeBias)): the custom options hold 8 bytes, not \
+         the 12 of (padding, stride_w, stride_h)"
     );
 }
 

@@ -1,11 +1,11 @@
-//! Conv, MaxPool, AveragePool, GlobalAveragePool: 2-D (NCHW) only, padding resolved
-//! statically (`auto_pad` included).
+//! Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool: 2-D (NCHW) only, padding
+//! resolved statically (`auto_pad` and ConvTranspose's `output_shape` included).
 
 use super::attrs::{to_u64s, two, Attrs};
 use super::{Importer, R};
 use crate::error::{AttrError, NodeError};
 use crate::proto::NodeProto;
-use tir_ir::op::{Conv2d, Pool2d};
+use tir_ir::op::{Conv2d, ConvTranspose, Pool2d};
 use tir_ir::Op;
 
 impl Importer {
@@ -63,6 +63,143 @@ impl Importer {
         let mut ops = vec![x, w];
         ops.extend(self.opt_in_value(node, 2)?);
         self.emit(node, Op::Conv2d(c), &ops)
+    }
+
+    /// ConvTranspose: `pads`, `auto_pad` and `output_shape` all become the IR's crop (`pads`)
+    /// and `output_padding`, as ONNX's reference computes them: the full output is
+    /// `s·(in - 1) + output_padding + d·(k - 1) + 1`; with `output_shape` (or SAME, whose
+    /// output is `in·s`) the difference to it is split SAME_UPPER-style (the odd pixel at the
+    /// end) or else at the start, unless explicit `pads` fix the start; an output larger than
+    /// the full one gets the extra rows as output padding.
+    pub(super) fn conv_transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let x = self.req_in(node, 0)?;
+        let w = self.req_in(node, 1)?;
+        let xs = self.shape_of(&x);
+        let ws = self.shape_of(&w);
+        if xs.len() != 4 || ws.len() != 4 {
+            return Err(NodeError::ConvRank {
+                input: xs.len(),
+                weight: ws.len(),
+            });
+        }
+        let kernel = [ws[2], ws[3]];
+        if let Some(k) = a.ints("kernel_shape")? {
+            if to_u64s("kernel_shape", &k)? != kernel {
+                return Err(NodeError::KernelShape {
+                    attribute: k,
+                    weight: kernel,
+                });
+            }
+        }
+        let strides = two(
+            "strides",
+            &to_u64s("strides", &a.ints("strides")?.unwrap_or(vec![1, 1]))?,
+        )?;
+        let dilations = two(
+            "dilations",
+            &to_u64s("dilations", &a.ints("dilations")?.unwrap_or(vec![1, 1]))?,
+        )?;
+        if strides.contains(&0) || dilations.contains(&0) {
+            return Err(NodeError::NotPositive {
+                what: "strides and dilations",
+            });
+        }
+        let output_padding = two(
+            "output_padding",
+            &to_u64s(
+                "output_padding",
+                &a.ints("output_padding")?.unwrap_or(vec![0, 0]),
+            )?,
+        )?;
+        let groups = a.int("group")?.unwrap_or(1);
+        if groups <= 0 {
+            return Err(AttrError::NotPositive {
+                name: "group",
+                value: groups,
+            }
+            .into());
+        }
+        let auto = a.string("auto_pad")?.unwrap_or_else(|| "NOTSET".into());
+        let explicit = match a.ints("pads")? {
+            Some(p) if auto == "NOTSET" => {
+                let p = to_u64s("pads", &p)?;
+                match p.as_slice() {
+                    [t, l, b, r] => Some([*t, *l, *b, *r]),
+                    _ => return Err(NodeError::PadsCount { count: p.len() }),
+                }
+            }
+            _ => None,
+        };
+        let output_shape = match a.ints("output_shape")? {
+            // The spatial dimensions, or (as some exporters write it) the whole shape.
+            Some(o) if o.len() == 2 || o.len() == 4 => Some(two(
+                "output_shape",
+                &to_u64s("output_shape", &o[o.len() - 2..])?,
+            )?),
+            Some(o) => {
+                return Err(NodeError::NotTwoD {
+                    what: "output_shape",
+                    count: o.len(),
+                })
+            }
+            None => None,
+        };
+        let same = match auto.as_str() {
+            "NOTSET" | "VALID" => false,
+            "SAME_UPPER" | "SAME_LOWER" => true,
+            _ => return Err(NodeError::AutoPad { value: auto }),
+        };
+        let mut pads = explicit.unwrap_or([0; 4]);
+        let mut extra = output_padding;
+        for i in 0..2 {
+            let full = i128::from(strides[i]) * (i128::from(xs[2 + i]) - 1)
+                + i128::from(output_padding[i])
+                + i128::from(dilations[i]) * (i128::from(kernel[i]) - 1)
+                + 1;
+            let out = match output_shape {
+                Some(o) => i128::from(o[i]),
+                None if same => i128::from(xs[2 + i]) * i128::from(strides[i]),
+                None => continue,
+            };
+            let total = full - out;
+            let begin = if auto == "VALID" {
+                0
+            } else if explicit.is_some() {
+                i128::from(pads[i])
+            } else if auto == "SAME_UPPER" {
+                total.div_euclid(2)
+            } else {
+                total - total.div_euclid(2)
+            };
+            let end = total - begin;
+            if begin < 0 || begin > i128::from(u64::MAX) || end > i128::from(u64::MAX) {
+                return Err(NodeError::ConvTransposeOutput { axis: i, full, out });
+            }
+            pads[i] = begin as u64;
+            if end >= 0 {
+                pads[2 + i] = end as u64;
+            } else {
+                pads[2 + i] = 0;
+                extra[i] = u64::try_from(i128::from(output_padding[i]) - end).map_err(|_| {
+                    NodeError::Overflow {
+                        what: "output_padding",
+                    }
+                })?;
+            }
+        }
+        let c = ConvTranspose {
+            strides,
+            dilations,
+            pads,
+            output_padding: extra,
+            groups: groups as u64,
+            activation: None,
+        };
+        let x = self.in_value(node, 0)?;
+        let w = self.in_value(node, 1)?;
+        let mut ops = vec![x, w];
+        ops.extend(self.opt_in_value(node, 2)?);
+        self.emit(node, Op::ConvTranspose(c), &ops)
     }
 
     pub(super) fn pool(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {

@@ -608,6 +608,7 @@ impl Importer {
                 self.bind_const(node, Tensor::from_i64s(DType::I64, vec![], &[n]))
             }
             "Conv" => self.conv(node, &a),
+            "ConvTranspose" => self.conv_transpose(node, &a),
             "MaxPool" | "AveragePool" => self.pool(node, op_type, &a),
             "GlobalAveragePool" => self.global_avg_pool(node),
             "MatMul" => self.matmul(node),

@@ -81,11 +81,18 @@ pub enum Opts {
     SplitV {
         num: i32,
     },
+    TransposeConv {
+        padding: Padding,
+        stride: [i32; 2],
+        act: Act,
+    },
 }
 
 pub struct OpSpec {
     pub code: BuiltinOperator,
     pub custom: Option<String>,
+    /// A custom operator's raw options bytes.
+    pub custom_options: Option<Vec<u8>>,
     pub inputs: Vec<i32>,
     pub outputs: Vec<i32>,
     pub opts: Opts,
@@ -150,6 +157,7 @@ impl Spec {
         self.ops.push(OpSpec {
             code,
             custom: None,
+            custom_options: None,
             inputs: inputs.to_vec(),
             outputs: outputs.to_vec(),
             opts,
@@ -207,6 +215,7 @@ impl Spec {
             let (ty, opts) = options(&mut fbb, &o.opts);
             let inputs = fbb.create_vector(&o.inputs);
             let outputs = fbb.create_vector(&o.outputs);
+            let custom_options = o.custom_options.as_ref().map(|b| fbb.create_vector(b));
             ops.push(s::Operator::create(
                 &mut fbb,
                 &s::OperatorArgs {
@@ -215,6 +224,7 @@ impl Spec {
                     outputs: Some(outputs),
                     builtin_options_type: ty,
                     builtin_options: opts,
+                    custom_options,
                     ..Default::default()
                 },
             ));
@@ -322,6 +332,22 @@ fn options(fbb: &mut FlatBufferBuilder, o: &Opts) -> (s::BuiltinOptions, UnionOf
                 &s::DepthToSpaceOptionsArgs { block_size: block },
             );
             (O::DepthToSpaceOptions, Some(t.as_union_value()))
+        }
+        Opts::TransposeConv {
+            padding,
+            stride,
+            act,
+        } => {
+            let t = s::TransposeConvOptions::create(
+                fbb,
+                &s::TransposeConvOptionsArgs {
+                    padding,
+                    stride_h: stride[0],
+                    stride_w: stride[1],
+                    fused_activation_function: act,
+                },
+            );
+            (O::TransposeConvOptions, Some(t.as_union_value()))
         }
         Opts::SplitV { num } => {
             let t = s::SplitVOptions::create(fbb, &s::SplitVOptionsArgs { num_splits: num });

@@ -1,12 +1,14 @@
 //! Convolution, by shape: 1×1 with unit strides and no padding is a GEMM per image and group
 //! on the micro-kernel; depthwise (one input channel per group) is [`depthwise`]; every other
 //! convolution is an implicit-im2col GEMM, row-packed ([`rowpack`]) on images narrow enough
-//! for it, else one output row per tile ([`im2col`]).
+//! for it, else one output row per tile ([`im2col`]). Transposed convolution is
+//! [`transpose`]: one stride-1 sub-convolution per output phase on the same tiles.
 
 mod depthwise;
 mod geometry;
 mod im2col;
 mod rowpack;
+mod transpose;
 
 use super::common::{args_of, dims, unsupported, Call};
 use super::gemm::{gemm, Epilogue, Gemm};
@@ -16,7 +18,7 @@ use crate::storage::Storage;
 use crate::Gen;
 use geometry::Conv;
 use inkwell::values::PointerValue;
-use tir_ir::op::Conv2d;
+use tir_ir::op::{Conv2d, ConvTranspose};
 use tir_ir::{Function, OpData};
 
 pub(crate) fn conv2d<'a, 'c>(
@@ -120,6 +122,118 @@ pub(crate) fn conv2d<'a, 'c>(
             let wt = k.gep(pw, k.mul(u0, mu * cg * kh * kw)?)?;
             let o = k.gep(po, oo)?;
             emit(&k, g.width, &sub, pointwise, None, x, wt, bias, o)
+        })?;
+    }
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+pub(crate) fn conv_transpose<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    c: &ConvTranspose,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (x, wv, r) = (op.operands[0], op.operands[1], op.results[0]);
+    let bias = op.operands.get(2).copied();
+    let xd = dims(func, x)?;
+    let wd = dims(func, wv)?;
+    let od = dims(func, r)?;
+    if xd.len() != 4 || wd.len() != 4 || od.len() != 4 {
+        return Err(unsupported(
+            func,
+            op,
+            "conv_transpose needs rank-4 operands",
+        ));
+    }
+    let (n, ci, h, wi) = (xd[0], xd[1], xd[2], xd[3]);
+    let (mw, kh, kw) = (wd[1], wd[2], wd[3]);
+    let (m, oh, ow) = (od[1], od[2], od[3]);
+    let groups = (c.groups as i64).max(1);
+    let cg = ci / groups;
+    let [sh, sw] = c.strides.map(|v| v as i64);
+    let [dh, dw] = c.dilations.map(|v| v as i64);
+    let mut vals = vec![x, wv];
+    vals.extend(bias);
+    vals.push(r);
+    let args = args_of(func, st, &vals)?;
+    let mut writes = vec![false; args.len()];
+    writes[args.len() - 1] = true;
+    let d = transpose::TConv {
+        n,
+        c: ci,
+        h,
+        wi,
+        m,
+        mw,
+        groups,
+        kh,
+        kw,
+        oh,
+        ow,
+        sh,
+        sw,
+        dh,
+        dw,
+        pt: c.pads[0] as i64,
+        pl: c.pads[1] as i64,
+        act: c.activation,
+    };
+    // Each input pixel meets `M/groups · kH · kW` weights (fewer where the crop drops them).
+    let flops = 2 * (n * ci * h * wi * mw * kh * kw).max(0) as u64;
+    // Cut by groups when there are several, else by chunks of whole channel tiles: both
+    // depend on the shape only, so every thread count runs the same instructions per output.
+    let tiling = if groups > 1 {
+        Tiling::new(n, groups, 1, flops, g.min_tile_flops)
+    } else {
+        Tiling::new(n, m, transpose::MR, flops, g.min_tile_flops)
+    };
+    let nargs = args.len() as u32;
+    let f = if tiling.is_parallel() {
+        g.tiled_kernel(name, &args, &writes, tiling.tiles())
+    } else {
+        g.kernel(name, &args, &writes)
+    };
+    let k = g.k(f);
+    let px = g.param(f, 0)?;
+    let pw = g.param(f, 1)?;
+    let pb = if bias.is_some() {
+        Some(g.param(f, 2)?)
+    } else {
+        None
+    };
+    let po = g.param(f, nargs - 1)?;
+    if !tiling.is_parallel() {
+        transpose::emit(&k, g.width, &d, px, pw, pb, po)?;
+    } else {
+        let (mu, cu) = if groups > 1 { (mw, cg) } else { (1, 0) };
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
+            let xo = k.add(k.mul(image, ci * h * wi)?, k.mul(u0, cu * h * wi)?)?;
+            let oo = k.add(k.mul(image, m * oh * ow)?, k.mul(u0, mu * oh * ow)?)?;
+            // A chunk of channels keeps the weights' row stride; a chunk of groups starts at
+            // its first group's input channel.
+            let wo = if groups > 1 {
+                k.mul(u0, cg * mw * kh * kw)?
+            } else {
+                k.mul(u0, kh * kw)?
+            };
+            let sub = transpose::TConv {
+                n: 1,
+                c: if groups > 1 { units * cg } else { ci },
+                m: units * mu,
+                groups: if groups > 1 { units } else { 1 },
+                ..d
+            };
+            let bias = match pb {
+                Some(p) => Some(k.gep(p, k.mul(u0, mu)?)?),
+                None => None,
+            };
+            let x = k.gep(px, xo)?;
+            let wt = k.gep(pw, wo)?;
+            let o = k.gep(po, oo)?;
+            transpose::emit(&k, g.width, &sub, x, wt, bias, o)
         })?;
     }
     llvm(g.builder.build_return(None))?;
