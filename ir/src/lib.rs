@@ -22,6 +22,7 @@ pub mod parser;
 pub mod printer;
 pub mod shape;
 pub mod span;
+pub mod sym;
 pub mod types;
 pub mod verifier;
 
@@ -32,6 +33,7 @@ pub use op::{Activation, BinaryOp, Op, UnaryOp};
 pub use parser::{parse, ParseError};
 pub use printer::{print, print_annotated};
 pub use span::Span;
+pub use sym::DimExpr;
 pub use types::{DType, TensorType};
 pub use verifier::{verify, VerifyError};
 
