@@ -964,7 +964,8 @@ mod tests {
         assert_eq!(p("ceildiv(h, 2)"), p("(h + 1) / 2"));
         assert_eq!(p("(h / 2) / 3"), p("h / 6"));
         assert_eq!(p("h / 1"), p("h"));
-        assert_eq!(p("(h - 3) / 2 + 1").to_string(), "(h - 1) / 2");
+        // Remainders are kept in [0, k): ⌊(h − 3) / 2⌋ + 1 = ⌊(h + 1) / 2⌋ − 1.
+        assert_eq!(p("(h - 3) / 2 + 1").to_string(), "(h + 1) / 2 - 1");
         assert_eq!(p("2*(h/2)").to_string(), "2*(h / 2)");
         assert_eq!(p("batch*seq*768").to_string(), "768*batch*seq");
         assert_eq!(p("x.d0 - 1").to_string(), "x.d0 - 1");
