@@ -14,8 +14,7 @@
 
 use tir_ir::op::{
     Activation, BinaryOp, Conv2d, ConvTranspose, CoordMode, Gemm, NearestMode, PadMode, Pool2d,
-    ReduceKind,
-    Resize, ResizeMode, Slice, UnaryOp,
+    ReduceKind, Resize, ResizeMode, Slice, UnaryOp,
 };
 
 /// An operand: its shape and elements.

@@ -9,7 +9,8 @@
 use crate::entity::{EntityVec, OpId, Value};
 use crate::op::Op;
 use crate::span::Span;
-use crate::types::TensorType;
+use crate::sym::{Cond, DimExpr};
+use crate::types::{SymTensorType, TensorType};
 
 /// A translation unit: named functions. `@main`, or the only function, is the entry point.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,6 +23,11 @@ pub struct Module {
 }
 
 impl Module {
+    /// Whether some function has a symbolic dim.
+    pub fn is_dynamic(&self) -> bool {
+        self.funcs.iter().any(Function::is_dynamic)
+    }
+
     pub fn new(name: impl Into<String>) -> Self {
         Module {
             name: name.into(),
@@ -70,6 +76,12 @@ pub struct ValueData {
     pub declared: Option<TensorType>,
     /// The type after shape inference; equal to `declared` when both exist.
     pub ty: Option<TensorType>,
+    /// A written type with symbolic dims (then `declared` is `None`). Only in a dynamic
+    /// function.
+    pub declared_sym: Option<SymTensorType>,
+    /// In a dynamic function after verification: the type, symbolic dims included (constant
+    /// dims when there are none). `None` in a static function.
+    pub sym: Option<SymTensorType>,
     /// Where the name is defined.
     pub span: Span,
 }
@@ -79,6 +91,46 @@ impl ValueData {
     pub fn known_type(&self) -> Option<&TensorType> {
         self.ty.as_ref().or(self.declared.as_ref())
     }
+
+    /// The type as the printer writes it: symbolic if the value has one, else the known type.
+    pub fn type_text(&self) -> Option<String> {
+        self.sym
+            .as_ref()
+            .or(self.declared_sym.as_ref())
+            .map(ToString::to_string)
+            .or_else(|| self.known_type().map(ToString::to_string))
+    }
+
+    /// The symbolic type: inferred, else declared (symbolic or static).
+    pub fn sym_type(&self) -> Option<SymTensorType> {
+        self.sym
+            .clone()
+            .or_else(|| self.declared_sym.clone())
+            .or_else(|| self.known_type().map(TensorType::to_sym))
+    }
+}
+
+/// What a dynamic function (one with a symbolic dim in some type) carries besides its values.
+/// Dynamic functions are parsed, verified, printed and specialized (`crate::specialize`);
+/// every other pass takes static functions only.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Dynamic {
+    /// The result types: as written after `->`, or after verification as inferred.
+    pub result_types: Vec<SymTensorType>,
+    /// The conditions shape inference could not decide, in layout order; `specialize` checks
+    /// them before anything else.
+    pub checks: Vec<RuntimeCheck>,
+}
+
+/// A condition on dims that holds for a valid binding, recorded where shape inference could
+/// not prove it (two symbolic dims that `add` needs equal, a window against a symbolic input).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeCheck {
+    pub cond: Cond<DimExpr>,
+    /// The op that needs it.
+    pub op: &'static str,
+    /// The op's name in the text.
+    pub span: Span,
 }
 
 /// Source locations of an op's parts, for diagnostics.
@@ -128,6 +180,8 @@ pub struct Function {
     pub result_type_spans: Vec<Span>,
     /// False when the text had no `return` (reported by the verifier).
     pub has_return: bool,
+    /// Set when some type has a symbolic dim: the function is dynamic.
+    pub dynamic: Option<Box<Dynamic>>,
 }
 
 impl Function {
@@ -145,7 +199,13 @@ impl Function {
             return_operand_spans: Vec::new(),
             result_type_spans: Vec::new(),
             has_return: true,
+            dynamic: None,
         }
+    }
+
+    /// Whether some type of the function has a symbolic dim.
+    pub fn is_dynamic(&self) -> bool {
+        self.dynamic.is_some()
     }
 
     /// `%name` as written in the text.
@@ -179,6 +239,8 @@ impl Function {
             def: ValueDef::Param(idx),
             declared: Some(ty.clone()),
             ty: Some(ty),
+            declared_sym: None,
+            sym: None,
             span: Span::NONE,
         });
         self.params.push(v);
@@ -207,6 +269,8 @@ impl Function {
                 def: ValueDef::Result(id, i),
                 declared,
                 ty: None,
+                declared_sym: None,
+                sym: None,
                 span: Span::NONE,
             }));
         }

@@ -42,19 +42,22 @@ fn print_function(out: &mut String, f: &Function, annotate: Option<Annotator<'_>
             out.push_str(", ");
         }
         let _ = write!(out, "{}", f.value_name(p));
-        if let Some(t) = f.ty(p) {
+        if let Some(t) = f.values[p].type_text() {
             let _ = write!(out, ": {t}");
         }
     }
     out.push(')');
-    match f.result_types.as_slice() {
+    let result_types: Vec<String> = match f.dynamic.as_deref() {
+        Some(d) => d.result_types.iter().map(ToString::to_string).collect(),
+        None => f.result_types.iter().map(ToString::to_string).collect(),
+    };
+    match result_types.as_slice() {
         [] => {}
         [one] => {
             let _ = write!(out, " -> {one}");
         }
         many => {
-            let tys: Vec<String> = many.iter().map(ToString::to_string).collect();
-            let _ = write!(out, " -> ({})", tys.join(", "));
+            let _ = write!(out, " -> ({})", many.join(", "));
         }
     }
     out.push_str(" {\n");
@@ -79,7 +82,7 @@ fn print_function(out: &mut String, f: &Function, annotate: Option<Annotator<'_>
         let tys: Option<Vec<String>> = data
             .results
             .iter()
-            .map(|&r| f.ty(r).map(ToString::to_string))
+            .map(|&r| f.values[r].type_text())
             .collect();
         if let Some(tys) = tys {
             let _ = write!(out, " : {}", tys.join(", "));

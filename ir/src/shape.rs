@@ -1,8 +1,16 @@
 //! Shape and dtype inference: one rule per op family, all in this file (as tract keeps each
 //! op's shape rule with the op). ONNX semantics on NCHW tensors.
+//!
+//! The rules are generic over the dimension arithmetic [`Dim`]: with `u64` dims ([`infer`])
+//! every question is decided and the rules behave as plain integer code; with symbolic dims
+//! ([`infer_sym`]) a question the canonical forms cannot decide (are `h` and `w` equal? is
+//! the padded input at least the window?) is recorded in [`Checks`] as a run-time condition
+//! carrying the message the concrete rule would give, and inference goes on as if it held.
+//! A new rule is written once, with `require_eq` / `require_ge` for its conditions.
 
 use crate::op::{Activation, BinaryOp, Op, Pool2d, UnaryOp};
-use crate::types::{DType, TensorType};
+use crate::sym::{Cond, CondKind, Dim, DimExpr};
+use crate::types::{DType, SymTensorType, TensorType, TensorTypeOf};
 
 /// Why an op's operand types are not acceptable. `operand` points the diagnostic at one
 /// operand when the problem is clearly its own.
@@ -28,9 +36,99 @@ fn err_at<T>(operand: usize, message: impl Into<String>) -> Result<T> {
     })
 }
 
+/// The conditions a symbolic inference could not decide, in the order met.
+pub struct Checks<D> {
+    pub conds: Vec<Cond<D>>,
+}
+
+impl<D: Dim> Checks<D> {
+    pub fn new() -> Self {
+        Checks { conds: Vec::new() }
+    }
+
+    /// `a == b`, or the error `message` gives when it is false.
+    fn require_eq(&mut self, a: &D, b: &D, message: impl FnOnce() -> ShapeError) -> Result<()> {
+        self.require(CondKind::Eq, a, b, a.decide_eq(b), message)
+    }
+
+    /// `a >= b`, or the error `message` gives when it is false.
+    fn require_ge(&mut self, a: &D, b: &D, message: impl FnOnce() -> ShapeError) -> Result<()> {
+        self.require(CondKind::Ge, a, b, a.decide_ge(b), message)
+    }
+
+    fn require(
+        &mut self,
+        kind: CondKind,
+        a: &D,
+        b: &D,
+        decided: Option<bool>,
+        message: impl FnOnce() -> ShapeError,
+    ) -> Result<()> {
+        match decided {
+            Some(true) => Ok(()),
+            Some(false) => Err(message()),
+            None => {
+                let (lhs, rhs) = match kind {
+                    CondKind::Eq => (a.clone(), b.clone()),
+                    CondKind::Ge => D::tidy_ge(a, b),
+                };
+                self.conds.push(Cond {
+                    kind,
+                    lhs,
+                    rhs,
+                    message: message().message,
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
+impl<D: Dim> Default for Checks<D> {
+    fn default() -> Self {
+        Checks::new()
+    }
+}
+
+fn shape_error(message: impl Into<String>) -> ShapeError {
+    ShapeError {
+        message: message.into(),
+        operand: None,
+    }
+}
+
+fn shape_error_at(operand: usize, message: impl Into<String>) -> ShapeError {
+    ShapeError {
+        message: message.into(),
+        operand: Some(operand),
+    }
+}
+
 /// Result types of `op` applied to operands of the given types. `const` has no rule: its type
 /// is always declared.
 pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
+    let mut checks = Checks::new();
+    let out = infer_dims(op, ins, &mut checks)?;
+    debug_assert!(checks.conds.is_empty(), "u64 dims decide every condition");
+    Ok(out)
+}
+
+/// Result types of `op` on operands with symbolic dims; the conditions that could not be
+/// decided are appended to `checks`.
+pub fn infer_sym(
+    op: &Op,
+    ins: &[&SymTensorType],
+    checks: &mut Checks<DimExpr>,
+) -> Result<Vec<SymTensorType>> {
+    infer_dims(op, ins, checks)
+}
+
+/// The one table of shape rules, for any dimension arithmetic.
+pub fn infer_dims<D: Dim>(
+    op: &Op,
+    ins: &[&TensorTypeOf<D>],
+    cx: &mut Checks<D>,
+) -> Result<Vec<TensorTypeOf<D>>> {
     if !op.arity().accepts(ins.len()) {
         return err(format!(
             "`{}` takes {}, got {}",
@@ -52,14 +150,14 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             ));
         }
     }
-    let one = |t: TensorType| Ok(vec![t]);
+    let one = |t: TensorTypeOf<D>| Ok(vec![t]);
     match op {
         Op::Const { .. } => err("`const` needs a declared result type"),
         Op::AllocTensor { .. } => err("`alloc_tensor` needs a declared result type"),
-        Op::AllocSlab { size, .. } => one(TensorType::new(vec![*size], DType::U8)),
-        Op::Conv2d(c) => one(conv2d(c, ins)?),
-        Op::ConvTranspose(c) => one(conv_transpose(c, ins)?),
-        Op::MatMul { .. } => one(matmul(ins[0], ins[1])?),
+        Op::AllocSlab { size, .. } => one(TensorTypeOf::new(vec![D::lit(*size)], DType::U8)),
+        Op::Conv2d(c) => one(conv2d(c, ins, cx)?),
+        Op::ConvTranspose(c) => one(conv_transpose(c, ins, cx)?),
+        Op::MatMul { .. } => one(matmul(ins[0], ins[1], cx)?),
         Op::Gemm(g) => {
             let (a, b) = (ins[0], ins[1]);
             same_dtype(ins)?;
@@ -71,23 +169,23 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                 return err_at(1, format!("`gemm` needs rank-2 operands, B is {b}"));
             }
             let (m, k) = if g.trans_a {
-                (a.shape[1], a.shape[0])
+                (&a.shape[1], &a.shape[0])
             } else {
-                (a.shape[0], a.shape[1])
+                (&a.shape[0], &a.shape[1])
             };
             let (kb, n) = if g.trans_b {
-                (b.shape[1], b.shape[0])
+                (&b.shape[1], &b.shape[0])
             } else {
-                (b.shape[0], b.shape[1])
+                (&b.shape[0], &b.shape[1])
             };
-            if k != kb {
-                return err(format!(
+            cx.require_eq(k, kb, || {
+                shape_error(format!(
                     "inner dimensions differ: A gives K = {k}, B gives K = {kb}"
-                ));
-            }
-            let out = TensorType::new(vec![m, n], a.dtype);
+                ))
+            })?;
+            let out = TensorTypeOf::new(vec![m.clone(), n.clone()], a.dtype);
             if let Some(c) = ins.get(2) {
-                unidirectional(c, &out.shape).map_err(|m| ShapeError {
+                unidirectional(c, &out.shape, cx).map_err(|m| ShapeError {
                     message: format!("C {m}"),
                     operand: Some(2),
                 })?;
@@ -99,8 +197,8 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             if ins[0].dtype == DType::Bool {
                 return err(format!("`{}` is not defined on bool", binary_name(*b)));
             }
-            let shape = broadcast(&ins[0].shape, &ins[1].shape)?;
-            one(TensorType::new(shape, ins[0].dtype))
+            let shape = broadcast_dims(&ins[0].shape, &ins[1].shape, cx)?;
+            one(TensorTypeOf::new(shape, ins[0].dtype))
         }
         Op::Unary(u) => {
             let t = ins[0];
@@ -128,13 +226,13 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
         Op::Prelu => {
             same_dtype(ins)?;
             float(ins[0].dtype, 0)?;
-            unidirectional(ins[1], &ins[0].shape).map_err(|m| ShapeError {
+            unidirectional(ins[1], &ins[0].shape, cx).map_err(|m| ShapeError {
                 message: format!("slope {m}"),
                 operand: Some(1),
             })?;
             one(ins[0].clone())
         }
-        Op::MaxPool(p) | Op::AvgPool(p) => one(pool2d(p, ins[0])?),
+        Op::MaxPool(p) | Op::AvgPool(p) => one(pool2d(p, ins[0], cx)?),
         Op::GlobalAvgPool => {
             let t = ins[0];
             float(t.dtype, 0)?;
@@ -146,9 +244,9 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             }
             let mut s = t.shape.clone();
             for d in &mut s[2..] {
-                *d = 1;
+                *d = D::lit(1);
             }
-            one(TensorType::new(s, t.dtype))
+            one(TensorTypeOf::new(s, t.dtype))
         }
         Op::Concat { axis } => {
             same_dtype(ins)?;
@@ -162,16 +260,16 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                         format!("operand {i} has rank {}, operand 0 has rank {r}", t.rank()),
                     );
                 }
-                for (d, (&have, &want)) in t.shape.iter().zip(&s).enumerate() {
-                    if d != ax && have != want {
-                        return err_at(i, format!(
+                for (d, (have, want)) in t.shape.iter().zip(&s).enumerate() {
+                    if d != ax {
+                        cx.require_eq(have, want, || shape_error_at(i, format!(
                             "operand {i} is {t}, which differs from operand 0 in dimension {d} (not the concat axis {ax})"
-                        ));
+                        )))?;
                     }
                 }
-                s[ax] = s[ax].checked_add(t.shape[ax]).ok_or_else(overflow)?;
+                s[ax] = s[ax].add(&t.shape[ax]).ok_or_else(overflow)?;
             }
-            one(TensorType::new(s, ins[0].dtype))
+            one(TensorTypeOf::new(s, ins[0].dtype))
         }
         Op::Split { axis, sizes } => {
             let t = ins[0];
@@ -180,18 +278,18 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                 .iter()
                 .try_fold(0u64, |a, s| a.checked_add(*s))
                 .ok_or_else(overflow)?;
-            if total != t.shape[ax] {
-                return err(format!(
+            cx.require_eq(&D::lit(total), &t.shape[ax], || {
+                shape_error(format!(
                     "sizes add up to {total} but dimension {ax} of {t} is {}",
                     t.shape[ax]
-                ));
-            }
+                ))
+            })?;
             Ok(sizes
                 .iter()
                 .map(|s| {
                     let mut sh = t.shape.clone();
-                    sh[ax] = *s;
-                    TensorType::new(sh, t.dtype)
+                    sh[ax] = D::lit(*s);
+                    TensorTypeOf::new(sh, t.dtype)
                 })
                 .collect())
         }
@@ -204,9 +302,9 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                 if std::mem::replace(&mut seen[ax], true) {
                     return err(format!("axis {ax} is sliced twice"));
                 }
-                s[ax] = slice_len(t.shape[ax], sl.starts[i], sl.ends[i], sl.steps[i]);
+                s[ax] = t.shape[ax].slice_len(sl.starts[i], sl.ends[i], sl.steps[i]);
             }
-            one(TensorType::new(s, t.dtype))
+            one(TensorTypeOf::new(s, t.dtype))
         }
         Op::Reshape { shape } => {
             let t = ins[0];
@@ -216,23 +314,34 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                 .filter(|d| **d >= 0)
                 .try_fold(1u64, |a, d| a.checked_mul(*d as u64))
                 .ok_or_else(overflow)?;
-            let out: Vec<u64> = if shape.contains(&-1) {
-                if known == 0 || n % known != 0 {
-                    return err(format!("cannot reshape {t} ({n} elements) to {shape:?}"));
+            let out: Vec<D> = if shape.contains(&-1) {
+                let bad = || shape_error(format!("cannot reshape {t} ({n} elements) to {shape:?}"));
+                if known == 0 {
+                    return Err(bad());
                 }
+                let inferred = n.div_floor(known);
+                // `known` divides `n`.
+                let whole = inferred.mul(&D::lit(known)).ok_or_else(overflow)?;
+                cx.require_eq(&whole, &n, bad)?;
                 shape
                     .iter()
-                    .map(|d| if *d == -1 { n / known } else { *d as u64 })
+                    .map(|d| {
+                        if *d == -1 {
+                            inferred.clone()
+                        } else {
+                            D::lit(*d as u64)
+                        }
+                    })
                     .collect()
             } else {
-                if known != n {
-                    return err(format!(
+                cx.require_eq(&D::lit(known), &n, || {
+                    shape_error(format!(
                         "cannot reshape {t} ({n} elements) to {shape:?} ({known} elements)"
-                    ));
-                }
-                shape.iter().map(|d| *d as u64).collect()
+                    ))
+                })?;
+                shape.iter().map(|d| D::lit(*d as u64)).collect()
             };
-            one(TensorType::new(out, t.dtype))
+            one(TensorTypeOf::new(out, t.dtype))
         }
         Op::Flatten { axis } => {
             let t = ins[0];
@@ -247,49 +356,49 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             };
             let outer = t.shape[..ax]
                 .iter()
-                .try_fold(1u64, |a, d| a.checked_mul(*d))
+                .try_fold(D::lit(1), |a, d| a.mul(d))
                 .ok_or_else(overflow)?;
             let inner = t.shape[ax..]
                 .iter()
-                .try_fold(1u64, |a, d| a.checked_mul(*d))
+                .try_fold(D::lit(1), |a, d| a.mul(d))
                 .ok_or_else(overflow)?;
-            one(TensorType::new(vec![outer, inner], t.dtype))
+            one(TensorTypeOf::new(vec![outer, inner], t.dtype))
         }
         Op::Squeeze { axes } => {
             let t = ins[0];
             let axes = norm_axes(axes, t.rank())?;
             for &a in &axes {
-                if t.shape[a] != 1 {
-                    return err(format!(
+                cx.require_eq(&t.shape[a], &D::lit(1), || {
+                    shape_error(format!(
                         "cannot squeeze axis {a} of {t}: its size is {}",
                         t.shape[a]
-                    ));
-                }
+                    ))
+                })?;
             }
             let s = t
                 .shape
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| !axes.contains(i))
-                .map(|(_, d)| *d)
+                .map(|(_, d)| d.clone())
                 .collect::<Vec<_>>();
-            one(TensorType::new(s, t.dtype))
+            one(TensorTypeOf::new(s, t.dtype))
         }
         Op::Unsqueeze { axes } => {
             let t = ins[0];
             let r = t.rank() + axes.len();
             let axes = norm_axes(axes, r)?;
             let mut src = t.shape.iter();
-            let s: Vec<u64> = (0..r)
+            let s: Vec<D> = (0..r)
                 .map(|i| {
                     if axes.contains(&i) {
-                        1
+                        D::lit(1)
                     } else {
-                        *src.next().unwrap_or(&1)
+                        src.next().cloned().unwrap_or(D::lit(1))
                     }
                 })
                 .collect();
-            one(TensorType::new(s, t.dtype))
+            one(TensorTypeOf::new(s, t.dtype))
         }
         Op::Transpose { perm } => {
             let t = ins[0];
@@ -310,9 +419,9 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
                     ));
                 }
             }
-            one(TensorType::new(
+            one(TensorTypeOf::new(
                 perm.iter()
-                    .map(|&p| t.shape[p as usize])
+                    .map(|&p| t.shape[p as usize].clone())
                     .collect::<Vec<_>>(),
                 t.dtype,
             ))
@@ -333,24 +442,30 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             }
             let mut s = t.shape.clone();
             for i in 0..r {
-                if *mode == crate::op::PadMode::Reflect
-                    && (pads[i] >= t.shape[i] || pads[r + i] >= t.shape[i])
-                {
-                    return err(format!(
-                        "reflect padding on axis {i} must be smaller than its size {}",
-                        t.shape[i]
-                    ));
+                if *mode == crate::op::PadMode::Reflect {
+                    let bad = || {
+                        shape_error(format!(
+                            "reflect padding on axis {i} must be smaller than its size {}",
+                            t.shape[i]
+                        ))
+                    };
+                    // Each pad smaller than the axis: axis >= pad + 1.
+                    for pad in [pads[i], pads[r + i]] {
+                        let need = pad.checked_add(1).ok_or_else(bad)?;
+                        cx.require_ge(&t.shape[i], &D::lit(need), bad)?;
+                    }
                 }
-                if *mode == crate::op::PadMode::Edge && t.shape[i] == 0 && pads[i] + pads[r + i] > 0
-                {
-                    return err(format!("edge padding of the empty axis {i}"));
+                if *mode == crate::op::PadMode::Edge && (pads[i] > 0 || pads[r + i] > 0) {
+                    cx.require_ge(&t.shape[i], &D::lit(1), || {
+                        shape_error(format!("edge padding of the empty axis {i}"))
+                    })?;
                 }
                 s[i] = s[i]
-                    .checked_add(pads[i])
-                    .and_then(|x| x.checked_add(pads[r + i]))
+                    .add(&D::lit(pads[i]))
+                    .and_then(|x| x.add(&D::lit(pads[r + i])))
                     .ok_or_else(overflow)?;
             }
-            one(TensorType::new(s, t.dtype))
+            one(TensorTypeOf::new(s, t.dtype))
         }
         Op::BatchNorm { .. } => {
             let t = ins[0];
@@ -359,14 +474,18 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             if t.rank() < 2 {
                 return err_at(0, format!("`batch_norm` needs rank >= 2, got {t}"));
             }
-            let c = t.shape[1];
+            let c = &t.shape[1];
             for (i, p) in ins.iter().enumerate().skip(1) {
-                if p.shape != [c] {
-                    return err_at(
+                let bad = || {
+                    shape_error_at(
                         i,
                         format!("operand {i} must be tensor<{c}x{}>, got {p}", t.dtype),
-                    );
+                    )
+                };
+                if p.rank() != 1 {
+                    return Err(bad());
                 }
+                cx.require_eq(&p.shape[0], c, bad)?;
             }
             one(t.clone())
         }
@@ -377,7 +496,7 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             let ax = norm_axis(*axis, t.rank())?;
             let norm = &t.shape[ax..];
             for (i, p) in ins.iter().enumerate().skip(1) {
-                unidirectional(p, norm).map_err(|m| ShapeError {
+                unidirectional(p, norm, cx).map_err(|m| ShapeError {
                     message: format!("operand {i} {m} (the normalised dimensions {norm:?})"),
                     operand: Some(i),
                 })?;
@@ -393,21 +512,27 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             } else {
                 norm_axes(axes, t.rank())?
             };
-            let s: Vec<u64> = if *keepdims {
+            let s: Vec<D> = if *keepdims {
                 t.shape
                     .iter()
                     .enumerate()
-                    .map(|(i, d)| if axes.contains(&i) { 1 } else { *d })
+                    .map(|(i, d)| {
+                        if axes.contains(&i) {
+                            D::lit(1)
+                        } else {
+                            d.clone()
+                        }
+                    })
                     .collect()
             } else {
                 t.shape
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| !axes.contains(i))
-                    .map(|(_, d)| *d)
+                    .map(|(_, d)| d.clone())
                     .collect()
             };
-            one(TensorType::new(s, t.dtype))
+            one(TensorTypeOf::new(s, t.dtype))
         }
         Op::Resize(r) => {
             let t = ins[0];
@@ -415,15 +540,27 @@ pub fn infer(op: &Op, ins: &[&TensorType]) -> Result<Vec<TensorType>> {
             if t.rank() != 4 {
                 return err_at(0, format!("`resize` works on NCHW tensors, got {t}"));
             }
-            let out = TensorType::new(vec![t.shape[0], t.shape[1], r.size[0], r.size[1]], t.dtype);
+            let out = TensorTypeOf::new(
+                vec![
+                    t.shape[0].clone(),
+                    t.shape[1].clone(),
+                    D::lit(r.size[0]),
+                    D::lit(r.size[1]),
+                ],
+                t.dtype,
+            );
             // Every output pixel interpolates from input pixels: an input empty along a
             // spatial axis has none to give a non-empty output (an empty output is fine).
-            if (t.shape[2] == 0 || t.shape[3] == 0) && out.num_elements() != Some(0) {
-                return err_at(
+            // As one condition: min(H, W) >= min(1, elements of the output), an overflowing
+            // count being non-zero.
+            let one_d = D::lit(1);
+            let nonempty = out.num_elements().map_or(one_d.clone(), |n| n.min(&one_d));
+            cx.require_ge(&t.shape[2].min(&t.shape[3]), &nonempty, || {
+                shape_error_at(
                     0,
                     format!("nothing to interpolate from: the input {t} is empty along its spatial axes, the output {out} is not"),
-                );
-            }
+                )
+            })?;
             one(out)
         }
     }
@@ -440,7 +577,7 @@ fn binary_name(b: BinaryOp) -> &'static str {
     b.name()
 }
 
-fn same_dtype(ins: &[&TensorType]) -> Result<()> {
+fn same_dtype<D: Dim>(ins: &[&TensorTypeOf<D>]) -> Result<()> {
     let d = ins[0].dtype;
     match ins.iter().position(|t| t.dtype != d) {
         Some(i) => err_at(
@@ -497,42 +634,77 @@ fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
 
 /// NumPy broadcasting of two shapes.
 pub fn broadcast(a: &[u64], b: &[u64]) -> Result<Vec<u64>> {
+    broadcast_dims(a, b, &mut Checks::new())
+}
+
+/// NumPy broadcasting. A symbolic dim is never taken to be 1 unless it is the constant 1:
+/// against another dim it must be equal (a run-time check when undecided), as most
+/// compilers of dynamic shapes assume.
+fn broadcast_dims<D: Dim>(a: &[D], b: &[D], cx: &mut Checks<D>) -> Result<Vec<D>> {
     let r = a.len().max(b.len());
-    let mut out = vec![0; r];
+    let one = D::lit(1);
+    let mut out = Vec::with_capacity(r);
     for i in 0..r {
         let da = if i < r - a.len() {
-            1
+            &one
         } else {
-            a[i - (r - a.len())]
+            &a[i - (r - a.len())]
         };
         let db = if i < r - b.len() {
-            1
+            &one
         } else {
-            b[i - (r - b.len())]
+            &b[i - (r - b.len())]
         };
-        out[i] = match (da, db) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => {
-                return err(format!(
+        let bad = || {
+            shape_error(format!(
                 "shapes {a:?} and {b:?} cannot be broadcast together (dimension {i}: {da} vs {db})"
             ))
-            }
         };
+        out.push(match (da.decide_eq(db), da.known(), db.known()) {
+            (Some(true), _, _) => da.clone(),
+            (_, Some(1), _) => db.clone(),
+            (_, _, Some(1)) => da.clone(),
+            (Some(false), _, _) => return Err(bad()),
+            (None, _, _) => {
+                cx.require_eq(da, db, bad)?;
+                // The more constant of the two names the result.
+                if db.known().is_some() {
+                    db.clone()
+                } else {
+                    da.clone()
+                }
+            }
+        });
     }
     Ok(out)
 }
 
-/// Whether `t` broadcasts to exactly `target` (ONNX unidirectional broadcasting).
-fn unidirectional(t: &TensorType, target: &[u64]) -> std::result::Result<(), String> {
-    match broadcast(&t.shape, target) {
-        Ok(s) if s == target => Ok(()),
-        _ => Err(format!("{t} does not broadcast to {target:?}")),
+/// Whether `t` broadcasts to exactly `target` (ONNX unidirectional broadcasting): no more
+/// dims than the target, each 1 or the target's.
+fn unidirectional<D: Dim>(
+    t: &TensorTypeOf<D>,
+    target: &[D],
+    cx: &mut Checks<D>,
+) -> std::result::Result<(), String> {
+    let bad = || format!("{t} does not broadcast to {target:?}");
+    if t.rank() > target.len() {
+        return Err(bad());
     }
+    let skip = target.len() - t.rank();
+    for (d, want) in t.shape.iter().zip(&target[skip..]) {
+        if d.known() != Some(1) {
+            cx.require_eq(d, want, || shape_error(bad()))
+                .map_err(|e| e.message)?;
+        }
+    }
+    Ok(())
 }
 
-fn matmul(a: &TensorType, b: &TensorType) -> Result<TensorType> {
+fn matmul<D: Dim>(
+    a: &TensorTypeOf<D>,
+    b: &TensorTypeOf<D>,
+    cx: &mut Checks<D>,
+) -> Result<TensorTypeOf<D>> {
     same_dtype(&[a, b])?;
     numeric(a.dtype, 0)?;
     if a.rank() == 0 || b.rank() == 0 {
@@ -540,69 +712,73 @@ fn matmul(a: &TensorType, b: &TensorType) -> Result<TensorType> {
     }
     // NumPy: a 1-D left operand is a row vector, a 1-D right operand a column vector; the
     // added dimension is removed from the result.
-    let ash: Vec<u64> = if a.rank() == 1 {
-        vec![1, a.shape[0]]
+    let ash: Vec<D> = if a.rank() == 1 {
+        vec![D::lit(1), a.shape[0].clone()]
     } else {
         a.shape.clone()
     };
-    let bsh: Vec<u64> = if b.rank() == 1 {
-        vec![b.shape[0], 1]
+    let bsh: Vec<D> = if b.rank() == 1 {
+        vec![b.shape[0].clone(), D::lit(1)]
     } else {
         b.shape.clone()
     };
-    let (m, k) = (ash[ash.len() - 2], ash[ash.len() - 1]);
-    let (kb, n) = (bsh[bsh.len() - 2], bsh[bsh.len() - 1]);
-    if k != kb {
-        return err(format!(
+    let (m, k) = (&ash[ash.len() - 2], &ash[ash.len() - 1]);
+    let (kb, n) = (&bsh[bsh.len() - 2], &bsh[bsh.len() - 1]);
+    cx.require_eq(k, kb, || {
+        shape_error(format!(
             "inner dimensions differ: {a} and {b} (K = {k} vs {kb})"
-        ));
-    }
-    let mut s = broadcast(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2])?;
+        ))
+    })?;
+    let mut s = broadcast_dims(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2], cx)?;
     if a.rank() > 1 {
-        s.push(m);
+        s.push(m.clone());
     }
     if b.rank() > 1 {
-        s.push(n);
+        s.push(n.clone());
     }
-    Ok(TensorType::new(s, a.dtype))
+    Ok(TensorTypeOf::new(s, a.dtype))
 }
 
 /// Output extent of a sliding window (convolution or pooling), ONNX / PyTorch rules.
-fn window(
-    input: u64,
+fn window<D: Dim>(
+    input: &D,
     pad_begin: u64,
     pad_end: u64,
-    kernel_eff: u64,
+    kernel_eff: &D,
     stride: u64,
     ceil: bool,
-) -> Result<u64> {
+    cx: &mut Checks<D>,
+) -> Result<D> {
     let padded = input
-        .checked_add(pad_begin)
-        .and_then(|v| v.checked_add(pad_end))
+        .add(&D::lit(pad_begin))
+        .and_then(|v| v.add(&D::lit(pad_end)))
         .ok_or_else(overflow)?;
-    if padded < kernel_eff {
-        return err(format!(
+    cx.require_ge(&padded, kernel_eff, || {
+        shape_error(format!(
             "the window ({kernel_eff}) is larger than the padded input ({padded})"
-        ));
-    }
-    let span = padded - kernel_eff;
+        ))
+    })?;
+    let span = padded.sub(kernel_eff);
     let steps = if ceil {
         span.div_ceil(stride)
     } else {
-        span / stride
+        span.div_floor(stride)
     };
-    let mut out = steps + 1;
-    // (An overflowing product is certainly past the end.)
-    let last_start = (out - 1).saturating_mul(stride);
-    if ceil && out > 1 && last_start >= input + pad_begin {
+    let out = steps.add(&D::lit(1)).ok_or_else(overflow)?;
+    if ceil {
         // The last window may not start in the end padding (PyTorch's rule, adopted by ONNX
         // for ceil_mode).
-        out -= 1;
+        let begin = input.add(&D::lit(pad_begin)).ok_or_else(overflow)?;
+        return Ok(out.ceil_mode_fix(&begin, stride));
     }
     Ok(out)
 }
 
-fn conv2d(c: &crate::op::Conv2d, ins: &[&TensorType]) -> Result<TensorType> {
+fn conv2d<D: Dim>(
+    c: &crate::op::Conv2d,
+    ins: &[&TensorTypeOf<D>],
+    cx: &mut Checks<D>,
+) -> Result<TensorTypeOf<D>> {
     let (x, w) = (ins[0], ins[1]);
     same_dtype(ins)?;
     numeric(x.dtype, 0)?;
@@ -615,50 +791,64 @@ fn conv2d(c: &crate::op::Conv2d, ins: &[&TensorType]) -> Result<TensorType> {
             format!("`conv2d` weight must be [M, C/groups, kH, kW], got {w}"),
         );
     }
-    let (ci, m, g) = (x.shape[1], w.shape[0], c.groups);
-    if ci % g != 0 || m % g != 0 {
-        return err(format!(
+    let (ci, m, g) = (&x.shape[1], &w.shape[0], c.groups);
+    let groups = || {
+        shape_error(format!(
             "groups = {g} must divide both the input channels ({ci}) and the output channels ({m})"
-        ));
+        ))
+    };
+    // `g` divides `d`: ⌊d / g⌋·g == d.
+    for d in [ci, m] {
+        let whole = d.div_floor(g).mul(&D::lit(g)).ok_or_else(overflow)?;
+        cx.require_eq(&whole, d, groups)?;
     }
-    if w.shape[1] != ci / g {
-        return err_at(1, format!(
+    cx.require_eq(&w.shape[1], &ci.div_floor(g), || {
+        shape_error_at(1, format!(
             "weight {w} expects {} input channels per group, but the input has {ci} channels in {g} group(s)",
             w.shape[1]
-        ));
-    }
+        ))
+    })?;
     if let Some(b) = ins.get(2) {
-        if b.shape != [m] {
-            return err_at(2, format!("bias must be tensor<{m}x{}>, got {b}", x.dtype));
+        let bad = || shape_error_at(2, format!("bias must be tensor<{m}x{}>, got {b}", x.dtype));
+        if b.rank() != 1 {
+            return Err(bad());
         }
+        cx.require_eq(&b.shape[0], m, bad)?;
     }
-    if w.shape[2] == 0 || w.shape[3] == 0 {
-        return err_at(
-            1,
-            format!("kernel dimensions must be positive, weight is {w}"),
-        );
+    for k in &w.shape[2..] {
+        cx.require_ge(k, &D::lit(1), || {
+            shape_error_at(
+                1,
+                format!("kernel dimensions must be positive, weight is {w}"),
+            )
+        })?;
     }
-    let mut s = vec![x.shape[0], m, 0, 0];
+    let mut s = vec![x.shape[0].clone(), m.clone()];
     for i in 0..2 {
-        let k_eff = c.dilations[i]
-            .checked_mul(w.shape[2 + i].saturating_sub(1))
-            .and_then(|v| v.checked_add(1))
+        let k_eff = D::lit(c.dilations[i])
+            .mul(&w.shape[2 + i].sub(&D::lit(1)))
+            .and_then(|v| v.add(&D::lit(1)))
             .ok_or_else(overflow)?;
-        s[2 + i] = window(
-            x.shape[2 + i],
+        s.push(window(
+            &x.shape[2 + i],
             c.pads[i],
             c.pads[2 + i],
-            k_eff,
+            &k_eff,
             c.strides[i],
             false,
-        )?;
+            cx,
+        )?);
     }
-    Ok(TensorType::new(s, x.dtype))
+    Ok(TensorTypeOf::new(s, x.dtype))
 }
 
-/// `conv_transpose`: plain integer arithmetic per spatial axis,
+/// `conv_transpose`, per spatial axis
 /// `out = (in - 1)·s + (k - 1)·d + 1 + output_padding - pad_begin - pad_end`.
-fn conv_transpose(c: &crate::op::ConvTranspose, ins: &[&TensorType]) -> Result<TensorType> {
+fn conv_transpose<D: Dim>(
+    c: &crate::op::ConvTranspose,
+    ins: &[&TensorTypeOf<D>],
+    cx: &mut Checks<D>,
+) -> Result<TensorTypeOf<D>> {
     let (x, w) = (ins[0], ins[1]);
     same_dtype(ins)?;
     numeric(x.dtype, 0)?;
@@ -674,59 +864,69 @@ fn conv_transpose(c: &crate::op::ConvTranspose, ins: &[&TensorType]) -> Result<T
             format!("`conv_transpose` weight must be [C, M/groups, kH, kW], got {w}"),
         );
     }
-    let (ci, g) = (x.shape[1], c.groups);
-    if w.shape[0] != ci {
-        return err_at(
+    let (ci, g) = (&x.shape[1], c.groups);
+    cx.require_eq(&w.shape[0], ci, || {
+        shape_error_at(
             1,
             format!(
                 "weight {w} is for {} input channels, but the input {x} has {ci}",
                 w.shape[0]
             ),
-        );
-    }
-    if ci % g != 0 {
-        return err(format!(
+        )
+    })?;
+    // `g` divides the input channels: ⌊c / g⌋·g == c.
+    let whole = ci.div_floor(g).mul(&D::lit(g)).ok_or_else(overflow)?;
+    cx.require_eq(&whole, ci, || {
+        shape_error(format!(
             "groups = {g} must divide the input channels ({ci})"
-        ));
-    }
-    let m = w.shape[1].checked_mul(g).ok_or_else(overflow)?;
+        ))
+    })?;
+    let m = w.shape[1].mul(&D::lit(g)).ok_or_else(overflow)?;
     if let Some(b) = ins.get(2) {
-        if b.shape != [m] {
-            return err_at(2, format!("bias must be tensor<{m}x{}>, got {b}", x.dtype));
+        let bad = || shape_error_at(2, format!("bias must be tensor<{m}x{}>, got {b}", x.dtype));
+        if b.rank() != 1 {
+            return Err(bad());
         }
+        cx.require_eq(&b.shape[0], &m, bad)?;
     }
-    if w.shape[2] == 0 || w.shape[3] == 0 {
-        return err_at(
-            1,
-            format!("kernel dimensions must be positive, weight is {w}"),
-        );
+    for k in &w.shape[2..] {
+        cx.require_ge(k, &D::lit(1), || {
+            shape_error_at(
+                1,
+                format!("kernel dimensions must be positive, weight is {w}"),
+            )
+        })?;
     }
-    let mut s = vec![x.shape[0], m, 0, 0];
+    let mut s = vec![x.shape[0].clone(), m];
     for i in 0..2 {
-        let input = x.shape[2 + i];
-        if input == 0 {
-            return err_at(
+        let input = &x.shape[2 + i];
+        cx.require_ge(input, &D::lit(1), || {
+            shape_error_at(
                 0,
                 format!("the input {x} is empty along spatial axis {i}: a transposed convolution of it has no defined size"),
-            );
-        }
-        let full = (input - 1)
-            .checked_mul(c.strides[i])
-            .and_then(|v| v.checked_add(c.dilations[i].checked_mul(w.shape[2 + i] - 1)?))
-            .and_then(|v| v.checked_add(1)?.checked_add(c.output_padding[i]))
+            )
+        })?;
+        let full = input
+            .sub(&D::lit(1))
+            .mul(&D::lit(c.strides[i]))
+            .and_then(|v| {
+                let taps = D::lit(c.dilations[i]).mul(&w.shape[2 + i].sub(&D::lit(1)))?;
+                v.add(&taps)
+            })
+            .and_then(|v| v.add(&D::lit(1))?.add(&D::lit(c.output_padding[i])))
             .ok_or_else(overflow)?;
         let crop = c.pads[i].checked_add(c.pads[2 + i]).ok_or_else(overflow)?;
-        if crop > full {
-            return err(format!(
+        cx.require_ge(&full, &D::lit(crop), || {
+            shape_error(format!(
                 "the pads crop {crop} along spatial axis {i}, more than the full output's {full}"
-            ));
-        }
-        s[2 + i] = full - crop;
+            ))
+        })?;
+        s.push(full.sub(&D::lit(crop)));
     }
-    Ok(TensorType::new(s, x.dtype))
+    Ok(TensorTypeOf::new(s, x.dtype))
 }
 
-fn pool2d(p: &Pool2d, x: &TensorType) -> Result<TensorType> {
+fn pool2d<D: Dim>(p: &Pool2d, x: &TensorTypeOf<D>, cx: &mut Checks<D>) -> Result<TensorTypeOf<D>> {
     numeric(x.dtype, 0)?;
     if x.rank() != 4 {
         return err_at(
@@ -740,39 +940,14 @@ fn pool2d(p: &Pool2d, x: &TensorType) -> Result<TensorType> {
             return err("padding must be smaller than the kernel");
         }
         s[2 + i] = window(
-            x.shape[2 + i],
+            &x.shape[2 + i],
             p.pads[i],
             p.pads[2 + i],
-            p.kernel[i],
+            &D::lit(p.kernel[i]),
             p.strides[i],
             p.ceil_mode,
+            cx,
         )?;
     }
-    Ok(TensorType::new(s, x.dtype))
-}
-
-/// Length of an ONNX slice along one axis, after clamping `start` and `end` into range.
-fn slice_len(dim: u64, start: i64, end: i64, step: i64) -> u64 {
-    let d = dim as i128;
-    let fix = |v: i64| {
-        let v = v as i128;
-        if v < 0 {
-            v + d
-        } else {
-            v
-        }
-    };
-    let (s, e) = (fix(start), fix(end));
-    let step = step as i128;
-    let (s, e) = if step > 0 {
-        (s.clamp(0, d), e.clamp(0, d))
-    } else {
-        (s.clamp(-1, d - 1), e.clamp(-1, d - 1))
-    };
-    let n = if step > 0 {
-        (e - s + step - 1) / step
-    } else {
-        (s - e + (-step) - 1) / (-step)
-    };
-    n.max(0) as u64
+    Ok(TensorTypeOf::new(s, x.dtype))
 }

@@ -3,10 +3,10 @@
 
 use crate::diag::{Diagnostic, ToDiagnostic};
 use crate::entity::{EntityRef, OpId, Value};
-use crate::module::{Function, Module};
+use crate::module::{Function, Module, RuntimeCheck};
 use crate::shape;
 use crate::span::Span;
-use crate::types::TensorType;
+use crate::types::{SymTensorType, TensorType};
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum VerifyError {
@@ -35,8 +35,9 @@ pub enum VerifyError {
     TypeMismatch {
         value: String,
         op: &'static str,
-        declared: TensorType,
-        inferred: TensorType,
+        /// The types as printed (static or symbolic).
+        declared: String,
+        inferred: String,
         span: Span,
     },
     #[error("`{op}` `{value}` needs a result type")]
@@ -59,8 +60,8 @@ pub enum VerifyError {
         func: String,
         index: usize,
         value: String,
-        declared: TensorType,
-        actual: TensorType,
+        declared: String,
+        actual: String,
         span: Span,
     },
     #[error("{what} of `{value}` ({ty}) overflows 64 bits")]
@@ -198,6 +199,10 @@ fn verify_function(f: &mut Function, errors: &mut Vec<VerifyError>) {
         }
     }
 
+    if f.is_dynamic() {
+        verify_dynamic(f, &defined_at, errors);
+        return;
+    }
     for v in f.params.clone() {
         check_size(f, v, errors);
     }
@@ -206,21 +211,7 @@ fn verify_function(f: &mut Function, errors: &mut Vec<VerifyError>) {
         verify_op(f, id, pos + 1, &defined_at, errors);
     }
 
-    // Returns.
-    for (i, &v) in f.returns.iter().enumerate() {
-        if defined_at[v.index()].is_none() {
-            let span = f
-                .return_operand_spans
-                .get(i)
-                .copied()
-                .unwrap_or(f.return_span);
-            errors.push(VerifyError::UseBeforeDef {
-                value: f.value_name(v),
-                span,
-                def: f.values[v].span,
-            });
-        }
-    }
+    check_returns_defined(f, &defined_at, errors);
     if f.has_return && f.result_type_spans.len() + f.result_types.len() > 0 {
         if f.result_types.len() != f.returns.len() {
             errors.push(VerifyError::ReturnCount {
@@ -237,8 +228,8 @@ fn verify_function(f: &mut Function, errors: &mut Vec<VerifyError>) {
                             func: f.name.clone(),
                             index: i,
                             value: f.value_name(v),
-                            declared: declared.clone(),
-                            actual: actual.clone(),
+                            declared: declared.to_string(),
+                            actual: actual.to_string(),
                             span: f
                                 .return_operand_spans
                                 .get(i)
@@ -259,13 +250,178 @@ fn verify_function(f: &mut Function, errors: &mut Vec<VerifyError>) {
     }
 }
 
-fn verify_op(
+fn check_returns_defined(
+    f: &Function,
+    defined_at: &[Option<usize>],
+    errors: &mut Vec<VerifyError>,
+) {
+    for (i, &v) in f.returns.iter().enumerate() {
+        if defined_at[v.index()].is_none() {
+            let span = f
+                .return_operand_spans
+                .get(i)
+                .copied()
+                .unwrap_or(f.return_span);
+            errors.push(VerifyError::UseBeforeDef {
+                value: f.value_name(v),
+                span,
+                def: f.values[v].span,
+            });
+        }
+    }
+}
+
+/// A dynamic function: types are inferred symbolically ([`shape::infer_sym`]), and what the
+/// rules could not decide is recorded in `f.dynamic.checks` for `specialize` to check.
+fn verify_dynamic(f: &mut Function, defined_at: &[Option<usize>], errors: &mut Vec<VerifyError>) {
+    for p in f.params.clone() {
+        f.values[p].sym = f.values[p].sym_type();
+    }
+    let mut checks = Vec::new();
+    let layout = f.layout.clone();
+    for (pos, &id) in layout.iter().enumerate() {
+        if operands_ok(f, id, pos + 1, defined_at, errors) {
+            verify_op_dynamic(f, id, &mut checks, errors);
+        }
+    }
+    check_returns_defined(f, defined_at, errors);
+    let actual: Option<Vec<SymTensorType>> =
+        f.returns.iter().map(|&v| f.values[v].sym.clone()).collect();
+    let Some(dynamic) = f.dynamic.as_deref() else {
+        return;
+    };
+    let declared = dynamic.result_types.clone();
+    if f.has_return && !f.result_type_spans.is_empty() {
+        if declared.len() != f.returns.len() {
+            errors.push(VerifyError::ReturnCount {
+                func: f.name.clone(),
+                expected: declared.len(),
+                found: f.returns.len(),
+                span: f.return_span,
+            });
+        } else {
+            for (i, (&v, d)) in f.returns.iter().zip(&declared).enumerate() {
+                if let Some(a) = f.values[v].sym.as_ref().filter(|a| *a != d) {
+                    errors.push(VerifyError::ReturnType {
+                        func: f.name.clone(),
+                        index: i,
+                        value: f.value_name(v),
+                        declared: d.to_string(),
+                        actual: a.to_string(),
+                        span: f
+                            .return_operand_spans
+                            .get(i)
+                            .copied()
+                            .unwrap_or(f.return_span),
+                    });
+                }
+            }
+        }
+    }
+    if let Some(d) = f.dynamic.as_deref_mut() {
+        if f.result_type_spans.is_empty() {
+            if let Some(a) = actual {
+                d.result_types = a;
+            }
+        }
+        d.checks = checks;
+    }
+}
+
+fn verify_op_dynamic(
     f: &mut Function,
+    id: OpId,
+    checks: &mut Vec<RuntimeCheck>,
+    errors: &mut Vec<VerifyError>,
+) {
+    use crate::op::Op;
+    let data = &f.ops[id];
+    let name = data.op.name();
+    if !data.outs.is_empty() || matches!(data.op, Op::AllocTensor { .. } | Op::AllocSlab { .. }) {
+        errors.push(VerifyError::Buffer {
+            message: format!("`{name}`: buffers need static shapes; a dynamic function is specialized (its dims given values) before it is planned"),
+            span: data.loc.stmt,
+        });
+        return;
+    }
+    let inferred = if data.op.props().declared_type {
+        let r = data.results[0];
+        match f.values[r].sym_type() {
+            Some(t) => vec![t],
+            None => {
+                errors.push(VerifyError::ConstWithoutType {
+                    op: name,
+                    value: f.value_name(r),
+                    span: data.loc.stmt,
+                });
+                return;
+            }
+        }
+    } else {
+        let ins: Option<Vec<SymTensorType>> = data
+            .operands
+            .iter()
+            .map(|&v| f.values[v].sym.clone())
+            .collect();
+        // An operand whose own op failed has no type; its error is already reported.
+        let Some(ins) = ins else { return };
+        let refs: Vec<&SymTensorType> = ins.iter().collect();
+        let mut cx = shape::Checks::new();
+        match shape::infer_sym(&data.op, &refs, &mut cx) {
+            Ok(t) => {
+                checks.extend(cx.conds.into_iter().map(|cond| RuntimeCheck {
+                    cond,
+                    op: name,
+                    span: data.loc.name,
+                }));
+                t
+            }
+            Err(e) => {
+                let span = e
+                    .operand
+                    .and_then(|i| data.loc.operands.get(i).copied())
+                    .unwrap_or(data.loc.name);
+                errors.push(VerifyError::Shape {
+                    op: name,
+                    message: e.message,
+                    span,
+                });
+                return;
+            }
+        }
+    };
+    let data = &f.ops[id];
+    let results = data.results.clone();
+    let type_spans = data.loc.types.clone();
+    let stmt = data.loc.stmt;
+    for (i, (r, t)) in results.into_iter().zip(inferred).enumerate() {
+        let v = &f.values[r];
+        let declared = v
+            .declared_sym
+            .clone()
+            .or_else(|| v.declared.as_ref().map(TensorType::to_sym));
+        if let Some(d) = declared.filter(|d| *d != t) {
+            errors.push(VerifyError::TypeMismatch {
+                value: f.value_name(r),
+                op: name,
+                declared: d.to_string(),
+                inferred: t.to_string(),
+                span: type_spans.get(i).copied().unwrap_or(stmt),
+            });
+        }
+        f.values[r].ty = t.to_static();
+        f.values[r].sym = Some(t);
+    }
+}
+
+/// Operands, results and `outs` defined before use, in the numbers the op takes.
+fn operands_ok(
+    f: &Function,
     id: OpId,
     pos: usize,
     defined_at: &[Option<usize>],
     errors: &mut Vec<VerifyError>,
-) {
+) -> bool {
     let data = &f.ops[id];
     let name = data.op.name();
     let mut ok = true;
@@ -288,7 +444,7 @@ fn verify_op(
             found: data.operands.len(),
             span: data.loc.name,
         });
-        return;
+        return false;
     }
     if data.results.len() != data.op.num_results() {
         errors.push(VerifyError::ResultCount {
@@ -297,7 +453,7 @@ fn verify_op(
             found: data.results.len(),
             span: data.loc.stmt,
         });
-        return;
+        return false;
     }
     for (i, &v) in data.outs.iter().enumerate() {
         if !matches!(defined_at[v.index()], Some(d) if d < pos) {
@@ -310,9 +466,20 @@ fn verify_op(
             ok = false;
         }
     }
-    if !ok {
+    ok
+}
+
+fn verify_op(
+    f: &mut Function,
+    id: OpId,
+    pos: usize,
+    defined_at: &[Option<usize>],
+    errors: &mut Vec<VerifyError>,
+) {
+    if !operands_ok(f, id, pos, defined_at, errors) {
         return;
     }
+    let name = f.ops[id].op.name();
     verify_buffers(f, id, errors);
     let data = &f.ops[id];
     let inferred = if data.op.props().declared_type {
@@ -329,9 +496,6 @@ fn verify_op(
             }
         }
     } else {
-        if !ok {
-            return;
-        }
         let ins: Option<Vec<&TensorType>> = data
             .operands
             .iter()
@@ -364,8 +528,8 @@ fn verify_op(
                 errors.push(VerifyError::TypeMismatch {
                     value: f.value_name(r),
                     op: name,
-                    declared: d.clone(),
-                    inferred: t.clone(),
+                    declared: d.to_string(),
+                    inferred: t.to_string(),
                     span: type_spans.get(i).copied().unwrap_or(stmt),
                 });
             }

@@ -262,6 +262,8 @@ fn new_op(
         def: ValueDef::Result(id, 0),
         declared: Some(ty.clone()),
         ty: Some(ty),
+        declared_sym: None,
+        sym: None,
         span: Span::NONE,
     });
     func.ops[id].results = vec![v];

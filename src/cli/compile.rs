@@ -6,7 +6,9 @@
 //! heuristic order, or the exact search; `--reorder=egg` runs the `rewrite` pass instead (see
 //! `egg.rs`). The pipeline is built as values, and both passes judge with this compile's own
 //! plan policy (`plan_function`), so the `plan` pass after them never plans a larger slab
-//! than the input program's. Every mode fits in `--time-limit`, judging included.
+//! than the input program's. Every mode fits in `--time-limit`, judging included. A dynamic
+//! model compiles at its `--dim` values; without them it is refused (kernels with run-time
+//! extents are not built yet).
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
@@ -48,6 +50,9 @@ pub struct Options {
     pub seed: u64,
     pub target_cpu: String,
     pub guard: bool,
+    /// `--dim NAME=N`: the values of a dynamic model's dims (an ONNX model's symbolic input
+    /// dims, as `tirc import --dim`).
+    pub dims: Vec<String>,
     /// Test-only: inject an out-of-bounds store after the op defining this value.
     pub guard_fault_op: Option<String>,
     pub opt_level: u8,
@@ -71,13 +76,21 @@ pub fn run(o: Options) -> Result<(), Failure> {
     if o.guard_fault_op.is_some() && !o.guard {
         return Err(Failure::Usage("--guard-fault-op needs --guard".into()));
     }
+    let dims = input::parse_dims(&o.dims)?;
     // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
+    // Kernels with run-time extents are not built yet: a dynamic model compiles at the values
+    // `--dim` gives its dims, and without them is refused.
     let (mut module, model_weights) = if import::is_onnx(&o.model) {
-        import::load_onnx(&o.model)?
+        import::load_onnx(&o.model, &dims)?
     } else if import::is_tflite(&o.model) {
+        if !dims.is_empty() {
+            return Err(Failure::Usage(
+                "--dim applies to .tir and ONNX models (a TFLite model's shapes are static)".into(),
+            ));
+        }
         import::load_tflite(&o.model)?
     } else {
-        (input::load_module(&o.model)?.1, None)
+        (input::load_static(&o.model, &dims, Some("--dim"))?.1, None)
     };
     let name = o.model.display().to_string();
     let err = |msg: String| {

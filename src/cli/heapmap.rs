@@ -28,6 +28,8 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         opts.model.as_deref(),
         opts.records.as_deref(),
         opts.inclusive,
+        &tir_ir::Bindings::new(),
+        None,
     )?;
     let src = input.source.as_str();
     let fail = |e: &dyn std::fmt::Display| {

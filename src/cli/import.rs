@@ -170,13 +170,19 @@ pub fn load_tflite(path: &Path) -> Result<(tir_ir::Module, Option<Vec<u8>>), Fai
 
 /// `tirc compile MODEL.onnx`: the model imported in memory (symbolic batch → 1, cleanup on),
 /// with the weights it carries as safetensors bytes (`None` when it has no constants).
-pub fn load_onnx(path: &Path) -> Result<(tir_ir::Module, Option<Vec<u8>>), Failure> {
+pub fn load_onnx(
+    path: &Path,
+    dims: &tir_ir::Bindings,
+) -> Result<(tir_ir::Module, Option<Vec<u8>>), Failure> {
     let name = path.display().to_string();
-    let imported =
-        tir_onnx::import_file(path, &tir_onnx::ImportOptions::default()).map_err(|e| {
-            eprintln!("{name}: error: {e}");
-            Failure::Reported
-        })?;
+    let opts = tir_onnx::ImportOptions {
+        dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
+        ..tir_onnx::ImportOptions::default()
+    };
+    let imported = tir_onnx::import_file(path, &opts).map_err(|e| {
+        eprintln!("{name}: error: {e}");
+        Failure::Reported
+    })?;
     if imported.weights.is_empty() {
         return Ok((imported.module, None));
     }

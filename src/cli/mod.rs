@@ -2,6 +2,7 @@
 
 mod check;
 mod compile;
+mod dynamic;
 mod egg;
 mod fmt;
 mod heapmap;
@@ -98,6 +99,18 @@ pub enum Command {
         /// With --reorder: DP states kept per layer before the exact search turns into a beam.
         #[arg(long, default_value_t = 20_000, requires = "reorder")]
         states: usize,
+        /// A value for a symbolic dim of a dynamic model, `NAME=N` (repeatable): plans at it.
+        #[arg(long = "dim", value_name = "NAME=N", conflicts_with = "records")]
+        dims: Vec<String>,
+        /// The slab (and lower bound) of a dynamic model over sizes of one dim, as a table:
+        /// `NAME=A..B` or `NAME=A..B:STEP` (the other dims pinned with --dim).
+        #[arg(long, value_name = "NAME=A..B[:STEP]",
+              conflicts_with_all = ["records", "reorder", "annotate", "emit_csv", "dim_max"])]
+        dim_range: Option<String>,
+        /// A bounded plan: one static plan valid for every shape with NAME <= N (repeatable;
+        /// refused unless every tensor size is proven non-decreasing in the dims).
+        #[arg(long = "dim-max", value_name = "NAME=N", conflicts_with_all = ["records", "reorder"])]
+        dim_max: Vec<String>,
     },
     /// Draw an offsets plan as an SVG heap map.
     Heapmap {
@@ -136,6 +149,10 @@ pub enum Command {
         /// Write the result to FILE instead of stdout (atomically).
         #[arg(long, short = 'o')]
         output: Option<PathBuf>,
+        /// A value for a symbolic dim of a dynamic model, `NAME=N` (repeatable): the passes run
+        /// on the model specialized at them.
+        #[arg(long = "dim", value_name = "NAME=N")]
+        dims: Vec<String>,
     },
     /// Run a model (reference interpreter) and summarise or write its outputs as .npy files.
     Run {
@@ -157,6 +174,10 @@ pub enum Command {
         /// What executes the model.
         #[arg(long, value_enum, default_value = "interp")]
         engine: run::Engine,
+        /// A value for a symbolic dim of a dynamic model, `NAME=N` (repeatable). Dims not given
+        /// take their values from the input files' shapes.
+        #[arg(long = "dim", value_name = "NAME=N")]
+        dims: Vec<String>,
     },
     /// Compile a model to a native executable (or object, LLVM IR, assembly): plans with
     /// buffer sharing, bufferizes, generates shape-specialised kernels with LLVM.
@@ -199,6 +220,10 @@ pub enum Command {
         /// and judging included, or with --reorder=egg of the rewrite pass.
         #[arg(long, requires = "reorder")]
         time_limit: Option<f64>,
+        /// A value for a symbolic dim, `NAME=N` (repeatable): a dynamic model compiles at these
+        /// values (an ONNX model's symbolic input dims, as with `tirc import --dim`).
+        #[arg(long = "dim", value_name = "NAME=N")]
+        dims: Vec<String>,
     },
     /// Import an ONNX or TFLite model: a .tir file plus the safetensors file its `const` ops name.
     Import {
@@ -263,7 +288,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             print_after_all,
             stats,
             output,
+            dims,
         } => opt::run(opt::Options {
+            dims,
             file,
             passes,
             verify_each,
@@ -291,7 +318,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             opt_level,
             reorder,
             time_limit,
+            dims,
         } => compile::run(compile::Options {
+            dims,
             model,
             output,
             emit,
@@ -329,7 +358,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             weights,
             seed,
             engine,
+            dims,
         } => run::run(run::Options {
+            dims,
             model,
             inputs,
             output,
@@ -352,8 +383,17 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             scheduler,
             time_limit,
             states,
+            dims,
+            dim_range,
+            dim_max,
         } => {
             if let Some(mode) = reorder {
+                if !dims.is_empty() {
+                    return Err(Failure::Usage(
+                        "--reorder takes static models only; --dim is not accepted with it yet"
+                            .into(),
+                    ));
+                }
                 let Some(model) = model else {
                     return Err(Failure::Usage("--reorder needs a model".into()));
                 };
@@ -393,6 +433,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                     json,
                     emit_csv,
                     annotate,
+                    dims,
+                    dim_range,
+                    dim_max,
                 },
                 time_limit,
             )

@@ -11,11 +11,14 @@ pub struct Options {
     pub print_after_all: bool,
     pub stats: bool,
     pub output: Option<PathBuf>,
+    /// `--dim NAME=N`: a dynamic model's dims.
+    pub dims: Vec<String>,
 }
 
 pub fn run(opts: Options) -> Result<(), Failure> {
     let passes = parse_pipeline(&opts.passes).map_err(|e| Failure::Usage(e.to_string()))?;
-    let (_, mut module) = input::load_module(&opts.file)?;
+    let dims = input::parse_dims(&opts.dims)?;
+    let (_, mut module) = input::load_static(&opts.file, &dims, Some("--dim"))?;
     let name = opts.file.display().to_string();
     let print_after = opts.print_after_all;
     let stats = run_pipeline(&mut module, &passes, opts.verify_each, |pass, m| {

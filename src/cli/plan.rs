@@ -1,7 +1,9 @@
 //! `tirc plan`: every strategy side by side against the paper's lower bounds.
 //!
 //! Every plan shown is first validated by the independent checker; a strategy that produced
-//! an invalid plan is reported as an internal error rather than shown.
+//! an invalid plan is reported as an internal error rather than shown. A dynamic model is
+//! planned at its `--dim` values, over a `--dim-range`, or at its `--dim-max` bounds
+//! (`dynamic.rs`).
 
 use super::records::{self, AnyInput, PlanInput};
 use super::textures;
@@ -35,6 +37,12 @@ pub struct Options {
     pub json: bool,
     pub emit_csv: Option<PathBuf>,
     pub annotate: bool,
+    /// `--dim NAME=N`: a dynamic model's dims.
+    pub dims: Vec<String>,
+    /// `--dim-range NAME=A..B[:STEP]`: the slab over sizes of one dim.
+    pub dim_range: Option<String>,
+    /// `--dim-max NAME=N`: one plan for every shape up to the bounds.
+    pub dim_max: Vec<String>,
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -206,14 +214,36 @@ pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Resul
     } else {
         Vec::new()
     };
-    let input = match (opts.model.as_deref(), opts.records.as_deref()) {
-        // A CSV may have multi-dimensional sizes: those plan as textures, on their own path.
-        (None, Some(path)) => match records::from_any_csv(path, opts.inclusive)? {
-            AnyInput::Bytes(input) => input,
-            AnyInput::Dims2(input) => return textures::run(&opts, &input),
-            AnyInput::Dims3(input) => return textures::run(&opts, &input),
-        },
-        (model, csv) => records::load(model, csv, opts.inclusive)?,
+    let dims = input::parse_dims(&opts.dims)?;
+    if let Some(range) = &opts.dim_range {
+        let range = super::dynamic::parse_range(range)?;
+        let Some(model) = opts.model.as_deref() else {
+            return Err(Failure::Usage("--dim-range needs a model".into()));
+        };
+        return super::dynamic::range(model, &dims, &range, opts.align, opts.json);
+    }
+    let input = if !opts.dim_max.is_empty() {
+        let Some(model) = opts.model.as_deref() else {
+            return Err(Failure::Usage("--dim-max needs a model".into()));
+        };
+        let maxima = input::parse_dims(&opts.dim_max).map_err(|_| {
+            Failure::Usage("--dim-max: expected NAME=N (repeatable, each name once)".into())
+        })?;
+        let (at, note) = super::dynamic::bounded(model, &dims, &maxima)?;
+        if !opts.json {
+            println!("{note}");
+        }
+        records::from_model(model, &at, Some("--dim"))?
+    } else {
+        match (opts.model.as_deref(), opts.records.as_deref()) {
+            // A CSV may have multi-dimensional sizes: those plan as textures, on their own path.
+            (None, Some(path)) => match records::from_any_csv(path, opts.inclusive)? {
+                AnyInput::Bytes(input) => input,
+                AnyInput::Dims2(input) => return textures::run(&opts, &input),
+                AnyInput::Dims3(input) => return textures::run(&opts, &input),
+            },
+            (model, csv) => records::load(model, csv, opts.inclusive, &dims, Some("--dim"))?,
+        }
     };
     if opts.annotate {
         return annotate(&input, opts.align);

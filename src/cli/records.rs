@@ -3,7 +3,7 @@
 
 use super::{input, Failure};
 use std::path::Path;
-use tir_ir::Module;
+use tir_ir::{Bindings, Module};
 use tir_passes::liveness::{self, Liveness};
 use tir_passes::planner::csv::{read_any_records_csv, CsvRecords};
 use tir_passes::planner::multidim::UsageRecordNd;
@@ -24,8 +24,15 @@ pub struct PlanInput {
     pub model: Option<(Module, Liveness)>,
 }
 
-pub fn from_model(path: &Path) -> Result<PlanInput, Failure> {
-    let (_, module) = input::load_module(path)?;
+/// The records of a model; a dynamic model at `dims` (`flag` is how the command takes them,
+/// `None` when it does not).
+pub fn from_model(path: &Path, dims: &Bindings, flag: Option<&str>) -> Result<PlanInput, Failure> {
+    let (_, module) = input::load_static(path, dims, flag)?;
+    from_module(path, module)
+}
+
+/// The records of a static module read from `path`.
+pub fn from_module(path: &Path, module: Module) -> Result<PlanInput, Failure> {
     let Some(func) = module.entry() else {
         eprintln!(
             "{}: error: the module has no `@main` function to plan",
@@ -137,14 +144,16 @@ pub fn from_any_csv(path: &Path, inclusive: bool) -> Result<AnyInput, Failure> {
     }))
 }
 
-/// Loads either a model or a CSV, as the command line says.
+/// Loads either a model (a dynamic one at `dims`) or a CSV, as the command line says.
 pub fn load(
     model: Option<&Path>,
     records: Option<&Path>,
     inclusive: bool,
+    dims: &Bindings,
+    flag: Option<&str>,
 ) -> Result<PlanInput, Failure> {
     match (model, records) {
-        (Some(m), None) => from_model(m),
+        (Some(m), None) => from_model(m, dims, flag),
         (None, Some(r)) => from_csv(r, inclusive),
         _ => Err(Failure::Usage(
             "give either a MODEL.tir or --records FILE.csv".into(),

@@ -132,7 +132,7 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         ..PlanPolicy::default()
     };
     let judge = policy.with_effort(tir_passes::plan::Effort::Until(deadline));
-    let (_, mut module) = input::load_module(&opts.model)?;
+    let (_, mut module) = input::load_static(&opts.model, &tir_ir::Bindings::new(), None)?;
     let Some(func) = module.entry() else {
         eprintln!("{src}: error: the module has no `@main` function to plan");
         return Err(Failure::Reported);

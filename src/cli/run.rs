@@ -7,6 +7,10 @@
 //! with `--engine`: `interp`, the reference interpreter, or `jit`, the compiled kernels
 //! (planned with buffer sharing, bufferized, LLVM code generation) run in memory through the
 //! LLVM JIT.
+//!
+//! A dynamic model (symbolic dims, docs/ir.md §3.1) takes its dims from the shapes of the
+//! `--input` files and from `--dim NAME=N`, and is specialized at them before it runs: what
+//! runs is exactly the static model at those dims.
 
 use super::{input, Failure};
 use std::path::{Path, PathBuf};
@@ -76,17 +80,48 @@ pub struct Options {
     pub weights: Option<PathBuf>,
     pub seed: u64,
     pub engine: Engine,
+    /// `--dim NAME=N`: pinned dims of a dynamic model.
+    pub dims: Vec<String>,
 }
 
 pub fn run(o: Options) -> Result<(), Failure> {
-    let (_, module) = input::load_module(&o.model)?;
+    let dims = input::parse_dims(&o.dims)?;
+    let (source, module) = input::load_module(&o.model)?;
     let model_name = o.model.display().to_string();
-    let func = module.entry().ok_or_else(|| {
+    let no_entry = || {
         eprintln!(
             "{model_name}: error: the module has no entry function (`@main`, or a single function)"
         );
         Failure::Reported
-    })?;
+    };
+    let module = if module.is_dynamic() {
+        // The dims take their values from the inputs' shapes (and --dim), then the model is
+        // specialized at them.
+        input::check_dim_names(&module, &dims, "--dim")?;
+        let func = module.entry().ok_or_else(no_entry)?;
+        let given = parse_input_args(func, &o.inputs)?;
+        let mut shapes = Vec::with_capacity(given.len());
+        for path in &given {
+            shapes.push(match path {
+                Some(path) => Some(input_shape(path)?),
+                None => None,
+            });
+        }
+        let bindings = tir_ir::specialize::bind_shapes(func, &shapes, &dims).map_err(|e| {
+            eprintln!("{model_name}: error: {e}");
+            Failure::Reported
+        })?;
+        input::specialize(
+            &o.model,
+            &source,
+            module,
+            &bindings,
+            Some("--input (its shape) or --dim"),
+        )?
+    } else {
+        input::specialize(&o.model, &source, module, &dims, Some("--dim"))?
+    };
+    let func = module.entry().ok_or_else(no_entry)?;
     let given = parse_input_args(func, &o.inputs)?;
     let single_file = o
         .output
@@ -186,6 +221,20 @@ fn parse_input_args(func: &Function, args: &[String]) -> Result<Vec<Option<PathB
         }
     }
     Ok(given)
+}
+
+/// The shape of a `.npy` file, for binding a dynamic model's dims.
+fn input_shape(path: &Path) -> Result<Vec<u64>, Failure> {
+    let file = path.display();
+    let bytes = std::fs::read(path).map_err(|e| {
+        eprintln!("{file}: error: cannot read the file: {e}");
+        Failure::Reported
+    })?;
+    let t = npy::read(&bytes).map_err(|e| {
+        eprintln!("{file}: error: {e}");
+        Failure::Reported
+    })?;
+    Ok(t.ty.shape)
 }
 
 fn read_input(path: &Path, value: &str, ty: &tir_ir::TensorType) -> Result<Tensor, Failure> {

@@ -6,10 +6,11 @@
 use super::{ParseError, Rule};
 use crate::attr::{closest, Attr, AttrValue};
 use crate::entity::Value;
-use crate::module::{Function, Module, OpData, OpLoc, ValueData, ValueDef};
+use crate::module::{Dynamic, Function, Module, OpData, OpLoc, ValueData, ValueDef};
 use crate::op::{Op, OP_NAMES};
 use crate::span::Span;
-use crate::types::{DType, TensorType};
+use crate::sym::{derived_name, DimExpr};
+use crate::types::{DType, SymTensorType, TensorType};
 use indexmap::IndexMap;
 use pest::iterators::{Pair, Pairs};
 use std::collections::HashSet;
@@ -63,8 +64,33 @@ struct PendingOp {
     op: Op,
     operands: Vec<(String, Span)>,
     outs: Vec<(String, Span)>,
-    results: Vec<(String, Span, Option<TensorType>)>,
+    results: Vec<(String, Span, Option<Written>)>,
     loc: OpLoc,
+}
+
+/// A type as written: static, or with symbolic dims (which makes the function dynamic).
+#[derive(Clone)]
+enum Written {
+    Static(TensorType),
+    Sym(SymTensorType),
+}
+
+impl Written {
+    /// `(declared, declared_sym)` of a value.
+    fn split(t: Option<Written>) -> (Option<TensorType>, Option<SymTensorType>) {
+        match t {
+            None => (None, None),
+            Some(Written::Static(t)) => (Some(t), None),
+            Some(Written::Sym(t)) => (None, Some(t)),
+        }
+    }
+
+    fn to_sym(&self) -> SymTensorType {
+        match self {
+            Written::Static(t) => t.to_sym(),
+            Written::Sym(t) => t.clone(),
+        }
+    }
 }
 
 fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
@@ -80,6 +106,7 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
     let mut broken: HashSet<String> = HashSet::new();
     let mut pending: Vec<PendingOp> = Vec::new();
     let mut returns: Vec<(String, Span)> = Vec::new();
+    let mut written_results: Vec<Written> = Vec::new();
 
     for p in inner {
         match p.as_rule() {
@@ -87,8 +114,13 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
                 for param in p.into_inner() {
                     let mut it = param.into_inner();
                     let vn = it.next().expect("grammar: param name");
-                    let ty = lower_type(it.next().expect("grammar: param type"), errors);
                     let vname = vn.as_str()[1..].to_string();
+                    let written = lower_type(
+                        it.next().expect("grammar: param type"),
+                        errors,
+                        Some(vname.as_str()),
+                    );
+                    let (ty, declared_sym) = Written::split(written);
                     let vspan = Span::from_pest(vn.as_span());
                     let idx = func.params.len();
                     let v = func.values.push(ValueData {
@@ -96,6 +128,8 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
                         def: ValueDef::Param(idx),
                         declared: ty.clone(),
                         ty,
+                        declared_sym,
+                        sym: None,
                         span: vspan,
                     });
                     func.params.push(v);
@@ -105,8 +139,8 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
             Rule::func_results => {
                 for t in p.into_inner() {
                     func.result_type_spans.push(Span::from_pest(t.as_span()));
-                    if let Some(ty) = lower_type(t, errors) {
-                        func.result_types.push(ty);
+                    if let Some(ty) = lower_type(t, errors, None) {
+                        written_results.push(ty);
                     }
                 }
             }
@@ -154,11 +188,14 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
         });
         let mut results = Vec::with_capacity(p.results.len());
         for (i, (rname, rspan, declared)) in p.results.into_iter().enumerate() {
+            let (declared, declared_sym) = Written::split(declared);
             let v = func.values.push(ValueData {
                 name: rname.clone(),
                 def: ValueDef::Result(id, i),
                 declared,
                 ty: None,
+                declared_sym,
+                sym: None,
                 span: rspan,
             });
             define(&mut names, errors, rname, v, rspan);
@@ -187,6 +224,24 @@ fn lower_func(pair: P<'_>, errors: &mut Vec<ParseError>) -> Function {
             func.returns.push(v);
             func.return_operand_spans.push(rspan);
         }
+    }
+    // A symbolic dim anywhere makes the function dynamic: its types live in the symbolic
+    // fields until `specialize` gives them values.
+    let dynamic = func.values.values().any(|v| v.declared_sym.is_some())
+        || written_results.iter().any(|t| matches!(t, Written::Sym(_)));
+    if dynamic {
+        func.dynamic = Some(Box::new(Dynamic {
+            result_types: written_results.iter().map(Written::to_sym).collect(),
+            checks: Vec::new(),
+        }));
+    } else {
+        func.result_types = written_results
+            .into_iter()
+            .filter_map(|t| match t {
+                Written::Static(t) => Some(t),
+                Written::Sym(_) => None,
+            })
+            .collect();
     }
     func
 }
@@ -245,7 +300,7 @@ fn lower_op(
     let mut operands: Vec<(String, Span)> = Vec::new();
     let mut outs: Vec<(String, Span)> = Vec::new();
     let mut attrs: Vec<Attr> = Vec::new();
-    let mut types: Vec<(Option<TensorType>, Span)> = Vec::new();
+    let mut types: Vec<(Option<Written>, Span)> = Vec::new();
     let mut types_span = Span::NONE;
     for p in pair.into_inner() {
         match p.as_rule() {
@@ -277,7 +332,7 @@ fn lower_op(
                 types_span = Span::from_pest(p.as_span());
                 for t in p.into_inner() {
                     let s = Span::from_pest(t.as_span());
-                    types.push((lower_type(t, errors), s));
+                    types.push((lower_type(t, errors, None), s));
                 }
             }
             r => unreachable!("grammar: unexpected {r:?} in op"),
@@ -335,7 +390,7 @@ fn lower_op(
         types: types.iter().map(|(_, s)| *s).collect(),
         stmt,
     };
-    let mut declared: Vec<Option<TensorType>> = types.into_iter().map(|(t, _)| t).collect();
+    let mut declared: Vec<Option<Written>> = types.into_iter().map(|(t, _)| t).collect();
     declared.resize(results.len(), None);
     pending.push(PendingOp {
         op,
@@ -406,15 +461,16 @@ fn unescape(s: &str) -> String {
     out
 }
 
-fn lower_type(pair: P<'_>, errors: &mut Vec<ParseError>) -> Option<TensorType> {
-    let mut shape = Vec::new();
+/// A type; `param` names the parameter whose type it is (where `?` is accepted).
+fn lower_type(pair: P<'_>, errors: &mut Vec<ParseError>, param: Option<&str>) -> Option<Written> {
+    let mut shape: Vec<DimExpr> = Vec::new();
     let mut dtype = None;
     let mut ok = true;
     for p in pair.into_inner() {
         let span = Span::from_pest(p.as_span());
         match p.as_rule() {
             Rule::dim => match p.as_str().parse::<u64>() {
-                Ok(d) => shape.push(d),
+                Ok(d) => shape.push(DimExpr::constant(i128::from(d))),
                 Err(_) => {
                     errors.push(ParseError::DimOverflow {
                         text: p.as_str().to_string(),
@@ -423,6 +479,34 @@ fn lower_type(pair: P<'_>, errors: &mut Vec<ParseError>) -> Option<TensorType> {
                     ok = false;
                 }
             },
+            Rule::sym_dim => {
+                let text = p.as_str();
+                let parsed = if text == "?" {
+                    match param {
+                        Some(name) => Ok(DimExpr::sym(derived_name(name, shape.len()))),
+                        None => Err("`?` is accepted in parameter types only (it is named after the parameter, as `%x` dimension 0 is `x.d0`); write the dimension's expression in braces".to_string()),
+                    }
+                } else {
+                    DimExpr::parse(&text[1..text.len() - 1])
+                };
+                let parsed = parsed.and_then(|e| match e.as_constant() {
+                    Some(c) if u64::try_from(c).is_err() => {
+                        Err(format!("{c} is not a dimension (0 to 2^64 - 1)"))
+                    }
+                    _ => Ok(e),
+                });
+                match parsed {
+                    Ok(e) => shape.push(e),
+                    Err(message) => {
+                        errors.push(ParseError::BadDim {
+                            text: text.to_string(),
+                            message,
+                            span,
+                        });
+                        ok = false;
+                    }
+                }
+            }
             Rule::dtype => match p.as_str().parse::<DType>() {
                 Ok(d) => dtype = Some(d),
                 Err(()) => {
@@ -436,8 +520,13 @@ fn lower_type(pair: P<'_>, errors: &mut Vec<ParseError>) -> Option<TensorType> {
             r => unreachable!("grammar: unexpected {r:?} in type"),
         }
     }
-    match (ok, dtype) {
-        (true, Some(dtype)) => Some(TensorType { shape, dtype }),
-        _ => None,
-    }
+    let (true, Some(dtype)) = (ok, dtype) else {
+        return None;
+    };
+    let t = SymTensorType::new(shape, dtype);
+    // A constant written in braces (`{2*3}`) is just a number.
+    Some(match t.to_static() {
+        Some(st) => Written::Static(st),
+        None => Written::Sym(t),
+    })
 }

@@ -41,6 +41,12 @@ pub enum ParseError {
     UnknownDType { name: String, span: Span },
     #[error("dimension `{text}` does not fit in 64 bits")]
     DimOverflow { text: String, span: Span },
+    #[error("dimension `{text}`: {message}")]
+    BadDim {
+        text: String,
+        message: String,
+        span: Span,
+    },
     #[error("value `%{name}` is defined more than once")]
     Redefined {
         name: String,
@@ -84,6 +90,7 @@ impl ParseError {
             | ParseError::UnknownOp { span, .. }
             | ParseError::UnknownDType { span, .. }
             | ParseError::DimOverflow { span, .. }
+            | ParseError::BadDim { span, .. }
             | ParseError::Redefined { span, .. }
             | ParseError::Undefined { span, .. }
             | ParseError::ResultCount { span, .. }
@@ -205,7 +212,7 @@ fn rule_name(rule: &Rule) -> Option<&'static str> {
         }
         Rule::string | Rule::string_body => "a string",
         Rule::tensor_type => "a tensor type `tensor<...>`",
-        Rule::dim => "a dimension",
+        Rule::dim | Rule::sym_dim => "a dimension",
         Rule::dtype => "an element type",
         Rule::symbol => "a symbol `@name`",
         Rule::value_name => "a value `%name`",
