@@ -8,8 +8,21 @@ use crate::proto::NodeProto;
 use tir_ir::op::{Conv2d, ConvTranspose, Pool2d};
 use tir_ir::Op;
 
+/// What Conv and ConvTranspose read alike.
+struct ConvAttrs {
+    /// The input's shape (rank 4).
+    xs: Vec<u64>,
+    /// The weight's spatial size (a `kernel_shape` must match it).
+    kernel: [u64; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+    groups: i64,
+}
+
 impl Importer {
-    pub(super) fn conv(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+    /// The ranks (4-D input and weight), the kernel, strides, dilations (positive) and group
+    /// (positive) of a Conv or ConvTranspose node.
+    fn conv_attrs(&self, node: &NodeProto, a: &Attrs) -> R<ConvAttrs> {
         let x = self.req_in(node, 0)?;
         let w = self.req_in(node, 1)?;
         let xs = self.shape_of(&x);
@@ -50,6 +63,23 @@ impl Importer {
             }
             .into());
         }
+        Ok(ConvAttrs {
+            xs,
+            kernel,
+            strides,
+            dilations,
+            groups,
+        })
+    }
+
+    pub(super) fn conv(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let ConvAttrs {
+            xs,
+            kernel,
+            strides,
+            dilations,
+            groups,
+        } = self.conv_attrs(node, a)?;
         let pads = spatial_pads(a, &xs, kernel, strides, dilations)?;
         let c = Conv2d {
             strides,
@@ -72,38 +102,13 @@ impl Importer {
     /// end) or else at the start, unless explicit `pads` fix the start; an output larger than
     /// the full one gets the extra rows as output padding.
     pub(super) fn conv_transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
-        let x = self.req_in(node, 0)?;
-        let w = self.req_in(node, 1)?;
-        let xs = self.shape_of(&x);
-        let ws = self.shape_of(&w);
-        if xs.len() != 4 || ws.len() != 4 {
-            return Err(NodeError::ConvRank {
-                input: xs.len(),
-                weight: ws.len(),
-            });
-        }
-        let kernel = [ws[2], ws[3]];
-        if let Some(k) = a.ints("kernel_shape")? {
-            if to_u64s("kernel_shape", &k)? != kernel {
-                return Err(NodeError::KernelShape {
-                    attribute: k,
-                    weight: kernel,
-                });
-            }
-        }
-        let strides = two(
-            "strides",
-            &to_u64s("strides", &a.ints("strides")?.unwrap_or(vec![1, 1]))?,
-        )?;
-        let dilations = two(
-            "dilations",
-            &to_u64s("dilations", &a.ints("dilations")?.unwrap_or(vec![1, 1]))?,
-        )?;
-        if strides.contains(&0) || dilations.contains(&0) {
-            return Err(NodeError::NotPositive {
-                what: "strides and dilations",
-            });
-        }
+        let ConvAttrs {
+            xs,
+            kernel,
+            strides,
+            dilations,
+            groups,
+        } = self.conv_attrs(node, a)?;
         let output_padding = two(
             "output_padding",
             &to_u64s(
@@ -111,14 +116,6 @@ impl Importer {
                 &a.ints("output_padding")?.unwrap_or(vec![0, 0]),
             )?,
         )?;
-        let groups = a.int("group")?.unwrap_or(1);
-        if groups <= 0 {
-            return Err(AttrError::NotPositive {
-                name: "group",
-                value: groups,
-            }
-            .into());
-        }
         let auto = a.string("auto_pad")?.unwrap_or_else(|| "NOTSET".into());
         let explicit = match a.ints("pads")? {
             Some(p) if auto == "NOTSET" => {
