@@ -270,6 +270,16 @@ fn tflite_micro_overlap_case() {
 }
 
 #[test]
+fn tflite_micro_equal_sizes_in_reverse() {
+    // TFLite Micro places equal sizes last-added first (its sort array is filled from the
+    // tail, then stable-sorted). Walking its CalculateOffsetsIfNeeded by hand: 30@[4,5] at 0,
+    // 30@[3,4] above it at 30, 20@[1,2] at 0 (nothing live), 20@[1,3] above both at 60.
+    // Input order would give 0, 30, 30, 0 and 60 bytes.
+    let r = records(&[(30, 3, 4), (30, 4, 5), (20, 1, 3), (20, 1, 2)]);
+    assert_offsets(&r, OffsetStrategy::FirstFit, 1, &[30, 0, 60, 0], 80);
+}
+
+#[test]
 fn tflite_micro_person_detection() {
     let r = records(&[
         (9216, 0, 29),

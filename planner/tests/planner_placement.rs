@@ -14,7 +14,7 @@ use tir_planner::{OffsetStrategy, UsageRecord};
 
 const PEERS: [(OffsetStrategy, Order, Fit); 3] = [
     (OffsetStrategy::GreedyBySize, Order::BySize, Fit::Best),
-    (OffsetStrategy::FirstFit, Order::BySize, Fit::First),
+    (OffsetStrategy::FirstFit, Order::BySizeLastFirst, Fit::First),
     (
         OffsetStrategy::GreedyByLifetime,
         Order::ByLifetime,

@@ -2,6 +2,10 @@
 //! that fits. This is the temporal order of XLA's heap simulator
 //! (`GlobalDecreasingSizeBestFitHeap` with `kTemporal`) and PyTorch's
 //! GREEDY_BY_LONGEST_AND_SIZE: long-lived tensors pinned low leave short ones to fill above.
+//!
+//! Ties follow PyTorch's `lenCmp` (memory_planning/greedy_by_size.cpp): equal lifetime length
+//! and size go by first operator (its `liveRangeStartCmp`), then input order (PyTorch's last
+//! key is the value's id). The gap is PyTorch's `..._WITH_SMALLEST_GAP`, which is Alg. 3's.
 
 use std::cmp::Reverse;
 
@@ -15,6 +19,7 @@ pub(crate) fn greedy_by_lifetime(items: &[Item], align: u64) -> Result<OffsetsPl
         (
             Reverse(items[i].last_op - items[i].first_op),
             Reverse(items[i].raw_size),
+            items[i].first_op,
         )
     });
     place(items, &order, Fit::Best, align)

@@ -14,9 +14,13 @@ use tir_planner::{align_size, OffsetsPlan, UsageRecord};
 /// The order tensors are placed in.
 #[derive(Clone, Copy, Debug)]
 pub enum Order {
-    /// Size descending, equal sizes in input order (greedy_by_size, first_fit).
+    /// Size descending, equal sizes in input order (greedy_by_size).
     BySize,
-    /// Lifetime length descending, then size descending (greedy_by_lifetime).
+    /// Size descending, equal sizes in reverse input order (first_fit: TFLite Micro fills its
+    /// sort array from the tail).
+    BySizeLastFirst,
+    /// Lifetime length descending, then size descending, then first operator
+    /// (greedy_by_lifetime, PyTorch's `lenCmp`).
     ByLifetime,
 }
 
@@ -42,9 +46,13 @@ pub fn textbook_offsets(
     let mut by: Vec<usize> = (0..records.len()).collect();
     match order {
         Order::BySize => by.sort_by_key(|&i| Reverse(records[i].size)),
+        Order::BySizeLastFirst => {
+            by.reverse();
+            by.sort_by_key(|&i| Reverse(records[i].size));
+        }
         Order::ByLifetime => by.sort_by_key(|&i| {
             let r = &records[i];
-            (Reverse(r.last_op - r.first_op), Reverse(r.size))
+            (Reverse(r.last_op - r.first_op), Reverse(r.size), r.first_op)
         }),
     }
     let mut offsets = vec![0u64; records.len()];
