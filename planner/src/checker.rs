@@ -126,20 +126,25 @@ pub fn check_offsets(
         }
     }
 
-    let mut starts: Vec<usize> = (0..records.len())
+    // Sorting (key, record) pairs, all distinct, rather than records by a key read through
+    // the index at every comparison: the same order without a cache miss per comparison.
+    let mut starts: Vec<(usize, usize)> = (0..records.len())
         .filter(|&i| occupied[i].is_some())
+        .map(|i| (records[i].first_op, i))
         .collect();
-    starts.sort_by_key(|&i| (records[i].first_op, i));
-    let mut stops = starts.clone();
-    stops.sort_by_key(|&i| (records[i].last_op, i));
+    starts.sort_unstable();
+    let mut stops: Vec<(usize, usize)> = starts
+        .iter()
+        .map(|&(_, i)| (records[i].last_op, i))
+        .collect();
+    stops.sort_unstable();
     // Address ranges of the records live at the current operator: (offset, record) -> end.
     let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
     let mut next_stop = 0;
-    for &i in &starts {
-        let now = records[i].first_op;
+    for &(now, i) in &starts {
         // A record whose last operator is before `now` is dead; one ending at `now` is not.
-        while next_stop < stops.len() && records[stops[next_stop]].last_op < now {
-            let j = stops[next_stop];
+        while next_stop < stops.len() && stops[next_stop].0 < now {
+            let j = stops[next_stop].1;
             live.remove(&(plan.offsets[j], j));
             next_stop += 1;
         }

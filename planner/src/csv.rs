@@ -211,7 +211,7 @@ fn parse_header(fields: &::csv::StringRecord, line: u64) -> Result<Columns, CsvE
     // id, lower, upper, size, then w, h, d.
     let mut slots: [Option<usize>; 7] = [None; 7];
     let mut offset_seen = false;
-    for (index, name) in fields.iter().enumerate() {
+    for (index, name) in fields.iter().map(str::trim).enumerate() {
         let known = REQUIRED_COLUMNS
             .iter()
             .chain(&DIMENSION_COLUMNS)
@@ -353,7 +353,12 @@ impl<'t> LineCounter<'t> {
 
 /// A line holding only whitespace reads as one empty field; it is skipped like a blank line.
 fn is_blank(row: &::csv::StringRecord) -> bool {
-    row.len() == 1 && row.get(0).is_some_and(str::is_empty)
+    row.len() == 1 && field(row, 0).is_empty()
+}
+
+/// A row's field `index` without leading and trailing (Unicode) whitespace, empty if absent.
+fn field(row: &::csv::StringRecord, index: usize) -> &str {
+    row.get(index).unwrap_or("").trim()
 }
 
 /// Reads usage records from CSV text with the header `id,lower,upper,size` (any column order,
@@ -430,13 +435,14 @@ impl<'t> Rows<'t> {
         let reader = ::csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
-            .trim(::csv::Trim::All)
             .from_reader(text.as_bytes());
         Rows {
             reader,
             lines: LineCounter::new(text),
             // One row buffer for the whole file: a million rows would otherwise be a million
-            // allocations, a large share of reading the file.
+            // allocations, a large share of reading the file. For the same reason fields are
+            // trimmed where they are read (`field`), not by the reader: its `Trim` builds a new
+            // record, two allocations, for every row.
             row: ::csv::StringRecord::new(),
         }
     }
@@ -535,7 +541,7 @@ fn dim(
     column: &'static str,
     line: u64,
 ) -> Result<u64, CsvError> {
-    let text = row.get(index).unwrap_or("");
+    let text = field(row, index);
     match parse_u64(text, column, line)? {
         0 => Err(CsvError {
             line,
@@ -558,7 +564,7 @@ fn parse_row<'r>(
     inclusive: bool,
 ) -> Result<(&'r str, UsageRecord, u64), CsvError> {
     let (id, lower, upper) = parse_head(row, columns, line)?;
-    let size_text = row.get(size_column).unwrap_or("");
+    let size_text = field(row, size_column);
     let size = parse_u64(size_text, "size", line)?;
     if size == 0 {
         return Err(CsvError {
@@ -593,16 +599,15 @@ fn parse_head<'r>(
             },
         });
     }
-    let field = |index: usize| row.get(index).unwrap_or("");
-    let id = field(columns.id);
+    let id = field(row, columns.id);
     if id.is_empty() {
         return Err(CsvError {
             line,
             kind: CsvErrorKind::EmptyId { column: "id" },
         });
     }
-    let lower = parse_op(field(columns.lower), "lower", line)?;
-    let upper = parse_op(field(columns.upper), "upper", line)?;
+    let lower = parse_op(field(row, columns.lower), "lower", line)?;
+    let upper = parse_op(field(row, columns.upper), "upper", line)?;
     Ok((id, lower, upper))
 }
 
@@ -651,11 +656,20 @@ fn first_duplicate<R: Identified>(records: &[R], lines: &[u64]) -> Option<CsvErr
         .enumerate()
         .map(|(i, r)| (hash(r.id()), i))
         .collect();
-    keys.sort_unstable_by(|a, b| {
-        (a.0.cmp(&b.0))
-            .then_with(|| records[a.1].id().cmp(records[b.1].id()))
-            .then(a.1.cmp(&b.1))
-    });
+    // By hash alone first (plain integer pairs, no id read per comparison), then by id inside
+    // the rare runs of equal hashes, so that equal ids end up adjacent, rows ascending.
+    keys.sort_unstable();
+    let mut start = 0;
+    while start < keys.len() {
+        let hash = keys[start].0;
+        let end = start + keys[start..].partition_point(|k| k.0 == hash);
+        if end - start > 1 {
+            keys[start..end].sort_unstable_by(|a, b| {
+                (records[a.1].id().cmp(records[b.1].id())).then(a.1.cmp(&b.1))
+            });
+        }
+        start = end;
+    }
     // In each run of equal ids (rows ascending), the second row is the first repetition.
     let repeat = keys
         .windows(2)

@@ -118,3 +118,45 @@ fn placement_matches_alg3_on_trace_like_instances() {
         assert_textbook(&records, 64);
     }
 }
+
+/// 12,000 records over about 8,000 start points, shaped like bench/records_shapes.py's
+/// fan-out blocks with long skip connections: 1 record in 50 lives up to 6,000 operators, so
+/// many long tensors cover whole blocks of the placement's per-block unions (1,024 points)
+/// and queries mix those unions with the stabbing tree below block size.
+#[test]
+fn placement_matches_alg3_with_long_skip_connections() {
+    let mut rng = Rng(21);
+    let mut records = Vec::new();
+    let mut op = 0usize;
+    while records.len() < 12_000 {
+        // One input fanned out to 4 branches of 2 operators, joined after them.
+        let join = op + 1 + 4 * 2;
+        records.push((op, join));
+        for branch in 0..4 {
+            let start = op + 1 + branch * 2;
+            records.push((start, start + 1));
+            records.push((start + 1, join));
+        }
+        op = join;
+    }
+    let records: Vec<UsageRecord> = records
+        .into_iter()
+        .map(|(first_op, last_op)| {
+            let last_op = if rng.below(50) == 0 {
+                first_op + 1 + rng.below(6_000) as usize
+            } else {
+                last_op
+            };
+            UsageRecord {
+                first_op,
+                last_op,
+                size: {
+                    let shift = 6 + rng.below(12);
+                    64 + rng.below(1 << shift)
+                },
+            }
+        })
+        .collect();
+    assert_textbook(&records, 1);
+    assert_textbook(&records, 64);
+}

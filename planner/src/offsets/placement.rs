@@ -17,15 +17,18 @@
 //! All tensors are bucketed by start point up front, in one flat array that also carries each
 //! tensor's placed range. A *short* tensor (spanning at most [`SHORT_SPAN`] points) is live at
 //! `lo` only if it starts in `[lo - SHORT_SPAN, lo]`, so for a short query everything is one
-//! contiguous scan. The *long* tensors live at `lo` are found on a static segment tree over
-//! the points, whose nodes keep the coalesced union of their placed long tensors, merged in
-//! as each is placed. A *long*
+//! contiguous scan. The *long* tensors live at `lo` are found in two places: those live
+//! across all of `lo`'s block of [`COVER_BLOCK`] points in that block's coalesced union, kept
+//! up to date as each is placed, so that one read covers what would otherwise be one union per
+//! tree level (what made each placement's cost grow with the live set on fan-out graphs with
+//! long skip connections); the rest on a static segment tree over the points below block
+//! size, whose nodes keep the coalesced union of their placed long tensors. A *long*
 //! query (spanning more than [`LONG_QUERY`] points, e.g. a whole-program tensor of an idealloc
 //! trace, which intersects every other tensor) takes the tensors starting inside its span from
 //! a second segment tree over blocks of [`BLOCK`] start points, whose nodes keep the coalesced
-//! union of the placed tensors starting there. That tree refreshes a node's union lazily, only
-//! when a query reads it after a placement below it made it stale, so record sets whose
-//! queries are all short (chains) never pay for it.
+//! union of the placed tensors starting there. Only the nodes some long query reads keep one,
+//! and a placement only appends its range to their pending lists, merged in when a query
+//! reads the node, so record sets whose queries are all short (chains) never pay for it.
 //!
 //! A placement thus costs O(SHORT_SPAN + log n) reads plus the sizes of the O(log n) unions it
 //! reads, instead of the number of intersecting tensors; on inference graphs and the public
@@ -52,6 +55,10 @@ const LONG_QUERY: usize = 64;
 
 /// Start points per leaf of the start-block tree.
 const BLOCK: usize = 16;
+
+/// Points per block of the long tensors' block unions ([`TimeIndex::covering`]): the
+/// stabbing tree keeps only its nodes spanning fewer points.
+const COVER_BLOCK: usize = 1024;
 
 /// Places `items` in `order`; items of size 0 occupy nothing and stay at offset 0.
 pub(crate) fn place(
@@ -108,13 +115,13 @@ pub(crate) fn place_around(
         .map(|&i| index.step(i, items[i].size, spans[i]))
         .collect();
     for step in &sequence {
-        index.intersecting(step, &mut gather);
-        let ranges = gather.merged();
+        let block = index.intersecting(step, &mut gather);
+        let ranges = gather.merged_with(&index.covering[block]);
         let offset = find_gap(ranges, step.size, fit, align)?;
         let end = offset
             .checked_add(step.size)
             .ok_or_else(|| overflow("slab size"))?;
-        offsets[step.item] = offset;
+        offsets[step.item as usize] = offset;
         total_size = total_size.max(end);
         index.place(step, offset, end);
     }
@@ -211,6 +218,21 @@ impl Gather {
         }
     }
 
+    /// The union of all runs and of `extra` (a coalesced union kept elsewhere, read in place
+    /// rather than copied in), sorted by offset.
+    fn merged_with<'a>(&'a mut self, extra: &'a [(u64, u64)]) -> &'a [(u64, u64)] {
+        self.merged();
+        if self.ranges.is_empty() {
+            return extra;
+        }
+        if extra.is_empty() {
+            return &self.ranges;
+        }
+        self.scratch.clear();
+        merge_unions(&self.ranges, extra, &mut self.scratch);
+        &self.scratch
+    }
+
     /// The union of all runs, sorted by offset, merging adjacent runs pairwise.
     fn merged(&mut self) -> &[(u64, u64)] {
         while self.ends.len() > 1 {
@@ -239,16 +261,18 @@ impl Gather {
     }
 }
 
-/// One placement of the loop in [`place`], gathered before the loop starts.
+/// One placement of the loop in [`place`], gathered before the loop starts. Indices in 32
+/// bits (`place` refuses more records than that; points and slots are no more than records):
+/// a million steps are 40 MB instead of 64, written once and read once.
 struct Step {
-    item: usize,
-    slot: usize,
     size: u64,
-    lo: usize,
-    hi: usize,
+    item: u32,
+    slot: u32,
+    lo: u32,
+    hi: u32,
     /// `bucket[lo - SHORT_SPAN]` and `bucket[scan_end]`: the slots the contiguous scan reads.
-    scan_first: usize,
-    scan_last: usize,
+    scan_first: u32,
+    scan_last: u32,
     /// The first union met walking up the stabbing tree from `lo` (`NO_UNION`: none).
     union: u32,
 }
@@ -285,23 +309,6 @@ fn merge_unions(a: &[(u64, u64)], b: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
     for &r in a[i..].iter().chain(&b[j..]) {
         push_coalesced(out, from, r);
     }
-}
-
-/// Sorts `ranges` and merges overlapping or touching ones in place.
-fn coalesce(ranges: &mut Vec<(u64, u64)>) {
-    // Equal pairs are indistinguishable, so the faster unstable sort gives the same result.
-    ranges.sort_unstable();
-    let mut kept = 0;
-    for i in 0..ranges.len() {
-        let (offset, end) = ranges[i];
-        if kept > 0 && offset <= ranges[kept - 1].1 {
-            ranges[kept - 1].1 = ranges[kept - 1].1.max(end);
-        } else {
-            ranges[kept] = (offset, end);
-            kept += 1;
-        }
-    }
-    ranges.truncate(kept);
 }
 
 /// Adds `[offset, end)` to a coalesced union, merging the ranges it overlaps or touches.
@@ -350,7 +357,6 @@ struct TimeIndex {
     reach: Vec<u32>,
     bucket: Vec<usize>,
     slot_of: Vec<usize>,
-    points: usize,
     /// Stabbing tree over points: node `v` keeps the union of the placed long tensors whose
     /// span covers v's whole range but not its parent's (its canonical cover), updated on each
     /// placement. Only nodes some long tensor covers that way have a union, numbered densely:
@@ -363,13 +369,29 @@ struct TimeIndex {
     first_union: Vec<u32>,
     parent_union: Vec<u32>,
     long_unions: Vec<Vec<(u64, u64)>>,
-    /// Start-block tree: leaf `b` (node `blocks + b`) holds the coalesced union of the placed
-    /// tensors starting in points `[b * BLOCK, (b + 1) * BLOCK)`, an inner node that of its
-    /// children, recomputed only when read after a placement below it made it `stale` (a
-    /// separate dense array: every placement tests it).
+    /// `covering[b]`: the coalesced union of the placed long tensors whose span covers all
+    /// of block b's points `[b * COVER_BLOCK, (b + 1) * COVER_BLOCK)`, kept up to date on
+    /// each placement; the stabbing tree holds a long tensor only at the cover nodes smaller
+    /// than a block. A stabbing query at `lo` thus reads one union for everything live across
+    /// `lo`'s whole block instead of merging one union per level above it, which made a
+    /// placement's cost grow with the number of long tensors live at its start (fan-out
+    /// graphs with long skip connections). A placement updates the blocks its span covers:
+    /// at most one per COVER_BLOCK of the points it spans, each of which holds at least one
+    /// tensor that reads the union anyway.
+    covering: Vec<Vec<(u64, u64)>>,
+    /// Start-block tree: node `v` covers the start points of the leaves `blocks + b` below
+    /// it, leaf `b` those in `[b * BLOCK, (b + 1) * BLOCK)`. Only the nodes some long query
+    /// reads (`read[v]`, known up front: the canonical covers of the queries' spans) keep
+    /// the coalesced union of the placed tensors starting there: a placement appends its
+    /// range to the `pending` list of each such node above its start, and a read merges the
+    /// pending ranges into the union. A read thus costs the union plus what was placed since
+    /// the last one; recomputing a stale union from its children's instead cost, on long
+    /// skip connections, the whole subtree's unions at every read. Record sets without long
+    /// queries (chains) never touch it.
     blocks: usize,
     block_unions: Vec<Vec<(u64, u64)>>,
-    stale: Vec<bool>,
+    pending: Vec<Vec<(u64, u64)>>,
+    read: Vec<bool>,
 }
 
 impl TimeIndex {
@@ -394,7 +416,12 @@ impl TimeIndex {
         let mut covered = vec![false; 2 * size];
         for &(lo, hi) in spans {
             if hi - lo > SHORT_SPAN {
-                cover(lo, hi, size, |node| covered[node] = true);
+                // Nodes of a block or more are `covering`'s (node v spans size >> ilog2(v)).
+                cover(lo, hi, size, |node| {
+                    if size >> node.ilog2() < COVER_BLOCK {
+                        covered[node] = true;
+                    }
+                });
             }
         }
         let mut union_of = vec![NO_UNION; 2 * size];
@@ -411,25 +438,40 @@ impl TimeIndex {
                 above
             };
         }
+        let unions = parent_union.len();
         let mut long_unions = Vec::new();
-        long_unions.resize_with(parent_union.len(), Vec::new);
+        long_unions.resize_with(unions, Vec::new);
+        let mut covering = Vec::new();
+        covering.resize_with(points.div_ceil(COVER_BLOCK).max(1), Vec::new);
         let blocks = points.div_ceil(BLOCK).max(1).next_power_of_two();
         let mut block_unions = Vec::new();
         block_unions.resize_with(2 * blocks, Vec::new);
+        let mut pending = Vec::new();
+        pending.resize_with(2 * blocks, Vec::new);
+        // The nodes `starting_in` reads for each long query (its span past `lo`, whole
+        // blocks only).
+        let mut read = vec![false; 2 * blocks];
+        for &(lo, hi) in spans {
+            let (first_block, end_block) = (lo.div_ceil(BLOCK), (hi + 1) / BLOCK);
+            if hi - lo > LONG_QUERY && first_block < end_block {
+                cover(first_block, end_block - 1, blocks, |node| read[node] = true);
+            }
+        }
         TimeIndex {
             reach: vec![0; slots.len()],
             slots,
             bucket,
             slot_of,
-            points,
             size,
             union_of,
             first_union,
             parent_union,
             long_unions,
+            covering,
             blocks,
             block_unions,
-            stale: vec![false; 2 * blocks],
+            pending,
+            read,
         }
     }
 
@@ -438,45 +480,54 @@ impl TimeIndex {
         let window = lo.saturating_sub(SHORT_SPAN);
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
         Step {
-            item,
-            slot: self.slot_of[item],
             size,
-            lo,
-            hi,
-            scan_first: self.bucket[window],
-            scan_last: self.bucket[scan_end],
+            item: item as u32,
+            slot: self.slot_of[item] as u32,
+            lo: lo as u32,
+            hi: hi as u32,
+            scan_first: self.bucket[window] as u32,
+            scan_last: self.bucket[scan_end] as u32,
             union: self.first_union[lo + self.size],
         }
     }
 
     fn place(&mut self, step: &Step, offset: u64, end: u64) {
-        let (lo, hi) = (step.lo, step.hi);
-        self.reach[step.slot] = (hi + 1) as u32;
-        let slot = &mut self.slots[step.slot];
+        let (lo, hi) = (step.lo as usize, step.hi as usize);
+        self.reach[step.slot as usize] = (hi + 1) as u32;
+        let slot = &mut self.slots[step.slot as usize];
         slot.offset = offset;
         slot.end = end;
-        // Every stale node's ancestors are stale too, so marking stops at the first one.
         let mut node = self.blocks + lo / BLOCK;
-        while node >= 1 && !self.stale[node] {
-            self.stale[node] = true;
+        while node >= 1 {
+            if self.read[node] {
+                self.pending[node].push((offset, end));
+            }
             node /= 2;
         }
         if hi - lo > SHORT_SPAN {
             let (union_of, long_unions) = (&self.union_of, &mut self.long_unions);
             cover(lo, hi, self.size, |node| {
-                insert_range(&mut long_unions[union_of[node] as usize], (offset, end));
+                if union_of[node] != NO_UNION {
+                    insert_range(&mut long_unions[union_of[node] as usize], (offset, end));
+                }
             });
+            let (first, last) = (lo.div_ceil(COVER_BLOCK), (hi + 1) / COVER_BLOCK);
+            for union in self.covering.iter_mut().take(last).skip(first) {
+                insert_range(union, (offset, end));
+            }
         }
     }
 
     /// Gathers the ranges of the placed tensors intersecting `step`'s span into `g`, as sorted
-    /// runs: the scanned tensors (sorted here), then each union read.
-    fn intersecting(&mut self, step: &Step, g: &mut Gather) {
+    /// runs: the scanned tensors (sorted here), then each union read below `lo`'s block;
+    /// returns `lo`'s block, whose union in `covering` the caller reads in place.
+    fn intersecting(&mut self, step: &Step, g: &mut Gather) -> usize {
         g.clear();
-        let (lo, hi) = (step.lo, step.hi);
+        let (lo, hi) = (step.lo as usize, step.hi as usize);
         // Short tensors live at `lo` start in [lo - SHORT_SPAN, lo]; a short query also takes
         // everything starting up to `hi` in the same scan.
-        self.scan_slots(step.scan_first, step.scan_last, lo, &mut g.ranges);
+        let (first, last) = (step.scan_first as usize, step.scan_last as usize);
+        self.scan_slots(first, last, lo, &mut g.ranges);
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
         if scan_end <= hi {
             self.starting_in(scan_end, hi + 1, g);
@@ -491,6 +542,7 @@ impl TimeIndex {
             g.end_run();
             id = self.parent_union[id as usize];
         }
+        lo / COVER_BLOCK
     }
 
     /// Placed tensors in slots `[first, last)` that are live at `lo`.
@@ -543,29 +595,16 @@ impl TimeIndex {
         debug_assert_eq!(scanned, g.ranges.len());
     }
 
+    /// Merges the ranges placed under `node` since its last read into its union.
     fn refresh_block(&mut self, node: usize) {
-        if !self.stale[node] {
+        let pending = &mut self.pending[node];
+        if pending.is_empty() {
             return;
         }
-        let mut ranges = std::mem::take(&mut self.block_unions[node]);
-        ranges.clear();
-        if node >= self.blocks {
-            let block = node - self.blocks;
-            let from = (block * BLOCK).min(self.points);
-            let to = ((block + 1) * BLOCK).min(self.points);
-            self.scan(from, to, 0, &mut ranges);
-            coalesce(&mut ranges);
-        } else {
-            self.refresh_block(2 * node);
-            self.refresh_block(2 * node + 1);
-            // Both children are coalesced: a linear merge, no sort.
-            merge_unions(
-                &self.block_unions[2 * node],
-                &self.block_unions[2 * node + 1],
-                &mut ranges,
-            );
-        }
-        self.block_unions[node] = ranges;
-        self.stale[node] = false;
+        pending.sort_unstable();
+        let mut merged = Vec::with_capacity(self.block_unions[node].len() + pending.len());
+        merge_unions(&self.block_unions[node], pending, &mut merged);
+        pending.clear();
+        self.block_unions[node] = merged;
     }
 }

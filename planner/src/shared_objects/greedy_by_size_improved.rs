@@ -61,7 +61,7 @@ pub(crate) fn greedy_by_size_improved(items: &[Item]) -> Result<SharedObjectsPla
     }
     let timeline = Timeline::new(items);
     let spans = timeline.spans(items);
-    let maxima = positional_maxima_of(items, &spans, timeline.len());
+    let maxima = positional_maxima_of(items, &spans, timeline.len())?;
     let mut priorities: Vec<Priority> = items
         .iter()
         .map(|item| Priority {
