@@ -75,6 +75,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
         dims,
         bound,
         no_cleanup: o.no_cleanup,
+        keep_symbols: true,
         ..Default::default()
     };
     let model_name = o.model.display().to_string();
