@@ -219,6 +219,13 @@ impl DimExpr {
         } else {
             (r, c)
         };
+        // The remainder may itself be ⌊x / c1⌋: collapse as above, so that every route to
+        // the same division gives one form (the parser's and the shape rules' alike).
+        if let [(m, 1)] = r.terms.as_slice() {
+            if let [Atom::FloorDiv(..)] = m.as_slice() {
+                return q.checked_add(&r.floor_div(&DimExpr::constant(c))?);
+            }
+        }
         q.checked_add(&DimExpr::atom(Atom::FloorDiv(r, DimExpr::constant(c))))
     }
 
@@ -963,6 +970,13 @@ mod tests {
         assert_eq!(p("min(h, w)"), p("min(w, h)"));
         assert_eq!(p("ceildiv(h, 2)"), p("(h + 1) / 2"));
         assert_eq!(p("(h / 2) / 3"), p("h / 6"));
+        // The same collapse when the inner division is the remainder of a split.
+        let inner = p("(h + 1) / 2");
+        let outer = inner
+            .checked_sub(&p("2"))
+            .and_then(|e| e.floor_div(&p("2")))
+            .and_then(|e| e.checked_add(&p("1")));
+        assert_eq!(outer, Some(p("(h + 1) / 4")));
         assert_eq!(p("h / 1"), p("h"));
         // Remainders are kept in [0, k): ⌊(h − 3) / 2⌋ + 1 = ⌊(h + 1) / 2⌋ − 1.
         assert_eq!(p("(h - 3) / 2 + 1").to_string(), "(h + 1) / 2 - 1");
