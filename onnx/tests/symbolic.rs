@@ -41,7 +41,12 @@ fn conv_resize() -> ModelProto {
             tf32("scales", &[4], &[1.0, 1.0, 2.0, 2.0]),
         ],
         vec![
-            node("Conv", &["x", "w"], &["c"], vec![ais("pads", &[1, 1, 1, 1])]),
+            node(
+                "Conv",
+                &["x", "w"],
+                &["c"],
+                vec![ais("pads", &[1, 1, 1, 1])],
+            ),
             node("Resize", &["c", "", "scales"], &["y"], vec![]),
         ],
     )
@@ -141,7 +146,11 @@ fn refusals_name_the_node_and_the_shape() {
     // A transpose-like reshape to [w, n, 2]: the IR's reshape infers one entry only.
     let two = model(
         13,
-        vec![input_sym("x", &[D::S("n"), D::S("w"), D::N(2)], DataType::Float)],
+        vec![input_sym(
+            "x",
+            &[D::S("n"), D::S("w"), D::N(2)],
+            DataType::Float,
+        )],
         &["y"],
         vec![ti64("i", &[2], &[1, 0]), ti64("two", &[1], &[2])],
         vec![
@@ -159,7 +168,11 @@ fn refusals_name_the_node_and_the_shape() {
     // A resize to fixed sizes from a symbolic extent.
     let sizes = model(
         13,
-        vec![input_sym("x", &[D::N(1), D::N(1), D::S("h"), D::N(4)], DataType::Float)],
+        vec![input_sym(
+            "x",
+            &[D::N(1), D::N(1), D::S("h"), D::N(4)],
+            DataType::Float,
+        )],
         &["y"],
         vec![ti64("sizes", &[4], &[1, 1, 8, 8])],
         vec![node("Resize", &["x", "", "", "sizes"], &["y"], vec![])],

@@ -268,7 +268,13 @@ fn input_type(
     let mut dims = Vec::new();
     for (axis, d) in shape.dim.iter().enumerate() {
         if opts.keep_symbols {
-            dims.push(symbolic_dim(d.value.as_ref(), vname, axis, opts, dims_used)?);
+            dims.push(symbolic_dim(
+                d.value.as_ref(),
+                vname,
+                axis,
+                opts,
+                dims_used,
+            )?);
             continue;
         }
         let v = match &d.value {
@@ -426,9 +432,10 @@ impl Emitter {
     /// A parameter; one with a symbolic dim makes the function dynamic.
     fn add_param(&mut self, name: String, ty: SymTensorType) -> Value {
         let stat = ty.to_static();
-        let v = self
-            .func
-            .add_param(name.clone(), stat.clone().unwrap_or_else(|| TensorType::f32([])));
+        let v = self.func.add_param(
+            name.clone(),
+            stat.clone().unwrap_or_else(|| TensorType::f32([])),
+        );
         if stat.is_none() {
             let d = &mut self.func.values[v];
             d.declared = None;

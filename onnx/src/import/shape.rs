@@ -168,10 +168,12 @@ impl Importer {
         let mut out: Vec<Option<DimExpr>> = Vec::with_capacity(target.len());
         for (i, d) in target.iter().enumerate() {
             out.push(match d.as_constant() {
-                Some(0) if !allowzero => Some(xs.get(i).cloned().ok_or(NodeError::ReshapeCopy {
-                    entry: i,
-                    rank: xs.len(),
-                })?),
+                Some(0) if !allowzero => {
+                    Some(xs.get(i).cloned().ok_or(NodeError::ReshapeCopy {
+                        entry: i,
+                        rank: xs.len(),
+                    })?)
+                }
                 Some(-1) => {
                     if out.iter().any(Option::is_none) {
                         return Err(NodeError::ReshapeInferTwice);

@@ -205,12 +205,20 @@ impl Importer {
             "Add" | "Sub" | "Mul" | "Div" => {
                 let (p, q) = (x(0)?, x(1)?);
                 let (n, shape) = match (p.elems.len(), q.elems.len()) {
-                    (a, b) if a == b => (a, if p.shape.len() >= q.shape.len() { p.shape.clone() } else { q.shape.clone() }),
+                    (a, b) if a == b => (
+                        a,
+                        if p.shape.len() >= q.shape.len() {
+                            p.shape.clone()
+                        } else {
+                            q.shape.clone()
+                        },
+                    ),
                     (1, b) => (b, q.shape.clone()),
                     (a, 1) => (a, p.shape.clone()),
                     _ => return Ok(None),
                 };
-                let at = |v: &SymInts, k: usize| v.elems[if v.elems.len() == 1 { 0 } else { k }].clone();
+                let at =
+                    |v: &SymInts, k: usize| v.elems[if v.elems.len() == 1 { 0 } else { k }].clone();
                 let mut elems = Vec::with_capacity(n);
                 for k in 0..n {
                     let (l, r) = (at(&p, k), at(&q, k));
@@ -226,7 +234,9 @@ impl Importer {
                             _ => return Ok(None),
                         },
                     };
-                    elems.push(e.ok_or(NodeError::Overflow { what: "a shape value" })?);
+                    elems.push(e.ok_or(NodeError::Overflow {
+                        what: "a shape value",
+                    })?);
                 }
                 SymInts {
                     dtype: p.dtype,
