@@ -179,7 +179,7 @@ fn whole_scales(scales: &[f64], axes: &[usize]) -> Option<[u64; 2]> {
     for (&ax, &s) in axes.iter().zip(scales) {
         out[ax] = s;
     }
-    let whole = |s: f64| (s >= 1.0 && s <= 1e6 && s.fract() == 0.0).then_some(s as u64);
+    let whole = |s: f64| ((1.0..=1e6).contains(&s) && s.fract() == 0.0).then_some(s as u64);
     match (whole(out[0]), whole(out[1]), whole(out[2]), whole(out[3])) {
         (Some(1), Some(1), Some(h), Some(w)) => Some([h, w]),
         _ => None,
