@@ -163,3 +163,38 @@ fn one_import_runs_at_many_shapes_like_pinned_imports() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `tirc compile MODEL.onnx` with the spatial dims pinned (by their derived names) and the
+/// batch left free: one executable for every batch, bitwise equal to the one compiled with
+/// the batch pinned too.
+#[test]
+fn compile_of_an_onnx_model_with_a_free_batch() {
+    let dir = scratch("compile");
+    std::fs::write(dir.join("m.onnx"), model_bytes()).expect("write model");
+    let spatial = ["--dim", "x.d2=5", "--dim", "x.d3=7", "--opt-level", "1"];
+    let mut args = vec!["compile", "m.onnx", "-o", "dyn"];
+    args.extend(spatial);
+    ok(&dir, &args);
+    let mut args = vec!["compile", "m.onnx", "-o", "s3", "--dim", "batch=3"];
+    args.extend(spatial);
+    ok(&dir, &args);
+    write_npy(&dir.join("x.npy"), &[3, 2, 5, 7]);
+    for exe in ["dyn", "s3"] {
+        let out = Command::new(dir.join(exe))
+            .current_dir(&dir)
+            .args(["--input", "x=x.npy", "--output", &format!("{exe}.npy")])
+            .output()
+            .expect("run");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let a = npy::read(&std::fs::read(dir.join("dyn.npy")).expect("dyn")).expect("npy");
+    let b = npy::read(&std::fs::read(dir.join("s3.npy")).expect("s3")).expect("npy");
+    assert_eq!(a.ty.shape, vec![3, 2, 5, 7]);
+    assert_eq!(a, b);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -82,7 +82,13 @@ pub fn run(o: Options) -> Result<(), Failure> {
     // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     // Kernels with run-time extents are not built yet: a dynamic model compiles at the values
     // `--dim` gives its dims, and without them is refused.
-    let (mut module, model_weights) = if import::is_onnx(&o.model) {
+    let onnx_batched = (import::is_onnx(&o.model) && o.emit == Emit::Exe)
+        .then(|| import::load_onnx_batched(&o.model, &dims))
+        .flatten();
+    let (mut module, model_weights) = if let Some((m, w, b)) = onnx_batched {
+        batch = b;
+        (m, w)
+    } else if import::is_onnx(&o.model) {
         import::load_onnx(&o.model, &dims)?
     } else if import::is_tflite(&o.model) {
         if !dims.is_empty() {
