@@ -173,6 +173,17 @@ fn dims_that_are_not_a_batch_are_refused() {
         e.contains("`softmax` along axis 0 mixes the samples of the batch `batch`"),
         "{e}"
     );
+    // An output computed from the weights alone has no batch.
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL))
+        .expect("model")
+        .replace("return %7", "%8 = relu(%w1)\n    return %7, %8");
+    let weights_only = dir.join("weights_only.tir");
+    std::fs::write(&weights_only, text).expect("write");
+    let e = fails(tirc(&["compile", s(&weights_only), "-o", s(&out)]), 1, "weights output");
+    assert!(
+        e.contains("the output %8 does not depend on the inputs, so it has no batch"),
+        "{e}"
+    );
     // Only an executable runs a symbolic batch.
     let e = fails(
         tirc(&["compile", MODEL, "-o", s(&out), "--emit", "obj"]),

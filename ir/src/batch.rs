@@ -3,7 +3,8 @@
 //! samples, and a program compiled once at batch 1 serves every batch size (the executable's
 //! per-sample loop, `tirc compile` of a model whose only symbolic dim is its batch).
 //!
-//! The condition, checked on the verified symbolic types: every value computed from the parameters has `b` as its first dim and nowhere else (so no
+//! The condition, checked on the verified symbolic types: every output is computed from the
+//! parameters, and every value computed from the parameters has `b` as its first dim and nowhere else (so no
 //! op moves, merges, reduces, pads, slices or concatenates the batch axis: each of those
 //! changes the first dim), every parameter too, and no op that keeps the shape but mixes
 //! along an axis (`softmax`, `log_softmax`, `layer_norm`) works along axis 0. Values not
@@ -62,6 +63,15 @@ pub fn check_leading_batch(f: &Function, b: &str) -> Result<(), String> {
         for &r in &data.results {
             dependent[r.index()] = true;
             leading(r, &format!("the result of `{name}`"))?;
+        }
+    }
+    // Every output gets the batch first, per sample: one computed from weights alone has none.
+    for &v in &f.returns {
+        if !dependent[v.index()] {
+            return Err(format!(
+                "the output {} does not depend on the inputs, so it has no batch",
+                f.value_name(v)
+            ));
         }
     }
     Ok(())
