@@ -179,7 +179,11 @@ fn dims_that_are_not_a_batch_are_refused() {
         .replace("return %7", "%8 = relu(%w1)\n    return %7, %8");
     let weights_only = dir.join("weights_only.tir");
     std::fs::write(&weights_only, text).expect("write");
-    let e = fails(tirc(&["compile", s(&weights_only), "-o", s(&out)]), 1, "weights output");
+    let e = fails(
+        tirc(&["compile", s(&weights_only), "-o", s(&out)]),
+        1,
+        "weights output",
+    );
     assert!(
         e.contains("the output %8 does not depend on the inputs, so it has no batch"),
         "{e}"
