@@ -27,7 +27,17 @@ use tir_ir::Function;
 
 /// The C source of `main` for `func`, calling `<name>_run`.
 pub fn main_c(func: &Function, name: &str) -> String {
+    main_c_batched(func, name, None)
+}
+
+/// [`main_c`] for a function compiled at batch 1 whose leading dim `batch` is symbolic in the
+/// model it comes from, independent along it (`tir_ir::batch`): the program takes any batch
+/// from its input files and runs the function once per sample.
+pub fn main_c_batched(func: &Function, name: &str, batch: Option<&str>) -> String {
     let mut s = String::new();
+    if let Some(b) = batch {
+        let _ = writeln!(s, "#define BATCHED 1\n#define BATCH_NAME {b:?}");
+    }
     let shapes = |tys: Vec<Vec<u64>>| -> (String, String) {
         let ranks: Vec<String> = tys.iter().map(|t| t.len().to_string()).collect();
         let dims: Vec<String> = tys

@@ -225,6 +225,15 @@ static char *type_str(const uint64_t *d, size_t r, const char *dtype) {
     snprintf(out + k, cap - k, "%s>", dtype);
     return out;
 }
+/* A model compiled at batch 1 and independent along its leading symbolic dim (BATCHED, see
+   `tir_ir::batch`): every input and output has that dim first; its value comes from the first
+   input file read, the others must agree, and the model runs once per sample. */
+#ifndef BATCHED
+#define BATCHED 0
+#define BATCH_NAME ""
+#endif
+static uint64_t batch = 1;
+static const char *batch_from = NULL;
 static float *read_npy(int input, const char *path) {
     npy_file = path; npy_input = input;
     uint64_t want[MAXR];
@@ -310,12 +319,23 @@ static float *read_npy(int input, const char *path) {
                  (unsigned long long)(fits ? data_bytes : UINT64_MAX), (unsigned long long)found_bytes);
     }
     /* Then it must be the model's input. */
+#if BATCHED
+    if (code == 0 && rank == (size_t)in_rank[input] && rank > 0) {
+        if (!batch_from) { batch = shape[0]; batch_from = in_names[input]; }
+        else if (shape[0] != batch)
+            npy_fail("the dim `%s` is %llu (from the input `%%%s`), but this file gives it %llu",
+                     BATCH_NAME, (unsigned long long)batch, batch_from, (unsigned long long)shape[0]);
+        want[0] = batch;
+        free(expected);
+        expected = type_str(want, (size_t)in_rank[input], "f32");
+    }
+#endif
     int same = code == 0 && rank == (size_t)in_rank[input];
     for (size_t k = 0; same && k < rank; k++) same = shape[k] == want[k];
     if (!same) {
         npy_fail("expected %s, found %s", expected, type_str(shape, rank, codes[code].name));
     }
-    uint64_t n = count(in_dims[input], in_rank[input]);
+    uint64_t n = count((const unsigned long long *)want, in_rank[input]);
     float *x = xalloc(bytes_of(n, 4));
     memcpy(x, b + end, n * 4);
     if (big_endian) {
@@ -659,6 +679,20 @@ static int parse_runs(const char *s, long *runs) {
     *runs = v;
     return v >= 1;
 }
+/* One run of the model: at batch 1 once per sample (BATCHED), each operand advanced by its
+   per-sample size; else once. */
+static void run_model(const void *const *ins, void *const *outs, void *slab) {
+#if BATCHED
+    for (uint64_t b = 0; b < batch; b++) {
+        const void *bi[NI + 1]; void *bo[NO + 1];
+        for (int i = 0; i < NI; i++) bi[i] = (const char *)ins[i] + b * count(in_dims[i], in_rank[i]) * 4;
+        for (int j = 0; j < NO; j++) bo[j] = (char *)outs[j] + b * count(out_dims[j], out_rank[j]) * 4;
+        MODEL_RUN_PARALLEL(bi, bo, slab, pool_parallel_for, &pool);
+    }
+#else
+    MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool);
+#endif
+}
 int main(int argc, char **argv) {
     if (argc > 0 && argv[0]) prog = argv[0];
     const char *paths[NI + 1] = {0};
@@ -700,25 +734,33 @@ int main(int argc, char **argv) {
         }
     }
     const void *ins[NI + 1]; void *outs[NO + 1];
+    /* Files first: a BATCHED model's batch comes from them. */
+    for (int i = 0; i < NI; i++) if (paths[i]) ins[i] = read_npy(i, paths[i]);
     for (int i = 0; i < NI; i++) {
-        if (paths[i]) { ins[i] = read_npy(i, paths[i]); continue; }
-        uint64_t n = count(in_dims[i], in_rank[i]);
+        if (paths[i]) continue;
+        uint64_t n = count(in_dims[i], in_rank[i]) * (BATCHED ? batch : 1);
         float *x = xalloc(bytes_of(n, 4));
         char key[1024]; snprintf(key, sizeof key, "input:%s", in_names[i]);
         uint64_t st = fnv1a(key);
         for (uint64_t k = 0; k < n; k++) x[k] = (float)(splitmix(&st) >> 40) * (1.0f / 8388608.0f) - 1.0f;
         ins[i] = x;
     }
-    for (int j = 0; j < NO; j++) outs[j] = xalloc(bytes_of(count(out_dims[j], out_rank[j]), 4));
+    /* Each output's shape: as compiled, with the batch first when BATCHED. */
+    unsigned long long odims[NO + 1][MAXR];
+    for (int j = 0; j < NO; j++) {
+        for (int k = 0; k < out_rank[j]; k++) odims[j][k] = out_dims[j][k];
+        if (BATCHED && out_rank[j] > 0) odims[j][0] = batch;
+        outs[j] = xalloc(bytes_of(count(odims[j], out_rank[j]), 4));
+    }
     unsigned long long slab_size = MODEL_SLAB();
     void *slab = xalloc(slab_size);
     printf("slab: %llu bytes\n", slab_size);
     pool_start(threads ? (int)threads : cpus_allowed());
-    MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool);
+    run_model(ins, outs, slab);
     if (bench > 0) {
         double *t = xmalloc(bytes_of((size_t)bench, sizeof(double)));
         double c0 = cpu_now();
-        for (long r = 0; r < bench; r++) { double t0 = now(); MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool); t[r] = now() - t0; }
+        for (long r = 0; r < bench; r++) { double t0 = now(); run_model(ins, outs, slab); t[r] = now() - t0; }
         double cpu = (cpu_now() - c0) / (double)bench;
         qsort(t, bench, sizeof(double), cmpd);
         printf("latency over %ld runs: median %.3f ms, min %.3f ms, cpu %.3f ms per run\n", bench, t[bench / 2], t[0], cpu);
@@ -732,7 +774,7 @@ int main(int argc, char **argv) {
         char *path = xmalloc(n);
         if (single) snprintf(path, n, "%s", out);
         else snprintf(path, n, "%s/%s.npy", out, out_names[j]);
-        if (write_npy(path, outs[j], out_dims[j], out_rank[j])) {
+        if (write_npy(path, outs[j], odims[j], out_rank[j])) {
             int e = errno;
             fprintf(stderr, "%s: error: cannot write it: %s (os error %d)\n", path, strerror(e), e);
             return 1;
@@ -741,7 +783,7 @@ int main(int argc, char **argv) {
     }
     if (!out) {
         for (int j = 0; j < NO; j++) {
-            const float *y = outs[j]; uint64_t n = count(out_dims[j], out_rank[j]); double s = 0;
+            const float *y = outs[j]; uint64_t n = count(odims[j], out_rank[j]); double s = 0;
             for (uint64_t k = 0; k < n; k++) s += y[k];
             printf("%s: %llu values, sum %.6g\n", out_names[j], (unsigned long long)n, s);
         }

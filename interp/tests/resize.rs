@@ -14,6 +14,7 @@ fn resize(
     let y = run_op(
         Op::Resize(Resize {
             size,
+            scale: None,
             mode,
             coord,
             nearest,

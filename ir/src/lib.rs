@@ -17,6 +17,7 @@
 //! `docs/ir.md` at the repository root is the reference for the syntax and every op.
 
 pub mod attr;
+pub mod batch;
 pub mod builder;
 pub mod diag;
 pub mod entity;

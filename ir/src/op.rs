@@ -445,8 +445,12 @@ pub struct Slice {
 /// ONNX Resize on the two spatial axes of an NCHW tensor, to a static output size.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Resize {
-    /// Output `[H, W]`.
+    /// Output `[H, W]` (`[0, 0]` when `scale` gives it).
     pub size: [u64; 2],
+    /// Integer factors `[sh, sw]`: the output is `[H·sh, W·sw]` whatever the input's extent.
+    /// What an importer writes for an input with symbolic spatial dims (`size` cannot name
+    /// them); `None` in every static resize.
+    pub scale: Option<[u64; 2]>,
     pub mode: ResizeMode,
     pub coord: CoordMode,
     pub nearest: NearestMode,
@@ -1211,7 +1215,13 @@ impl Op {
                 &["axes", "keepdims"],
             ),
             "resize" => {
-                let size = r.uints_n_req("size");
+                // `scale = [sh, sw]` instead of `size` (a resize of symbolic extent).
+                let scale = r.has("scale").then(|| r.uints_n_req("scale"));
+                let size = if scale.is_some() {
+                    [0, 0]
+                } else {
+                    r.uints_n_req("size")
+                };
                 let mode = r
                     .word("mode", "`nearest` or `bilinear`")
                     .unwrap_or(ResizeMode::Nearest);
@@ -1227,12 +1237,14 @@ impl Op {
                 (
                     Op::Resize(Resize {
                         size,
+                        scale,
                         mode,
                         coord,
                         nearest,
                     }),
                     &[
                         "size",
+                        "scale",
                         "mode",
                         "coordinate_transformation_mode",
                         "nearest_mode",
@@ -1363,7 +1375,10 @@ impl Op {
             }
             Op::AllocTensor { offset } => w.int("offset", *offset as i64, None),
             Op::Resize(r) => {
-                w.ints("size", &r.size, None);
+                match r.scale {
+                    Some(s) => w.ints("scale", &s, None),
+                    None => w.ints("size", &r.size, None),
+                }
                 if r.mode != ResizeMode::Nearest {
                     w.word("mode", r.mode);
                 }

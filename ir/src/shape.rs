@@ -540,13 +540,15 @@ pub fn infer_dims<D: Dim>(
             if t.rank() != 4 {
                 return err_at(0, format!("`resize` works on NCHW tensors, got {t}"));
             }
-            let out = TensorTypeOf::new(
-                vec![
-                    t.shape[0].clone(),
-                    t.shape[1].clone(),
-                    D::lit(r.size[0]),
-                    D::lit(r.size[1]),
+            let [oh, ow] = match r.scale {
+                None => [D::lit(r.size[0]), D::lit(r.size[1])],
+                Some([sh, sw]) => [
+                    t.shape[2].mul(&D::lit(sh)).ok_or_else(overflow)?,
+                    t.shape[3].mul(&D::lit(sw)).ok_or_else(overflow)?,
                 ],
+            };
+            let out = TensorTypeOf::new(
+                vec![t.shape[0].clone(), t.shape[1].clone(), oh, ow],
                 t.dtype,
             );
             // Every output pixel interpolates from input pixels: an input empty along a

@@ -172,6 +172,9 @@ impl DimExpr {
     /// `⌊self / d⌋`; `None` for a division by the constant zero or an overflow.
     pub fn floor_div(&self, d: &DimExpr) -> Option<DimExpr> {
         let Some(c) = d.as_constant() else {
+            if let Some(q) = self.exact_quotient(d) {
+                return Some(q);
+            }
             return Some(DimExpr::atom(Atom::FloorDiv(self.clone(), d.clone())));
         };
         if c == 0 {
@@ -219,7 +222,39 @@ impl DimExpr {
         } else {
             (r, c)
         };
+        // The remainder may itself be ⌊x / c1⌋: collapse as above, so that every route to
+        // the same division gives one form (the parser's and the shape rules' alike).
+        if let [(m, 1)] = r.terms.as_slice() {
+            if let [Atom::FloorDiv(..)] = m.as_slice() {
+                return q.checked_add(&r.floor_div(&DimExpr::constant(c))?);
+            }
+        }
         q.checked_add(&DimExpr::atom(Atom::FloorDiv(r, DimExpr::constant(c))))
+    }
+
+    /// `self / d` when `d` is one monomial `k·m` (k > 0) that divides every term of `self`
+    /// (`(120·n·w) / (120·n)` is `w`): the division is exact for every binding where it is
+    /// defined. What a `-1` in a reshape target resolves to.
+    fn exact_quotient(&self, d: &DimExpr) -> Option<DimExpr> {
+        let [(dm, dk)] = d.terms.as_slice() else {
+            return None;
+        };
+        if *dk <= 0 || dm.is_empty() {
+            return None;
+        }
+        let mut map = BTreeMap::new();
+        for (m, k) in &self.terms {
+            if k % dk != 0 {
+                return None;
+            }
+            let mut rest = m.clone();
+            for a in dm {
+                let i = rest.iter().position(|b| b == a)?;
+                rest.remove(i);
+            }
+            map.insert(rest, k / dk);
+        }
+        Some(DimExpr::from_map(map))
     }
 
     /// `⌈self / d⌉`; `None` for a division by the constant zero or an overflow.
@@ -963,6 +998,15 @@ mod tests {
         assert_eq!(p("min(h, w)"), p("min(w, h)"));
         assert_eq!(p("ceildiv(h, 2)"), p("(h + 1) / 2"));
         assert_eq!(p("(h / 2) / 3"), p("h / 6"));
+        // The same collapse when the inner division is the remainder of a split.
+        let inner = p("(h + 1) / 2");
+        let outer = inner
+            .checked_sub(&p("2"))
+            .and_then(|e| e.floor_div(&p("2")))
+            .and_then(|e| e.checked_add(&p("1")));
+        assert_eq!(outer, Some(p("(h + 1) / 4")));
+        assert_eq!(p("(120*n*w + 240*n) / (120*n)"), p("w + 2"));
+        assert_eq!(p("(n*w + 1) / n").to_string(), "(n*w + 1) / n");
         assert_eq!(p("h / 1"), p("h"));
         // Remainders are kept in [0, k): ⌊(h − 3) / 2⌋ + 1 = ⌊(h + 1) / 2⌋ − 1.
         assert_eq!(p("(h - 3) / 2 + 1").to_string(), "(h + 1) / 2 - 1");

@@ -209,7 +209,7 @@ proptest! {
 
     #[test]
     fn ops_with_symbolic_inputs_specialize_as_the_static_text(
-        n in 0u64..9, m in 0u64..9, op in 0usize..9,
+        n in 0u64..9, m in 0u64..9, op in 0usize..10,
     ) {
         let body = [
             "%0 = slice(%x) {starts = [1], ends = [-1], axes = [1]}",
@@ -221,6 +221,7 @@ proptest! {
             "%0 = squeeze(%x) {axes = [0]}",
             "%0 = resize(%x4) {size = [3, 5]}",
             "%0 = flatten(%x4) {axis = 2}",
+            "%0 = resize(%x4) {scale = [2, 3], coordinate_transformation_mode = asymmetric, nearest_mode = floor}",
         ][op];
         let text = format!(
             "module @m {{ func @main(%x: tensor<{{n}}x{{m}}xf32>) {{ %x4 = reshape(%x) {{shape = [1, 1, -1, 1]}} {body} return %0 }} }}"

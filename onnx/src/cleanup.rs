@@ -324,7 +324,16 @@ fn compact(f: &mut Function) {
             .known_type()
             .cloned()
             .unwrap_or_else(|| TensorType::f32([]));
-        map.insert(p, g.add_param(d.name.clone(), ty));
+        let np = g.add_param(d.name.clone(), ty);
+        if d.declared_sym.is_some() {
+            // A symbolic parameter (a dynamic import): its type is the symbolic one.
+            let n = &mut g.values[np];
+            n.declared = None;
+            n.ty = None;
+            n.declared_sym = d.declared_sym.clone();
+            n.sym = d.sym.clone();
+        }
+        map.insert(p, np);
     }
     for &id in &f.layout {
         let o = &f.ops[id];
@@ -342,6 +351,7 @@ fn compact(f: &mut Function) {
         let new_results = g.ops[nid].results.clone();
         for (&r, &n) in o.results.iter().zip(&new_results) {
             g.values[n].ty = f.values[r].ty.clone();
+            g.values[n].sym = f.values[r].sym.clone();
             map.insert(r, n);
         }
     }
@@ -351,5 +361,6 @@ fn compact(f: &mut Function) {
         .map(|v| map.get(v).copied().unwrap_or(*v))
         .collect();
     g.result_types = f.result_types.clone();
+    g.dynamic = f.dynamic.clone();
     *f = g;
 }

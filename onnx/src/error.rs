@@ -363,6 +363,20 @@ pub enum NodeError {
     GatherIndex { index: i64, axis: usize, size: i64 },
     #[error("integer division by zero")]
     DivisionByZero,
+    // Symbolic dims (inputs kept dynamic at import).
+    /// What the node needs a static extent for, and the operand's symbolic type.
+    #[error("{what} needs a static shape, but the input's shape is {shape}; give its dims values with --dim NAME=N")]
+    SymbolicShape { what: &'static str, shape: String },
+    #[error("{what} (input {index}) is a shape computed from symbolic dims ({value}); the IR needs it constant here")]
+    SymbolicValue {
+        index: usize,
+        what: &'static str,
+        value: String,
+    },
+    #[error("`{}` is a shape computed from symbolic dims ({value}): it can feed shape parameters (Reshape's target), not be a tensor at run time", shown(.name))]
+    SymbolicOperand { name: String, value: String },
+    #[error("the target {target} has more than one symbolic entry; the IR's reshape infers only one (give the dims values with --dim NAME=N)")]
+    ReshapeSymbolic { target: String },
 }
 
 impl From<ShapeError> for NodeError {

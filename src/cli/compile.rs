@@ -77,10 +77,18 @@ pub fn run(o: Options) -> Result<(), Failure> {
         return Err(Failure::Usage("--guard-fault-op needs --guard".into()));
     }
     let dims = input::parse_dims(&o.dims)?;
+    // The symbolic leading dim of a `.tir` model compiled at batch 1 for every batch.
+    let mut batch: Option<String> = None;
     // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     // Kernels with run-time extents are not built yet: a dynamic model compiles at the values
     // `--dim` gives its dims, and without them is refused.
-    let (mut module, model_weights) = if import::is_onnx(&o.model) {
+    let onnx_batched = (import::is_onnx(&o.model) && o.emit == Emit::Exe)
+        .then(|| import::load_onnx_batched(&o.model, &dims))
+        .flatten();
+    let (mut module, model_weights) = if let Some((m, w, b)) = onnx_batched {
+        batch = b;
+        (m, w)
+    } else if import::is_onnx(&o.model) {
         import::load_onnx(&o.model, &dims)?
     } else if import::is_tflite(&o.model) {
         if !dims.is_empty() {
@@ -90,7 +98,9 @@ pub fn run(o: Options) -> Result<(), Failure> {
         }
         import::load_tflite(&o.model)?
     } else {
-        (input::load_static(&o.model, &dims, Some("--dim"))?.1, None)
+        let (m, b) = load_batched(&o.model, &dims, o.emit)?;
+        batch = b;
+        (m, None)
     };
     let name = o.model.display().to_string();
     let err = |msg: String| {
@@ -205,7 +215,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
         tir_codegen::emit(&proof, &weights, &cg, artifact).map_err(|e| err(e.to_string()))?;
     match o.emit {
         Emit::Exe => {
-            let main = tir_codegen::exe::main_c(proof.func(), &symbol);
+            let main = tir_codegen::exe::main_c_batched(proof.func(), &symbol, batch.as_deref());
             tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
         }
         Emit::Lib => {
@@ -221,4 +231,42 @@ pub fn run(o: Options) -> Result<(), Failure> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// A `.tir` model specialized at `dims`. A dynamic model left with exactly one dim without a
+/// value, built as an executable, compiles at batch 1 when it is independent along that dim
+/// as its leading one (`tir_ir::batch`): the executable then runs every batch size. Any other
+/// dynamic model needs every dim given (refused naming the dims, or why the one left is not a
+/// batch).
+fn load_batched(
+    path: &Path,
+    dims: &tir_ir::Bindings,
+    emit: Emit,
+) -> Result<(tir_ir::Module, Option<String>), Failure> {
+    let (source, module) = input::load_module(path)?;
+    let missing: Vec<String> = tir_ir::specialize::module_symbols(&module)
+        .into_iter()
+        .filter(|s| !dims.contains_key(s))
+        .collect();
+    let [b] = missing.as_slice() else {
+        let m = input::specialize(path, &source, module, dims, Some("--dim"))?;
+        return Ok((m, None));
+    };
+    let name = path.display().to_string();
+    if emit != Emit::Exe {
+        eprintln!(
+            "{name}: error: the model's dim `{b}` has no value: give it one with --dim {b}=N (only --emit exe runs a symbolic batch)"
+        );
+        return Err(Failure::Reported);
+    }
+    if let Some(f) = module.entry() {
+        if let Err(why) = tir_ir::batch::check_leading_batch(f, b) {
+            eprintln!("{name}: error: the dim `{b}` has no value, and it cannot be a run-time batch: {why}; give it one with --dim {b}=N");
+            return Err(Failure::Reported);
+        }
+    }
+    let mut at_one = dims.clone();
+    at_one.insert(b.clone(), 1);
+    let m = input::specialize(path, &source, module, &at_one, Some("--dim"))?;
+    Ok((m, Some(b.clone())))
 }

@@ -75,6 +75,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
         dims,
         bound,
         no_cleanup: o.no_cleanup,
+        keep_symbols: true,
         ..Default::default()
     };
     let model_name = o.model.display().to_string();
@@ -191,4 +192,39 @@ pub fn load_onnx(
         Failure::Reported
     })?;
     Ok((imported.module, Some(bytes)))
+}
+
+/// `tirc compile MODEL.onnx -o EXE`, the model imported with its symbols kept: static once
+/// `--dim` has pinned them (by `dim_param` or derived name), or with one input dim left that
+/// is a leading batch it is independent along (`tir_ir::batch`), then specialized at batch 1
+/// and the batch's name returned. `None` for any other model (then [`load_onnx`]'s rules
+/// apply, with its messages).
+pub fn load_onnx_batched(
+    path: &Path,
+    dims: &tir_ir::Bindings,
+) -> Option<(tir_ir::Module, Option<Vec<u8>>, Option<String>)> {
+    let opts = tir_onnx::ImportOptions {
+        dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
+        keep_symbols: true,
+        ..tir_onnx::ImportOptions::default()
+    };
+    let imported = tir_onnx::import_file(path, &opts).ok()?;
+    let syms = tir_ir::specialize::module_symbols(&imported.module);
+    let (module, batch) = match syms.as_slice() {
+        [] => (imported.module, None),
+        [b] => {
+            tir_ir::batch::check_leading_batch(imported.module.entry()?, b).ok()?;
+            let mut at_one = tir_ir::Bindings::new();
+            at_one.insert(b.clone(), 1);
+            let m = tir_ir::specialize(&imported.module, &at_one).ok()?;
+            (m, Some(b.clone()))
+        }
+        _ => return None,
+    };
+    let weights = if imported.weights.is_empty() {
+        None
+    } else {
+        Some(imported.weights.to_safetensors().ok()?)
+    };
+    Some((module, weights, batch))
 }

@@ -235,8 +235,9 @@ pub enum Command {
         /// Where to write the weights (default: the output with extension .safetensors).
         #[arg(long, value_name = "OUT.safetensors")]
         weights: Option<PathBuf>,
-        /// A value for a symbolic input dimension, `name=value` (repeatable; a symbolic batch
-        /// dimension defaults to 1).
+        /// A value for a symbolic input dimension, `name=value`: its ONNX `dim_param`, or
+        /// `INPUT.dAXIS` for an unnamed, `?` or `-1` one (repeatable). Dims without a value stay
+        /// symbolic: the .tir is a dynamic model.
         #[arg(long = "dim", value_name = "NAME=VALUE")]
         dims: Vec<String>,
         /// Fix a graph input to the value in a .npy file, `name=FILE.npy` (repeatable): it is

@@ -1229,6 +1229,7 @@ impl<'a> Importer<'a> {
                 let (vx, _) = self.value(input(0)?, Some(true))?;
                 let r = Resize {
                     size: [sz[0] as u64, sz[1] as u64],
+                    scale: None,
                     mode,
                     coord,
                     nearest,

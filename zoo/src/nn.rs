@@ -411,6 +411,7 @@ impl Net {
     ) -> NetResult<Value> {
         let op = Op::Resize(Resize {
             size,
+            scale: None,
             mode: ResizeMode::Bilinear,
             coord: if align_corners {
                 CoordMode::AlignCorners
@@ -426,6 +427,7 @@ impl Net {
     pub fn resize_nearest(&mut self, name: &str, x: Value, size: [u64; 2]) -> NetResult<Value> {
         let op = Op::Resize(Resize {
             size,
+            scale: None,
             mode: ResizeMode::Nearest,
             coord: CoordMode::Asymmetric,
             nearest: NearestMode::Floor,

@@ -58,7 +58,7 @@ impl Importer {
 
     /// `[B, L, H·D]` as `[B, H, L, D]`.
     fn split_heads(&mut self, x: Value, heads: u64, what: &str) -> R<Value> {
-        let s = self.em.ty(x).shape.clone();
+        let s = self.em.ty(x)?.shape.clone();
         if heads == 0 || !s[2].is_multiple_of(heads) {
             return Err(bad(format!(
                 "{what}'s hidden size {} is not a multiple of its {heads} heads",
@@ -82,9 +82,9 @@ impl Importer {
 
     pub(super) fn attention(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let q_in = self.req_in(node, 0)?;
-        let rank = self.shape_of(&q_in).len();
+        let rank = self.rank_of(&q_in);
         for i in 1..3 {
-            let r = self.shape_of(&self.req_in(node, i)?).len();
+            let r = self.rank_of(&self.req_in(node, i)?);
             if r != rank {
                 return Err(bad(format!(
                     "Q is rank {rank} but input {i} is rank {r}; Q, K and V must have one rank"
@@ -110,7 +110,7 @@ impl Importer {
             k = self.split_heads(k, kvh as u64, "K")?;
             v = self.split_heads(v, kvh as u64, "V")?;
         }
-        let qs = self.em.ty(q).shape.clone();
+        let qs = self.em.ty(q)?.shape.clone();
         let head = qs[3];
         let scale = match a.float("scale")? {
             Some(s) => s,
@@ -124,7 +124,7 @@ impl Importer {
         // The KV cache.
         let past_len = match self.opt_in_value(node, 4)? {
             Some(pk) => {
-                let n = self.em.ty(pk).shape.get(2).copied().unwrap_or(0);
+                let n = self.em.ty(pk)?.shape.get(2).copied().unwrap_or(0);
                 k = self.op1(Op::Concat { axis: 2 }, &[pk, k])?;
                 n
             }
@@ -135,7 +135,7 @@ impl Importer {
         }
         self.bind_out(node, 1, k);
         self.bind_out(node, 2, v);
-        let ks = self.em.ty(k).shape.clone();
+        let ks = self.em.ty(k)?.shape.clone();
         let (lq, lkv) = (qs[2], ks[2]);
 
         // The additive bias: constant parts folded into one [Lq, Lkv] table, a run-time float
@@ -143,7 +143,7 @@ impl Importer {
         let mut table: Option<Vec<f32>> = None;
         let mut mask_value: Option<Value> = None;
         if let Some(m) = self.opt_in(node, 3)? {
-            let ms = self.shape_of(&m);
+            let ms = self.shape_of(&m)?;
             let short = ms.last().map_or(0, |&d| lkv.saturating_sub(d));
             match (&m, self.dtype_of(&m)) {
                 (Val::Const(t), DType::Bool) if ms.len() <= 2 => {
@@ -261,7 +261,7 @@ impl Importer {
                 },
                 &[y],
             )?;
-            let s = self.em.ty(t).shape.clone();
+            let s = self.em.ty(t)?.shape.clone();
             let shape = vec![s[0] as i64, s[1] as i64, (s[2] * s[3]) as i64];
             y = self.op1(Op::Reshape { shape }, &[t])?;
         }
@@ -271,7 +271,7 @@ impl Importer {
 
     /// `[B, H, L, D]` with each head repeated `reps` times in place: `[B, H·reps, L, D]`.
     fn repeat_heads(&mut self, x: Value, reps: usize) -> R<Value> {
-        let s = self.em.ty(x).shape.clone();
+        let s = self.em.ty(x)?.shape.clone();
         let u = self.op1(Op::Unsqueeze { axes: vec![2] }, &[x])?;
         let c = self.op1(Op::Concat { axis: 2 }, &vec![u; reps])?;
         let shape = vec![

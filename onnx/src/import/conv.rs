@@ -2,16 +2,18 @@
 //! resolved statically (`auto_pad` and ConvTranspose's `output_shape` included).
 
 use super::attrs::{to_u64s, two, Attrs};
-use super::{Importer, R};
+use super::{static_dims, Importer, R};
 use crate::error::{AttrError, NodeError};
 use crate::proto::NodeProto;
 use tir_ir::op::{Conv2d, ConvTranspose, Pool2d};
-use tir_ir::Op;
+use tir_ir::{DimExpr, Op};
 
 /// What Conv and ConvTranspose read alike.
 struct ConvAttrs {
     /// The input's shape (rank 4).
-    xs: Vec<u64>,
+    /// The input's shape (symbolic dims allowed; only SAME padding and `output_shape` need
+    /// them static).
+    xs: Vec<DimExpr>,
     /// The weight's spatial size (a `kernel_shape` must match it).
     kernel: [u64; 2],
     strides: [u64; 2],
@@ -25,8 +27,8 @@ impl Importer {
     fn conv_attrs(&self, node: &NodeProto, a: &Attrs) -> R<ConvAttrs> {
         let x = self.req_in(node, 0)?;
         let w = self.req_in(node, 1)?;
-        let xs = self.shape_of(&x);
-        let ws = self.shape_of(&w);
+        let xs = self.sym_shape_of(&x);
+        let ws = self.shape_of(&w)?;
         if xs.len() != 4 || ws.len() != 4 {
             return Err(NodeError::ConvRank {
                 input: xs.len(),
@@ -149,14 +151,17 @@ impl Importer {
         let mut pads = explicit.unwrap_or([0; 4]);
         let mut extra = output_padding;
         for i in 0..2 {
+            if output_shape.is_none() && !same {
+                continue;
+            }
+            let xs = static_dims(&xs, "ConvTranspose's SAME padding or output_shape")?;
             let full = i128::from(strides[i]) * (i128::from(xs[2 + i]) - 1)
                 + i128::from(output_padding[i])
                 + i128::from(dilations[i]) * (i128::from(kernel[i]) - 1)
                 + 1;
             let out = match output_shape {
                 Some(o) => i128::from(o[i]),
-                None if same => i128::from(xs[2 + i]) * i128::from(strides[i]),
-                None => continue,
+                None => i128::from(xs[2 + i]) * i128::from(strides[i]),
             };
             let total = full - out;
             let begin = if auto == "VALID" {
@@ -202,7 +207,7 @@ impl Importer {
     pub(super) fn pool(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
         self.only_first_outputs(node, 1)?;
         let x = self.req_in(node, 0)?;
-        let xs = self.shape_of(&x);
+        let xs = self.sym_shape_of(&x);
         if xs.len() != 4 {
             return Err(NodeError::PoolRank { rank: xs.len() });
         }
@@ -263,7 +268,7 @@ impl Importer {
 /// `pads` or the padding `auto_pad` implies, as `[top, left, bottom, right]`.
 fn spatial_pads(
     a: &Attrs,
-    xs: &[u64],
+    xs: &[DimExpr],
     kernel: [u64; 2],
     strides: [u64; 2],
     dilations: [u64; 2],
@@ -279,6 +284,7 @@ fn spatial_pads(
         }
         "VALID" => Ok([0; 4]),
         "SAME_UPPER" | "SAME_LOWER" => {
+            let xs = static_dims(xs, "SAME padding")?;
             let mut p = [0u64; 4];
             for i in 0..2 {
                 let inp = xs[2 + i];

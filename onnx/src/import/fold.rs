@@ -179,7 +179,7 @@ impl Importer {
             }
             "Slice" => {
                 let x = c(0)?;
-                let s = self.slice_params(node, &x.shape)?;
+                let s = self.slice_params(node, x.shape.len())?;
                 slice_const(&x, &s)?
             }
             "Transpose" => {

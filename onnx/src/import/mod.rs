@@ -16,6 +16,7 @@ mod linear;
 mod norm;
 mod resize;
 mod shape;
+mod symshape;
 
 use crate::error::{ImportError, InputError, NodeError, Oversized};
 use crate::proto::{ModelProto, NodeProto};
@@ -26,7 +27,10 @@ use prost::Message;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, UnaryOp, Value};
+use tir_ir::sym::{derived_name, is_symbol_name, Dim};
+use tir_ir::{
+    DType, DimExpr, Function, Module, Op, ReduceKind, SymTensorType, TensorType, UnaryOp, Value,
+};
 
 /// The opsets whose semantics the importer follows. Opsets 22 to 24 (what onnx 1.19 writes)
 /// changed no attribute, input or output of an op the importer maps: their new versions only
@@ -50,6 +54,11 @@ pub struct ImportOptions {
     /// constant, as if it were an initializer, so that a shape, axes, pads or scales operand
     /// that a model takes as an input folds like one it holds. The declared shape is ignored.
     pub bound: Vec<(String, Tensor)>,
+    /// Keep the input dims that no `--dim` pins symbolic (`tirc import`): a `dim_param` becomes
+    /// a symbol of that name (sanitised), an unnamed, `?` or `-1` dim the derived name
+    /// `input.dN`, and the module is dynamic. Off, a symbolic first dim is the batch and
+    /// becomes 1, and any other is refused (`tirc compile MODEL.onnx`).
+    pub keep_symbols: bool,
 }
 
 /// Reads and imports an `.onnx` file; external data is read beside it.
@@ -136,13 +145,14 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
             imp.env.insert(iname, Val::Const(Rc::new(t.clone())));
             continue;
         }
-        let ty = input_type(input, opts, &mut dims_used).map_err(|problem| ImportError::Input {
-            name: iname.clone(),
-            problem,
-        })?;
         let vname = imp.em.unique(&iname);
-        let v = imp.em.func.add_param(vname.clone(), ty);
-        imp.em.names.insert(vname);
+        let ty = input_type(input, &vname, opts, &mut dims_used).map_err(|problem| {
+            ImportError::Input {
+                name: iname.clone(),
+                problem,
+            }
+        })?;
+        let v = imp.em.add_param(vname.clone(), ty);
         imp.env.insert(iname, Val::Ir(v));
     }
     for (name, _) in &opts.bound {
@@ -206,10 +216,12 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         returns.push(v);
     }
     let mut func = imp.em.func;
-    func.result_types = returns
-        .iter()
-        .map(|&v| func.ty(v).cloned().unwrap_or_else(|| TensorType::f32([])))
-        .collect();
+    if !func.is_dynamic() {
+        func.result_types = returns
+            .iter()
+            .map(|&v| func.ty(v).cloned().unwrap_or_else(|| TensorType::f32([])))
+            .collect();
+    }
     func.returns = returns;
     let mut module = Module::new(sanitize_symbol(&name));
     // The producer's strings go into a `//` line of the printed module: escaped, so that a
@@ -239,11 +251,13 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
     Ok(Imported { module, weights })
 }
 
+/// The parameter type of a graph input named `vname` in the IR.
 fn input_type(
     input: &crate::proto::ValueInfoProto,
+    vname: &str,
     opts: &ImportOptions,
     dims_used: &mut HashSet<String>,
-) -> Result<TensorType, InputError> {
+) -> Result<SymTensorType, InputError> {
     use crate::proto::tensor_shape_proto::dimension::Value as Dim;
     use crate::proto::type_proto::Value as Ty;
     let Some(Ty::TensorType(tt)) = input.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
@@ -253,6 +267,16 @@ fn input_type(
     let shape = tt.shape.as_ref().ok_or(InputError::NoShape)?;
     let mut dims = Vec::new();
     for (axis, d) in shape.dim.iter().enumerate() {
+        if opts.keep_symbols {
+            dims.push(symbolic_dim(
+                d.value.as_ref(),
+                vname,
+                axis,
+                opts,
+                dims_used,
+            )?);
+            continue;
+        }
         let v = match &d.value {
             Some(Dim::DimValue(v)) if *v >= 0 => *v as u64,
             Some(Dim::DimValue(v)) => return Err(InputError::NegativeDim { axis, dim: *v }),
@@ -272,10 +296,91 @@ fn input_type(
             None if axis == 0 => 1,
             None => return Err(InputError::UnknownDim { axis }),
         };
-        dims.push(v);
+        dims.push(DimExpr::lit(v));
     }
-    Oversized::check(&dims, dtype)?;
-    Ok(TensorType::new(dims, dtype))
+    let ty = SymTensorType::new(dims, dtype);
+    if let Some(t) = ty.to_static() {
+        Oversized::check(&t.shape, dtype)?;
+    }
+    Ok(ty)
+}
+
+/// One input dim when unpinned dims stay symbolic: a value pinned by `--dim` (by its
+/// `dim_param`, or by the derived name of an unnamed dim), else a constant, else a symbol.
+fn symbolic_dim(
+    d: Option<&crate::proto::tensor_shape_proto::dimension::Value>,
+    vname: &str,
+    axis: usize,
+    opts: &ImportOptions,
+    dims_used: &mut HashSet<String>,
+) -> Result<DimExpr, InputError> {
+    use crate::proto::tensor_shape_proto::dimension::Value as D;
+    let derived = derived_name(vname, axis);
+    let name = match d {
+        Some(D::DimValue(v)) if *v >= 0 => return Ok(DimExpr::lit(*v as u64)),
+        Some(D::DimParam(p)) => symbol_name(p).unwrap_or_else(|| derived.clone()),
+        _ => derived.clone(),
+    };
+    let param = match d {
+        Some(D::DimParam(p)) => Some(p.as_str()),
+        _ => None,
+    };
+    for key in [param, Some(name.as_str()), Some(derived.as_str())]
+        .into_iter()
+        .flatten()
+    {
+        if let Some((_, v)) = opts.dims.iter().find(|(n, _)| n == key) {
+            dims_used.insert(key.to_string());
+            return Ok(DimExpr::lit(*v));
+        }
+    }
+    Ok(DimExpr::sym(name))
+}
+
+/// A `dim_param` as a symbol name: characters a symbol cannot hold become `_`, and a name
+/// that does not start like one gets a `_` in front; `None` for a name with no letter or digit
+/// (`?`, MLIR's and some exporters' spelling of an unnamed dim).
+fn symbol_name(param: &str) -> Option<String> {
+    if !param.chars().any(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let mut s: String = param
+        .chars()
+        .map(|c| {
+            if tir_ir::sym::is_symbol_char(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !is_symbol_name(&s) {
+        s.insert(0, '_');
+    }
+    Some(s)
+}
+
+/// `xs` as static extents, or the error that `what` needs them static.
+fn static_dims(xs: &[DimExpr], what: &'static str) -> R<Vec<u64>> {
+    xs.iter()
+        .map(Dim::known)
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| NodeError::SymbolicShape {
+            what,
+            shape: shape_text(xs),
+        })
+}
+
+/// A shape as `[{n}, 3, {h}]`.
+fn shape_text(xs: &[DimExpr]) -> String {
+    let parts: Vec<String> = xs
+        .iter()
+        .map(|d| match d.known() {
+            Some(k) => k.to_string(),
+            None => format!("{{{d}}}"),
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
 }
 
 /// An ONNX value: a tensor computed by IR ops, or a constant known at import time.
@@ -283,6 +388,10 @@ fn input_type(
 enum Val {
     Ir(Value),
     Const(Rc<Tensor>),
+    /// An integer shape vector (or scalar) some of whose elements are symbolic: what `Shape`
+    /// of a dynamic value gives, folded through the shape subgraph ([`symshape`]). Never all
+    /// constant (that is a `Const`).
+    Dims(Rc<symshape::SymInts>),
 }
 
 /// Appends ops to one function, inferring each result type as it goes.
@@ -301,11 +410,42 @@ impl Emitter {
         }
     }
 
-    fn ty(&self, v: Value) -> &TensorType {
+    /// The static type of `v`, or the error that the node needs one.
+    fn ty(&self, v: Value) -> R<&TensorType> {
+        match self.func.values[v].known_type() {
+            Some(t) => Ok(t),
+            None => Err(NodeError::SymbolicShape {
+                what: "the node",
+                shape: shape_text(&self.sym_ty(v).shape),
+            }),
+        }
+    }
+
+    /// The type of `v`, symbolic dims included.
+    fn sym_ty(&self, v: Value) -> SymTensorType {
         // Every value the emitter creates is typed when it is created.
         self.func.values[v]
-            .known_type()
+            .sym_type()
             .expect("emitted values are typed")
+    }
+
+    /// A parameter; one with a symbolic dim makes the function dynamic.
+    fn add_param(&mut self, name: String, ty: SymTensorType) -> Value {
+        let stat = ty.to_static();
+        let v = self.func.add_param(
+            name.clone(),
+            stat.clone().unwrap_or_else(|| TensorType::f32([])),
+        );
+        if stat.is_none() {
+            let d = &mut self.func.values[v];
+            d.declared = None;
+            d.ty = None;
+            d.declared_sym = Some(ty.clone());
+            d.sym = Some(ty);
+            self.func.dynamic.get_or_insert_with(Default::default);
+        }
+        self.names.insert(name);
+        v
     }
 
     fn fresh(&mut self) -> String {
@@ -335,7 +475,13 @@ impl Emitter {
     }
 
     fn push(&mut self, op: Op, operands: &[Value], names: Vec<String>) -> R<Vec<Value>> {
-        let ins: Vec<&TensorType> = operands.iter().map(|&v| self.ty(v)).collect();
+        let all_static = operands
+            .iter()
+            .all(|&v| self.func.values[v].known_type().is_some());
+        if !all_static {
+            return self.push_sym(op, operands, names);
+        }
+        let ins: Vec<&TensorType> = operands.iter().map(|&v| self.ty(v)).collect::<R<_>>()?;
         let tys = tir_ir::shape::infer(&op, &ins)?;
         let id = self.func.push_op(
             op,
@@ -345,6 +491,27 @@ impl Emitter {
         let results = self.func.ops[id].results.clone();
         for (&r, t) in results.iter().zip(tys) {
             self.func.values[r].ty = Some(t);
+        }
+        Ok(results)
+    }
+
+    /// [`Emitter::push`] with a symbolic operand: the symbolic shape rule. Conditions it
+    /// cannot decide are dropped here: the verifier derives them again as the module's
+    /// run-time checks.
+    fn push_sym(&mut self, op: Op, operands: &[Value], names: Vec<String>) -> R<Vec<Value>> {
+        let ins: Vec<SymTensorType> = operands.iter().map(|&v| self.sym_ty(v)).collect();
+        let refs: Vec<&SymTensorType> = ins.iter().collect();
+        let mut checks = tir_ir::shape::Checks::new();
+        let tys = tir_ir::shape::infer_sym(&op, &refs, &mut checks)?;
+        let id = self.func.push_op(
+            op,
+            operands.to_vec(),
+            names.into_iter().map(|n| (n, None)).collect(),
+        );
+        let results = self.func.ops[id].results.clone();
+        for (&r, t) in results.iter().zip(tys) {
+            self.func.values[r].ty = t.to_static();
+            self.func.values[r].sym = Some(t);
         }
         Ok(results)
     }
@@ -404,6 +571,11 @@ impl Importer {
             None => Ok(None),
             Some(Val::Const(t)) => Ok(Some(t)),
             Some(Val::Ir(_)) => Err(NodeError::NotConstant { index: i, what }),
+            Some(Val::Dims(d)) => Err(NodeError::SymbolicValue {
+                index: i,
+                what,
+                value: d.to_string(),
+            }),
         }
     }
 
@@ -416,49 +588,67 @@ impl Importer {
             })
     }
 
-    fn shape_of(&self, v: &Val) -> Vec<u64> {
+    /// The static shape of `v`, or the error that the node needs one.
+    fn shape_of(&self, v: &Val) -> R<Vec<u64>> {
+        static_dims(&self.sym_shape_of(v), "the node")
+    }
+
+    /// The shape of `v`, symbolic dims included.
+    fn sym_shape_of(&self, v: &Val) -> Vec<DimExpr> {
         match v {
-            Val::Ir(v) => self.em.ty(*v).shape.clone(),
-            Val::Const(t) => t.shape.clone(),
+            Val::Ir(v) => self.em.sym_ty(*v).shape,
+            Val::Const(t) => t.shape.iter().map(|&d| DimExpr::lit(d)).collect(),
+            Val::Dims(d) => d.shape.iter().map(|&d| DimExpr::lit(d)).collect(),
         }
+    }
+
+    fn rank_of(&self, v: &Val) -> usize {
+        self.sym_shape_of(v).len()
     }
 
     fn dtype_of(&self, v: &Val) -> DType {
         match v {
-            Val::Ir(v) => self.em.ty(*v).dtype,
+            Val::Ir(v) => self.em.sym_ty(*v).dtype,
             Val::Const(t) => t.dtype,
+            Val::Dims(d) => d.dtype,
         }
     }
 
     /// The IR value of an ONNX name: constants become `const` ops on first use.
     fn value(&mut self, name: &str) -> R<Value> {
         let val = self.lookup(name)?.clone();
-        Ok(self.materialize(name, &val))
+        self.materialize(name, &val)
     }
 
-    fn materialize(&mut self, name: &str, val: &Val) -> Value {
+    fn materialize(&mut self, name: &str, val: &Val) -> R<Value> {
         match val {
-            Val::Ir(v) => *v,
-            Val::Const(t) => {
-                if let Some(&v) = self.materialized.get(name) {
-                    return v;
-                }
-                let mut key = name.to_string();
-                let mut k = 1;
-                while self.weight_keys.contains(&key) {
-                    key = format!("{name}${k}");
-                    k += 1;
-                }
-                self.weight_keys.insert(key.clone());
-                self.weights.tensors.insert(key.clone(), (**t).clone());
-                let vname = self.em.unique(name);
-                let v = self
-                    .em
-                    .konst(vname, key, TensorType::new(t.shape.clone(), t.dtype));
-                self.materialized.insert(name.to_string(), v);
-                v
-            }
+            Val::Ir(v) => Ok(*v),
+            Val::Dims(d) => Err(NodeError::SymbolicOperand {
+                name: name.to_string(),
+                value: d.to_string(),
+            }),
+            Val::Const(t) => Ok(self.materialize_const(name, t)),
         }
+    }
+
+    fn materialize_const(&mut self, name: &str, t: &Tensor) -> Value {
+        if let Some(&v) = self.materialized.get(name) {
+            return v;
+        }
+        let mut key = name.to_string();
+        let mut k = 1;
+        while self.weight_keys.contains(&key) {
+            key = format!("{name}${k}");
+            k += 1;
+        }
+        self.weight_keys.insert(key.clone());
+        self.weights.tensors.insert(key.clone(), t.clone());
+        let vname = self.em.unique(name);
+        let v = self
+            .em
+            .konst(vname, key, TensorType::new(t.shape.clone(), t.dtype));
+        self.materialized.insert(name.to_string(), v);
+        v
     }
 
     /// A constant made by the importer (not in the model), as a `const` op named after `hint`.
@@ -469,7 +659,7 @@ impl Importer {
             name = format!("{hint}${k}");
             k += 1;
         }
-        self.materialize(&name, &Val::Const(Rc::new(t)))
+        self.materialize_const(&name, &t)
     }
 
     fn in_value(&mut self, node: &NodeProto, i: usize) -> R<Value> {
@@ -511,7 +701,8 @@ impl Importer {
             .collect();
         let results = self.em.push(op, operands, names)?;
         for (i, &r) in results.iter().enumerate() {
-            let ty = self.em.ty(r);
+            // (A symbolic size is checked when the dims have values.)
+            let Ok(ty) = self.em.ty(r) else { continue };
             Oversized::check(&ty.shape, ty.dtype).map_err(|problem| NodeError::Oversized {
                 output: node.output.get(i).cloned().unwrap_or_default(),
                 problem,
@@ -573,7 +764,12 @@ impl Importer {
             .map(|i| self.opt_in(node, i))
             .collect::<R<_>>()?;
         let all_const = inputs.iter().all(|v| !matches!(v, Some(Val::Ir(_))));
-        if all_const && !node.input.is_empty() {
+        if all_const && inputs.iter().any(|v| matches!(v, Some(Val::Dims(_)))) {
+            if let Some(v) = self.fold_sym(node, op_type, &a, &inputs)? {
+                self.alias(node, v);
+                return Ok(());
+            }
+        } else if all_const && !node.input.is_empty() {
             if let Some(t) = self.fold(node, op_type, &a, &inputs)? {
                 return self.bind_const(node, t);
             }
@@ -597,13 +793,23 @@ impl Importer {
             }
             "Shape" => {
                 let x = self.req_in(node, 0)?;
-                let t = shape::shape_tensor(&self.shape_of(&x), &a)?;
-                self.bind_const(node, t)
+                let dims = self.sym_shape_of(&x);
+                match static_dims(&dims, "Shape") {
+                    Ok(xs) => {
+                        let t = shape::shape_tensor(&xs, &a)?;
+                        self.bind_const(node, t)
+                    }
+                    Err(_) => {
+                        let v = self.shape_value(&dims, &a)?;
+                        self.alias(node, v);
+                        Ok(())
+                    }
+                }
             }
             // Shapes are static: the element count is known at import.
             "Size" => {
                 let x = self.req_in(node, 0)?;
-                let n = self.shape_of(&x).iter().product::<u64>();
+                let n = self.shape_of(&x)?.iter().product::<u64>();
                 let n = i64::try_from(n).map_err(|_| NodeError::Overflow { what: "Size" })?;
                 self.bind_const(node, Tensor::from_i64s(DType::I64, vec![], &[n]))
             }

@@ -45,7 +45,7 @@ impl Importer {
             }
         }
         let x = self.req_in(node, 0)?;
-        let rank = self.shape_of(&x).len();
+        let rank = self.rank_of(&x);
         let axis = norm_axis(a.int("axis")?.unwrap_or(-1), rank)?;
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let xv = self.in_value(node, 0)?;
@@ -80,7 +80,7 @@ impl Importer {
     /// and from opset 18 for the others, an attribute before.
     pub(super) fn reduce(&mut self, node: &NodeProto, a: &Attrs, kind: ReduceKind) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let rank = self.shape_of(&x).len();
+        let rank = self.rank_of(&x);
         let keepdims = a.int("keepdims")?.unwrap_or(1) != 0;
         let axes_input_from = if kind == ReduceKind::Sum { 13 } else { 18 };
         let axes = self
@@ -117,7 +117,7 @@ impl Importer {
             }
         };
         let x = self.req_in(node, 0)?;
-        let xs = self.shape_of(&x);
+        let xs = self.sym_shape_of(&x);
         let legacy = self.opset < 13;
         let axis = a.int("axis")?.unwrap_or(if legacy { 1 } else { -1 });
         let ax = if xs.is_empty() {
@@ -131,6 +131,7 @@ impl Importer {
         }
         // Before opset 13, Softmax coerces its input to 2-D [prod(d[..axis]), prod(d[axis..])]
         // and normalises over the second axis: reshape, softmax, reshape back.
+        let xs = super::static_dims(&xs, "Softmax over the trailing axes (before opset 13)")?;
         let outer: u64 = xs[..ax].iter().product();
         let inner: u64 = xs[ax..].iter().product();
         let flat = self.em.fresh();

@@ -2,7 +2,7 @@
 //! known at import time.
 
 use super::attrs::{norm_axis, widen, Attrs};
-use super::{Importer, R};
+use super::{static_dims, Importer, R};
 use crate::error::NodeError;
 use crate::proto::NodeProto;
 use crate::tensor::Tensor;
@@ -22,9 +22,9 @@ fn unsupported(what: &'static str, value: &str, text: &'static str) -> NodeError
 impl Importer {
     pub(super) fn resize(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let xs = self.shape_of(&x);
-        if xs.len() != 4 {
-            return Err(NodeError::ResizeRank { rank: xs.len() });
+        let xsym = self.sym_shape_of(&x);
+        if xsym.len() != 4 {
+            return Err(NodeError::ResizeRank { rank: xsym.len() });
         }
         let mode = match a.string("mode")?.as_deref().unwrap_or("nearest") {
             "nearest" => ResizeMode::Nearest,
@@ -75,6 +75,27 @@ impl Importer {
         let nonempty = |t: Option<Rc<Tensor>>| t.filter(|t| t.numel() > 0);
         let scales = nonempty(self.const_in(node, 2, "scales")?);
         let sizes = nonempty(self.const_in(node, 3, "sizes")?);
+        let xs = match static_dims(&xsym, "Resize (other than by whole-number scales)") {
+            Ok(xs) => xs,
+            Err(e) => {
+                // A symbolic input: whole-number scales of the spatial axes give an output
+                // whose extent the IR's `scale` form states for every input.
+                let scale = match (&scales, &sizes) {
+                    (Some(sc), None) => whole_scales(&sc.floats(), &axes),
+                    _ => None,
+                };
+                let Some(scale) = scale else { return Err(e) };
+                let r = Resize {
+                    size: [0, 0],
+                    scale: Some(scale),
+                    mode,
+                    coord,
+                    nearest,
+                };
+                let x = self.in_value(node, 0)?;
+                return self.emit(node, Op::Resize(r), &[x]);
+            }
+        };
         let mut out = xs.clone();
         match (scales, sizes) {
             (Some(_), Some(_)) => return Err(NodeError::ScalesAndSizes),
@@ -138,11 +159,29 @@ impl Importer {
         }
         let r = Resize {
             size: [out[2], out[3]],
+            scale: None,
             mode,
             coord,
             nearest,
         };
         let x = self.in_value(node, 0)?;
         self.emit(node, Op::Resize(r), &[x])
+    }
+}
+
+/// `[sh, sw]` when `scales` (one per axis of `axes`) keep the batch and channel axes and scale
+/// both spatial axes by whole numbers.
+fn whole_scales(scales: &[f64], axes: &[usize]) -> Option<[u64; 2]> {
+    if scales.len() != axes.len() {
+        return None;
+    }
+    let mut out = [1.0f64; 4];
+    for (&ax, &s) in axes.iter().zip(scales) {
+        out[ax] = s;
+    }
+    let whole = |s: f64| ((1.0..=1e6).contains(&s) && s.fract() == 0.0).then_some(s as u64);
+    match (whole(out[0]), whole(out[1]), whole(out[2]), whole(out[3])) {
+        (Some(1), Some(1), Some(h), Some(w)) => Some([h, w]),
+        _ => None,
     }
 }

@@ -3,13 +3,14 @@
 //! with constant data too, [`super::fold`] evaluates them instead.
 
 use super::attrs::{norm_axis, scalar_of, to_u64s, Attrs};
-use super::{Importer, R};
+use super::{Importer, Val, R};
 use crate::error::{AttrError, NodeError};
 use crate::proto::NodeProto;
 use crate::tensor::{numel, Tensor};
 use std::collections::HashSet;
 use tir_ir::op::{PadMode, Slice};
-use tir_ir::{DType, Op};
+use tir_ir::sym::Dim;
+use tir_ir::{DType, DimExpr, Op};
 
 impl Importer {
     pub(super) fn concat(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
@@ -23,7 +24,7 @@ impl Importer {
 
     pub(super) fn split(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let xs = self.shape_of(&x);
+        let xs = self.shape_of(&x)?;
         let axis = a.int("axis")?.unwrap_or(0);
         let ax = norm_axis(axis, xs.len())?;
         let d = xs[ax];
@@ -91,12 +92,12 @@ impl Importer {
 
     pub(super) fn slice(&mut self, node: &NodeProto) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let s = self.slice_params(node, &self.shape_of(&x))?;
+        let s = self.slice_params(node, self.rank_of(&x))?;
         let x = self.in_value(node, 0)?;
         self.emit(node, Op::Slice(s), &[x])
     }
 
-    pub(super) fn slice_params(&self, node: &NodeProto, xs: &[u64]) -> R<Slice> {
+    pub(super) fn slice_params(&self, node: &NodeProto, rank: usize) -> R<Slice> {
         let starts = self.req_const_in(node, 1, "starts")?.ints();
         let ends = self.req_const_in(node, 2, "ends")?.ints();
         let axes = match self.const_in(node, 3, "axes")? {
@@ -115,7 +116,7 @@ impl Importer {
         }
         let mut seen = HashSet::new();
         for &ax in &axes {
-            if !seen.insert(norm_axis(ax, xs.len())?) {
+            if !seen.insert(norm_axis(ax, rank)?) {
                 return Err(NodeError::AxisTwice { axis: ax });
             }
         }
@@ -129,10 +130,97 @@ impl Importer {
 
     pub(super) fn reshape(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let shape = self.reshape_target(node, a, &self.shape_of(&x))?;
+        let sym_target = matches!(self.opt_in(node, 1)?, Some(Val::Dims(_)));
+        let xs = match self.shape_of(&x) {
+            Ok(xs) if !sym_target => xs,
+            _ => return self.reshape_sym(node, a, &x),
+        };
+        let shape = self.reshape_target(node, a, &xs)?;
         let x = self.in_value(node, 0)?;
         let shape = shape.iter().map(|&d| d as i64).collect();
         self.emit(node, Op::Reshape { shape }, &[x])
+    }
+
+    /// Reshape of a symbolically shaped input, or to a target with symbolic entries: the
+    /// target resolved to dim expressions (ONNX's `0` copies, `-1` is what is left), and at
+    /// most one entry symbolic, which becomes the IR's `-1` (the IR infers one entry).
+    fn reshape_sym(&mut self, node: &NodeProto, a: &Attrs, x: &Val) -> R<()> {
+        let xs = self.sym_shape_of(x);
+        let missing = NodeError::MissingInput {
+            index: 1,
+            what: Some("shape"),
+        };
+        let target: Vec<DimExpr> = match self.opt_in(node, 1)?.ok_or(missing)? {
+            Val::Dims(d) => d.elems.clone(),
+            Val::Const(t) => t
+                .ints()
+                .iter()
+                .map(|&i| DimExpr::constant(i128::from(i)))
+                .collect(),
+            Val::Ir(_) => {
+                return Err(NodeError::NotConstant {
+                    index: 1,
+                    what: "shape",
+                })
+            }
+        };
+        let allowzero = a.int("allowzero")?.unwrap_or(0) != 0;
+        let mut out: Vec<Option<DimExpr>> = Vec::with_capacity(target.len());
+        for (i, d) in target.iter().enumerate() {
+            out.push(match d.as_constant() {
+                Some(0) if !allowzero => {
+                    Some(xs.get(i).cloned().ok_or(NodeError::ReshapeCopy {
+                        entry: i,
+                        rank: xs.len(),
+                    })?)
+                }
+                Some(-1) => {
+                    if out.iter().any(Option::is_none) {
+                        return Err(NodeError::ReshapeInferTwice);
+                    }
+                    None
+                }
+                Some(c) if c < 0 => {
+                    return Err(NodeError::ReshapeEntry {
+                        entry: i,
+                        value: c as i64,
+                    })
+                }
+                _ => Some(d.clone()),
+            });
+        }
+        let product = |ds: &[DimExpr]| {
+            ds.iter()
+                .try_fold(DimExpr::lit(1), |acc, d| acc.checked_mul(d))
+                .ok_or(NodeError::Overflow {
+                    what: "the target shape",
+                })
+        };
+        let n = product(&xs)?;
+        let known = product(&out.iter().flatten().cloned().collect::<Vec<_>>())?;
+        let resolved: Vec<DimExpr> = out
+            .into_iter()
+            .map(|d| d.unwrap_or_else(|| n.floor_div(&known).unwrap_or_default()))
+            .collect();
+        let symbolic: Vec<usize> = (0..resolved.len())
+            .filter(|&i| !resolved[i].is_constant())
+            .collect();
+        if symbolic.len() > 1 {
+            return Err(NodeError::ReshapeSymbolic {
+                target: super::shape_text(&resolved),
+            });
+        }
+        let shape = resolved
+            .iter()
+            .map(|d| match d.as_constant() {
+                Some(c) => i64::try_from(c).map_err(|_| NodeError::Overflow {
+                    what: "the target shape",
+                }),
+                None => Ok(-1),
+            })
+            .collect::<R<Vec<i64>>>()?;
+        let xv = self.in_value(node, 0)?;
+        self.emit(node, Op::Reshape { shape }, &[xv])
     }
 
     /// The static target shape of a Reshape: ONNX's `0` (copy) and `-1` (infer) resolved.
@@ -150,7 +238,11 @@ impl Importer {
 
     pub(super) fn squeeze(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let axes = self.squeeze_axes(node, a, &self.shape_of(&x))?;
+        let axes = match self.shape_of(&x) {
+            Ok(xs) => self.squeeze_axes(node, a, &xs)?,
+            // Without `axes`, which dims are 1 must be known.
+            Err(e) => self.axes_param(node, a, 13)?.ok_or(e)?,
+        };
         let x = self.in_value(node, 0)?;
         self.emit(node, Op::Squeeze { axes }, &[x])
     }
@@ -191,14 +283,14 @@ impl Importer {
 
     pub(super) fn transpose(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let perm = transpose_perm(a, self.shape_of(&x).len())?;
+        let perm = transpose_perm(a, self.rank_of(&x))?;
         let x = self.in_value(node, 0)?;
         self.emit(node, Op::Transpose { perm }, &[x])
     }
 
     pub(super) fn pad(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let rank = self.shape_of(&x).len();
+        let rank = self.rank_of(&x);
         let raw = if self.opset >= 11 {
             self.req_const_in(node, 1, "pads")?.ints()
         } else {

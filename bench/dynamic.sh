@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A symbolic batch (issue 18): one executable compiled at batch 1 that runs every batch one
+# sample at a time, against the executable compiled for that batch (`--dim batch=B`), side by
+# side: median latency and CPU time per run, their ratio, and both slabs. The BERT layer of
+# tests/dynamic/bert.tir (sequence length SEQ) and the CNN of tests/dynamic/batch.tir, pinned
+# to CPU 1, one thread, ROUNDS interleaved rounds of RUNS runs each; medians over rounds.
+#
+#   bash bench/dynamic.sh            # TIRC=path/to/tirc ROUNDS=3 RUNS=50 SEQ=32 BATCHES="1 4 16"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tirc="${TIRC:-target/release/tirc}"
+if [ -z "${TIRC:-}" ]; then nice cargo build --release --bin tirc; fi
+rounds="${ROUNDS:-3}"; runs="${RUNS:-50}"; seq="${SEQ:-32}"; batches="${BATCHES:-1 4 16}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+py() { python3 - "$@"; }
+# npy FILE d0 d1 ...: a float32 .npy of that shape (values from a fixed rule).
+npy() {
+  py "$@" <<'PY'
+import struct, sys
+path, dims = sys.argv[1], [int(d) for d in sys.argv[2:]]
+n = 1
+for d in dims: n *= d
+shape = "(" + "".join(f"{d}, " for d in dims).rstrip(" ") + ")"
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape
+pad = 64 - (10 + len(hdr) + 1) % 64
+hdr = hdr + " " * (pad % 64) + "\n"
+with open(path, "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack(f"<{n}f", *[((i * 7) % 13 - 6) / 8 for i in range(n)]))
+PY
+}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+printf '%-6s %5s %12s %12s %7s %12s %12s %7s %10s %10s\n' model batch "static ms" "dynamic ms" ratio \
+  "static cpu" "dynamic cpu" ratio "static slab" "dyn slab"
+for model in bert cnn; do
+  if [ "$model" = bert ]; then src=tests/dynamic/bert.tir; pin=(--dim "seq=$seq"); else src=tests/dynamic/batch.tir; pin=(); fi
+  "$tirc" compile "$src" -o "$work/$model-dyn" "${pin[@]}" > /dev/null 2>&1
+  for b in $batches; do
+    "$tirc" compile "$src" -o "$work/$model-$b" "${pin[@]}" --dim "batch=$b" > /dev/null 2>&1
+    if [ "$model" = bert ]; then
+      npy "$work/x.npy" "$b" "$seq" 64; npy "$work/m.npy" "$b" 1 "$seq"
+      ins=(--input "x=$work/x.npy" --input "mask=$work/m.npy")
+    else
+      npy "$work/x.npy" "$b" 3 8 8; npy "$work/m.npy" "$b" 10
+      ins=(--input "x=$work/x.npy" --input "bias=$work/m.npy")
+    fi
+    : > "$work/s"; : > "$work/d"
+    for r in $(seq 1 "$rounds"); do
+      for which in s d; do
+        exe="$work/$model-$b"; [ "$which" = d ] && exe="$work/$model-dyn"
+        taskset -c 1 "$exe" "${ins[@]}" --bench "$runs" --threads 1 > "$work/out"
+        lat=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$work/out")
+        cpu=$(sed -n 's/.*cpu \([0-9.]*\) ms per run.*/\1/p' "$work/out")
+        slab=$(sed -n 's/^slab: \([0-9]*\) bytes/\1/p' "$work/out")
+        echo "$lat $cpu $slab" >> "$work/$which"
+      done
+    done
+    sl=$(cut -d' ' -f1 "$work/s" | median); dl=$(cut -d' ' -f1 "$work/d" | median)
+    sc=$(cut -d' ' -f2 "$work/s" | median); dc=$(cut -d' ' -f2 "$work/d" | median)
+    ss=$(cut -d' ' -f3 "$work/s" | head -1); ds=$(cut -d' ' -f3 "$work/d" | head -1)
+    printf '%-6s %5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %10s %10s\n' "$model" "$b" "$sl" "$dl" \
+      "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$ss" "$ds"
+  done
+done
