@@ -224,9 +224,13 @@ impl DimExpr {
         };
         // The remainder may itself be ⌊x / c1⌋: collapse as above, so that every route to
         // the same division gives one form (the parser's and the shape rules' alike).
+        // Only a constant positive inner divisor collapses: `⌊⌊x / h⌋ / c⌋` with a symbolic `h`
+        // stays an atom (dividing it again would come back here with the same remainder).
         if let [(m, 1)] = r.terms.as_slice() {
-            if let [Atom::FloorDiv(..)] = m.as_slice() {
-                return q.checked_add(&r.floor_div(&DimExpr::constant(c))?);
+            if let [Atom::FloorDiv(x, y)] = m.as_slice() {
+                if let Some(c1) = y.as_constant().filter(|c1| *c1 > 0) {
+                    return q.checked_add(&x.floor_div(&DimExpr::constant(c1.checked_mul(c)?))?);
+                }
             }
         }
         q.checked_add(&DimExpr::atom(Atom::FloorDiv(r, DimExpr::constant(c))))
@@ -1005,6 +1009,10 @@ mod tests {
             .and_then(|e| e.floor_div(&p("2")))
             .and_then(|e| e.checked_add(&p("1")));
         assert_eq!(outer, Some(p("(h + 1) / 4")));
+        // A division by a symbol divided again by a constant stays nested (it used to recurse
+        // without end, splitting off the same remainder).
+        assert_eq!(p("(h / w) / 2").to_string(), "(h / w) / 2");
+        assert_eq!(p("(h / w - 1) / 2").to_string(), "(h / w + 1) / 2 - 1");
         assert_eq!(p("(120*n*w + 240*n) / (120*n)"), p("w + 2"));
         assert_eq!(p("(n*w + 1) / n").to_string(), "(n*w + 1) / n");
         assert_eq!(p("h / 1"), p("h"));
