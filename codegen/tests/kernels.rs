@@ -786,6 +786,16 @@ fn math_functions_at_their_edges() {
         "cos",
         "softplus",
         "softsign",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "sign",
     ] {
         let text = model(&[("x", vec![len])], &[], &format!("{op}(%x)"));
         check_with(

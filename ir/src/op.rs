@@ -110,11 +110,31 @@ pub enum UnaryOp {
     Softplus,
     /// `x / (1 + |x|)`.
     Softsign,
+    /// `tan(x)`.
+    Tan,
+    /// `asin(x)`, NaN outside [-1, 1].
+    Asin,
+    /// `acos(x)`, NaN outside [-1, 1].
+    Acos,
+    /// `atan(x)`.
+    Atan,
+    /// `sinh(x)`.
+    Sinh,
+    /// `cosh(x)`.
+    Cosh,
+    /// `asinh(x)`.
+    Asinh,
+    /// `acosh(x)`, NaN below 1.
+    Acosh,
+    /// `atanh(x)`, NaN outside [-1, 1].
+    Atanh,
+    /// 1 for positive, -1 for negative, `x` itself for ±0 and NaN (ONNX Sign).
+    Sign,
 }
 
 impl UnaryOp {
     /// Every unary function, in declaration order (tests and the parser walk it).
-    pub const ALL: [UnaryOp; 20] = [
+    pub const ALL: [UnaryOp; 30] = [
         UnaryOp::Relu,
         UnaryOp::Relu6,
         UnaryOp::Sigmoid,
@@ -135,6 +155,16 @@ impl UnaryOp {
         UnaryOp::Cos,
         UnaryOp::Softplus,
         UnaryOp::Softsign,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
+        UnaryOp::Sign,
     ];
 
     /// The op's name in the text form.
@@ -160,6 +190,16 @@ impl UnaryOp {
             UnaryOp::Cos => "cos",
             UnaryOp::Softplus => "softplus",
             UnaryOp::Softsign => "softsign",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Asin => "asin",
+            UnaryOp::Acos => "acos",
+            UnaryOp::Atan => "atan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Asinh => "asinh",
+            UnaryOp::Acosh => "acosh",
+            UnaryOp::Atanh => "atanh",
+            UnaryOp::Sign => "sign",
         }
     }
 }
@@ -653,6 +693,16 @@ pub const OP_NAMES: &[&str] = &[
     "cos",
     "softplus",
     "softsign",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sign",
     "clip",
     "hard_sigmoid",
     "prelu",

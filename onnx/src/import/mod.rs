@@ -618,6 +618,8 @@ impl Importer {
             "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" | "Abs" | "Neg" | "Sqrt"
             | "Reciprocal" | "Log" | "Floor" | "Ceil" | "Round" | "Erf" | "Sin" | "Cos"
             | "Softplus" | "Softsign" => self.unary(node, op_type, &a),
+            "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Asinh" | "Acosh" | "Atanh"
+            | "Sign" => self.unary(node, op_type, &a),
             "Clip" => self.clip(node, &a),
             "HardSigmoid" => self.hard_sigmoid(node, &a),
             "PRelu" => self.prelu(node),
