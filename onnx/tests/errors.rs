@@ -218,8 +218,14 @@ fn error_messages() {
             ),
         ),
         (
-            "gelu tanh",
-            one("Gelu", &["x"], vec![as_("approximate", "tanh")], vec![], 20),
+            "gelu sigmoid",
+            one(
+                "Gelu",
+                &["x"],
+                vec![as_("approximate", "sigmoid")],
+                vec![],
+                20,
+            ),
         ),
         (
             "runtime gather",

@@ -118,6 +118,9 @@ impl Importer {
             "HardSwish" => UnaryOp::HardSwish,
             _ => {
                 let approx = a.string("approximate")?.unwrap_or_else(|| "none".into());
+                if approx == "tanh" {
+                    return self.gelu_tanh(node);
+                }
                 if approx != "none" {
                     return Err(NodeError::GeluApproximate { value: approx });
                 }

@@ -10,6 +10,7 @@
 mod attention;
 mod attrs;
 mod conv;
+mod decompose;
 mod elementwise;
 mod fold;
 mod linear;
@@ -654,6 +655,23 @@ impl Importer {
             | "Mod" => Err(NodeError::OnlyOnConstants {
                 op_type: op_type.to_string(),
             }),
+            // Compositions of existing IR ops (decompose.rs).
+            "LeakyRelu" => self.leaky_relu(node, &a),
+            "Elu" => self.elu(node, &a),
+            "Selu" => self.selu(node, &a),
+            "Celu" => self.celu(node, &a),
+            "Mish" => self.mish(node),
+            "Swish" => self.swish(node, &a),
+            "Sum" => self.sum_mean(node, false),
+            "Mean" => self.sum_mean(node, true),
+            "GlobalMaxPool" => self.global_max_pool(node),
+            "LpNormalization" => self.lp_normalization(node, &a),
+            "InstanceNormalization" => self.instance_norm(node, &a),
+            "GroupNormalization" => self.group_norm(node, &a),
+            "MeanVarianceNormalization" => self.mean_variance_norm(node, &a),
+            "DepthToSpace" => self.depth_space(node, &a, true),
+            "SpaceToDepth" => self.depth_space(node, &a, false),
+            "Tile" => self.tile(node),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),

@@ -24,7 +24,9 @@ impl Importer {
     }
 
     pub(super) fn layer_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
-        self.only_first_outputs(node, 1)?;
+        if self.only_first_outputs(node, 1).is_err() {
+            return self.layer_norm_stats(node, a);
+        }
         let axis = a.int("axis")?.unwrap_or(-1);
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let x = self.in_value(node, 0)?;

@@ -1,0 +1,557 @@
+//! Operators imported as compositions of IR ops that already have checked kernels: the
+//! parametric activations (LeakyRelu, Elu, Selu, Celu, Mish, Swish, Gelu's tanh form), the
+//! variadic Sum and Mean, GlobalMaxPool, LpNormalization, InstanceNormalization,
+//! GroupNormalization, MeanVarianceNormalization, LayerNormalization's Mean and InvStdDev
+//! outputs, DepthToSpace, SpaceToDepth and Tile.
+//!
+//! Each composition follows the ONNX reference (or the operator's function body) term by term,
+//! so it rounds as the reference does up to the order of f32 operations.
+
+use super::attrs::{norm_axis, Attrs};
+use super::{Importer, R};
+use crate::error::NodeError;
+use crate::proto::NodeProto;
+use crate::tensor::Tensor;
+use tir_ir::{BinaryOp, Op, ReduceKind, UnaryOp, Value};
+
+fn bin(op: BinaryOp) -> Op {
+    Op::Binary {
+        op,
+        activation: None,
+    }
+}
+
+fn refuse(op: &'static str, problem: impl Into<String>) -> NodeError {
+    NodeError::Composite {
+        op,
+        problem: problem.into(),
+    }
+}
+
+impl Importer {
+    /// One intermediate op with a single result under a fresh name.
+    fn push1(&mut self, op: Op, operands: &[Value]) -> R<Value> {
+        let name = self.em.fresh();
+        Ok(self.em.push(op, operands, vec![name])?[0])
+    }
+
+    fn bin1(&mut self, op: BinaryOp, a: Value, b: Value) -> R<Value> {
+        self.push1(bin(op), &[a, b])
+    }
+
+    fn un1(&mut self, u: UnaryOp, a: Value) -> R<Value> {
+        self.push1(Op::Unary(u), &[a])
+    }
+
+    /// A rank-0 constant of `like`'s element type, named after the node's first output.
+    fn scalar_like(&mut self, node: &NodeProto, like: Value, what: &str, v: f64) -> Value {
+        let dtype = self.em.ty(like).dtype;
+        let hint = format!("{}.{what}", node.output.first().map_or("c", |s| s));
+        self.const_value(&hint, Tensor::from_f64s(dtype, vec![], &[v]))
+    }
+
+    fn shape_of_value(&self, v: Value) -> Vec<u64> {
+        self.em.ty(v).shape.clone()
+    }
+
+    /// Emits a single-result `op` as the node's output `index` (an extra output such as
+    /// LayerNormalization's Mean), named like [`Importer::emit`] names the first.
+    fn emit_output(
+        &mut self,
+        node: &NodeProto,
+        index: usize,
+        op: Op,
+        operands: &[Value],
+    ) -> R<Value> {
+        let out = node.output.get(index).cloned().unwrap_or_default();
+        let name = if self.graph_outputs.contains(&out) {
+            self.em.unique(&out)
+        } else {
+            self.em.fresh()
+        };
+        let r = self.em.push(op, operands, vec![name])?[0];
+        if !out.is_empty() {
+            self.env.insert(out, super::Val::Ir(r));
+        }
+        Ok(r)
+    }
+
+    /// Whether the node's output `index` exists and something reads it.
+    fn output_used(&self, node: &NodeProto, index: usize) -> bool {
+        node.output
+            .get(index)
+            .is_some_and(|o| !o.is_empty() && self.used.contains(o))
+    }
+
+    /// LeakyRelu: `prelu` with the constant slope `alpha` (default 0.01).
+    pub(super) fn leaky_relu(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(0.01);
+        let x = self.in_value(node, 0)?;
+        let slope = self.scalar_like(node, x, "alpha", alpha);
+        self.emit(node, Op::Prelu, &[x, slope])
+    }
+
+    /// The two terms of `max(x, 0) + alpha * (exp(min(x, 0)) - 1)`: `x` above zero,
+    /// `alpha (e^x - 1)` below (each branch exact: the other term is a zero). Elu, and Selu
+    /// scaled by `gamma`.
+    fn elu_terms(&mut self, node: &NodeProto, x: Value, alpha: f64) -> R<[Value; 2]> {
+        let zero = self.scalar_like(node, x, "zero", 0.0);
+        let one = self.scalar_like(node, x, "one", 1.0);
+        let alpha = self.scalar_like(node, x, "alpha", alpha);
+        let pos = self.bin1(BinaryOp::Max, x, zero)?;
+        let neg = self.bin1(BinaryOp::Min, x, zero)?;
+        let e = self.un1(UnaryOp::Exp, neg)?;
+        let em1 = self.bin1(BinaryOp::Sub, e, one)?;
+        let s = self.bin1(BinaryOp::Mul, alpha, em1)?;
+        Ok([pos, s])
+    }
+
+    pub(super) fn elu(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(1.0);
+        let x = self.in_value(node, 0)?;
+        let terms = self.elu_terms(node, x, alpha)?;
+        self.emit(node, bin(BinaryOp::Add), &terms)
+    }
+
+    pub(super) fn selu(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(1.673_263_192_176_818_8);
+        let gamma = a.float("gamma")?.unwrap_or(1.050_701_022_148_132_3);
+        let x = self.in_value(node, 0)?;
+        let [pos, s] = self.elu_terms(node, x, alpha)?;
+        let y = self.bin1(BinaryOp::Add, pos, s)?;
+        let gamma = self.scalar_like(node, x, "gamma", gamma);
+        self.emit(node, bin(BinaryOp::Mul), &[gamma, y])
+    }
+
+    /// Celu: `max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`, the ONNX definition.
+    pub(super) fn celu(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(1.0);
+        if alpha == 0.0 {
+            return Err(refuse("Celu", "alpha must not be 0"));
+        }
+        let x = self.in_value(node, 0)?;
+        let zero = self.scalar_like(node, x, "zero", 0.0);
+        let one = self.scalar_like(node, x, "one", 1.0);
+        let al = self.scalar_like(node, x, "alpha", alpha);
+        let pos = self.bin1(BinaryOp::Max, x, zero)?;
+        let d = self.bin1(BinaryOp::Div, x, al)?;
+        let e = self.un1(UnaryOp::Exp, d)?;
+        let em1 = self.bin1(BinaryOp::Sub, e, one)?;
+        let s = self.bin1(BinaryOp::Mul, al, em1)?;
+        let neg = self.bin1(BinaryOp::Min, s, zero)?;
+        self.emit(node, bin(BinaryOp::Add), &[pos, neg])
+    }
+
+    /// Mish: `x * tanh(softplus(x))`.
+    pub(super) fn mish(&mut self, node: &NodeProto) -> R<()> {
+        let x = self.in_value(node, 0)?;
+        let sp = self.un1(UnaryOp::Softplus, x)?;
+        let t = self.un1(UnaryOp::Tanh, sp)?;
+        self.emit(node, bin(BinaryOp::Mul), &[x, t])
+    }
+
+    /// Swish (opset 24): `x * sigmoid(alpha * x)`.
+    pub(super) fn swish(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(1.0);
+        let x = self.in_value(node, 0)?;
+        let ax = if alpha == 1.0 {
+            x
+        } else {
+            let al = self.scalar_like(node, x, "alpha", alpha);
+            self.bin1(BinaryOp::Mul, al, x)?
+        };
+        let s = self.un1(UnaryOp::Sigmoid, ax)?;
+        self.emit(node, bin(BinaryOp::Mul), &[x, s])
+    }
+
+    /// Gelu with `approximate = "tanh"`:
+    /// `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`.
+    pub(super) fn gelu_tanh(&mut self, node: &NodeProto) -> R<()> {
+        let x = self.in_value(node, 0)?;
+        let half = self.scalar_like(node, x, "half", 0.5);
+        let one = self.scalar_like(node, x, "one", 1.0);
+        let c = self.scalar_like(node, x, "cubic", 0.044_715);
+        let k = self.scalar_like(
+            node,
+            x,
+            "sqrt_2_over_pi",
+            (2.0 / std::f64::consts::PI).sqrt(),
+        );
+        let x2 = self.bin1(BinaryOp::Mul, x, x)?;
+        let x3 = self.bin1(BinaryOp::Mul, x2, x)?;
+        let cx3 = self.bin1(BinaryOp::Mul, c, x3)?;
+        let inner = self.bin1(BinaryOp::Add, x, cx3)?;
+        let arg = self.bin1(BinaryOp::Mul, k, inner)?;
+        let t = self.un1(UnaryOp::Tanh, arg)?;
+        let onep = self.bin1(BinaryOp::Add, one, t)?;
+        let hx = self.bin1(BinaryOp::Mul, half, x)?;
+        self.emit(node, bin(BinaryOp::Mul), &[hx, onep])
+    }
+
+    /// Sum and Mean of one or more inputs, broadcast together: a chain of adds (Mean then
+    /// divides by the count, as the reference does).
+    pub(super) fn sum_mean(&mut self, node: &NodeProto, mean: bool) -> R<()> {
+        let n = node.input.len();
+        if n == 0 {
+            return Err(NodeError::MissingInput {
+                index: 0,
+                what: None,
+            });
+        }
+        if n == 1 {
+            let x = self.req_in(node, 0)?;
+            self.alias(node, x);
+            return Ok(());
+        }
+        let mut acc = self.in_value(node, 0)?;
+        for i in 1..n {
+            let y = self.in_value(node, i)?;
+            if i + 1 == n && !mean {
+                return self.emit(node, bin(BinaryOp::Add), &[acc, y]);
+            }
+            acc = self.bin1(BinaryOp::Add, acc, y)?;
+        }
+        let count = self.scalar_like(node, acc, "count", n as f64);
+        self.emit(node, bin(BinaryOp::Div), &[acc, count])
+    }
+
+    /// GlobalMaxPool: the maximum over every axis after the channels, kept as size 1.
+    pub(super) fn global_max_pool(&mut self, node: &NodeProto) -> R<()> {
+        let x = self.req_in(node, 0)?;
+        let rank = self.shape_of(&x).len();
+        if rank < 3 {
+            return Err(refuse(
+                "GlobalMaxPool",
+                format!("the input needs rank 3 or more (N, C, spatial...), got {rank}"),
+            ));
+        }
+        let x = self.in_value(node, 0)?;
+        let reduce = Op::Reduce {
+            kind: ReduceKind::Max,
+            axes: (2..rank as i64).collect(),
+            keepdims: true,
+        };
+        self.emit(node, reduce, &[x])
+    }
+
+    /// LpNormalization: `x / ||x||_p` along `axis` (p = 1 or 2).
+    pub(super) fn lp_normalization(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let p = a.int("p")?.unwrap_or(2);
+        let kind = match p {
+            1 => ReduceKind::L1,
+            2 => ReduceKind::L2,
+            _ => return Err(refuse("LpNormalization", format!("p = {p} (only 1 and 2)"))),
+        };
+        let x = self.req_in(node, 0)?;
+        let rank = self.shape_of(&x).len();
+        let axis = norm_axis(a.int("axis")?.unwrap_or(-1), rank)?;
+        let x = self.in_value(node, 0)?;
+        let reduce = Op::Reduce {
+            kind,
+            axes: vec![axis as i64],
+            keepdims: true,
+        };
+        let norm = self.push1(reduce, &[x])?;
+        self.emit(node, bin(BinaryOp::Div), &[x, norm])
+    }
+
+    /// `(x - mean) / sqrt(var + epsilon)` over `axes` (kept as size 1), the variance being
+    /// the mean of the squared deviations, as the references compute it. Returns the
+    /// normalised value and `sqrt(var + epsilon)`; the mean is the node's output `mean_output`
+    /// when that is given and used.
+    fn standardize(
+        &mut self,
+        node: &NodeProto,
+        x: Value,
+        axes: Vec<i64>,
+        epsilon: f64,
+        mean_output: Option<usize>,
+    ) -> R<(Value, Value)> {
+        let mean_op = |axes: &Vec<i64>| Op::Reduce {
+            kind: ReduceKind::Mean,
+            axes: axes.clone(),
+            keepdims: true,
+        };
+        let mean = match mean_output {
+            Some(i) if self.output_used(node, i) => {
+                self.emit_output(node, i, mean_op(&axes), &[x])?
+            }
+            _ => self.push1(mean_op(&axes), &[x])?,
+        };
+        let d = self.bin1(BinaryOp::Sub, x, mean)?;
+        let d2 = self.bin1(BinaryOp::Mul, d, d)?;
+        let var = self.push1(mean_op(&axes), &[d2])?;
+        let eps = self.scalar_like(node, x, "epsilon", epsilon);
+        let ve = self.bin1(BinaryOp::Add, var, eps)?;
+        let sd = self.un1(UnaryOp::Sqrt, ve)?;
+        let n = self.bin1(BinaryOp::Div, d, sd)?;
+        Ok((n, sd))
+    }
+
+    /// LayerNormalization whose Mean or InvStdDev output is used: the normalised output is
+    /// the `layer_norm` op; the statistics are computed beside it over the axes from `axis`
+    /// on (kept as size 1). `stash_type` 1 (float32) only.
+    pub(super) fn layer_norm_stats(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        if let Some(t) = a.int("stash_type")? {
+            if t != 1 {
+                return Err(NodeError::StashType { value: t });
+            }
+        }
+        let axis_attr = a.int("axis")?.unwrap_or(-1);
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let xv = self.req_in(node, 0)?;
+        let rank = self.shape_of(&xv).len();
+        let axis = norm_axis(axis_attr, rank)?;
+        let x = self.in_value(node, 0)?;
+        let s = self.in_value(node, 1)?;
+        let mut ops = vec![x, s];
+        ops.extend(self.opt_in_value(node, 2)?);
+        self.emit(
+            node,
+            Op::LayerNorm {
+                axis: axis_attr,
+                epsilon,
+            },
+            &ops,
+        )?;
+        let axes: Vec<i64> = (axis as i64..rank as i64).collect();
+        let (_, sd) = self.standardize(node, x, axes, epsilon, Some(1))?;
+        if self.output_used(node, 2) {
+            self.emit_output(node, 2, Op::Unary(UnaryOp::Reciprocal), &[sd])?;
+        }
+        Ok(())
+    }
+
+    /// `v` (shape `[C]`) reshaped to `[C, 1, ..., 1]` so it broadcasts along axis 1 of a
+    /// rank-`rank` tensor.
+    fn per_channel(&mut self, v: Value, channels: u64, rank: usize) -> R<Value> {
+        let mut shape = vec![channels as i64];
+        shape.extend(std::iter::repeat_n(1, rank - 2));
+        self.push1(Op::Reshape { shape }, &[v])
+    }
+
+    fn channel_operand(
+        &mut self,
+        node: &NodeProto,
+        i: usize,
+        op: &'static str,
+        c: u64,
+    ) -> R<Value> {
+        let v = self.in_value(node, i)?;
+        let s = self.shape_of_value(v);
+        if s != [c] {
+            return Err(refuse(
+                op,
+                format!("input {i} must have shape [{c}] (one per channel), got {s:?}"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// InstanceNormalization: each (n, c) plane standardised over its spatial axes, then
+    /// `* scale[c] + bias[c]`.
+    pub(super) fn instance_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        if xs.len() < 3 {
+            return Err(refuse(
+                "InstanceNormalization",
+                format!("the input needs rank 3 or more, got {}", xs.len()),
+            ));
+        }
+        let scale = self.channel_operand(node, 1, "InstanceNormalization", xs[1])?;
+        let bias = self.channel_operand(node, 2, "InstanceNormalization", xs[1])?;
+        let axes = (2..xs.len() as i64).collect();
+        let (n, _) = self.standardize(node, x, axes, epsilon, None)?;
+        let s = self.per_channel(scale, xs[1], xs.len())?;
+        let b = self.per_channel(bias, xs[1], xs.len())?;
+        let ns = self.bin1(BinaryOp::Mul, n, s)?;
+        self.emit(node, bin(BinaryOp::Add), &[ns, b])
+    }
+
+    /// GroupNormalization (opset 21: scale and bias per channel): the channels split into
+    /// `num_groups` groups, each group of each sample standardised, then `* scale + bias`.
+    pub(super) fn group_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "GroupNormalization";
+        if let Some(t) = a.int("stash_type")? {
+            if t != 1 {
+                return Err(NodeError::StashType { value: t });
+            }
+        }
+        if self.opset < 21 {
+            return Err(refuse(
+                OP,
+                "opset 18's per-group scale and bias are not supported (opset 21 and later)",
+            ));
+        }
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let groups = a.req_int("num_groups")?;
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        if xs.len() < 3 {
+            return Err(refuse(
+                OP,
+                format!("the input needs rank 3 or more, got {}", xs.len()),
+            ));
+        }
+        let c = xs[1];
+        if groups <= 0 || !c.is_multiple_of(groups as u64) {
+            return Err(refuse(
+                OP,
+                format!("num_groups = {groups} does not divide the {c} channels"),
+            ));
+        }
+        let scale = self.channel_operand(node, 1, OP, c)?;
+        let bias = self.channel_operand(node, 2, OP, c)?;
+        let grouped = self.push1(
+            Op::Reshape {
+                shape: vec![xs[0] as i64, groups, -1],
+            },
+            &[x],
+        )?;
+        let (n, _) = self.standardize(node, grouped, vec![2], epsilon, None)?;
+        let back = self.push1(
+            Op::Reshape {
+                shape: xs.iter().map(|&d| d as i64).collect(),
+            },
+            &[n],
+        )?;
+        let s = self.per_channel(scale, c, xs.len())?;
+        let b = self.per_channel(bias, c, xs.len())?;
+        let ns = self.bin1(BinaryOp::Mul, back, s)?;
+        self.emit(node, bin(BinaryOp::Add), &[ns, b])
+    }
+
+    /// MeanVarianceNormalization, as its ONNX function body computes it:
+    /// `(x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)` over `axes` (default `[0, 2, 3]`).
+    pub(super) fn mean_variance_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let x = self.in_value(node, 0)?;
+        let rank = self.shape_of_value(x).len();
+        let axes = a.ints("axes")?.unwrap_or_else(|| vec![0, 2, 3]);
+        for &ax in &axes {
+            norm_axis(ax, rank)?;
+        }
+        let mean_op = Op::Reduce {
+            kind: ReduceKind::Mean,
+            axes,
+            keepdims: true,
+        };
+        let m = self.push1(mean_op.clone(), &[x])?;
+        let m2 = self.bin1(BinaryOp::Mul, m, m)?;
+        let x2 = self.bin1(BinaryOp::Mul, x, x)?;
+        let ex2 = self.push1(mean_op, &[x2])?;
+        let var = self.bin1(BinaryOp::Sub, ex2, m2)?;
+        let sd = self.un1(UnaryOp::Sqrt, var)?;
+        let eps = self.scalar_like(node, x, "epsilon", 1e-9);
+        let sde = self.bin1(BinaryOp::Add, sd, eps)?;
+        let d = self.bin1(BinaryOp::Sub, x, m)?;
+        self.emit(node, bin(BinaryOp::Div), &[d, sde])
+    }
+
+    /// DepthToSpace (`mode` DCR or CRD) and SpaceToDepth on NCHW: reshape to 6-D, transpose,
+    /// reshape back, as the ONNX definitions state them.
+    pub(super) fn depth_space(&mut self, node: &NodeProto, a: &Attrs, to_space: bool) -> R<()> {
+        let op: &'static str = if to_space {
+            "DepthToSpace"
+        } else {
+            "SpaceToDepth"
+        };
+        let b = a.req_int("blocksize")?;
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        let [n, c, h, w] = match xs[..] {
+            [n, c, h, w] => [n as i64, c as i64, h as i64, w as i64],
+            _ => {
+                return Err(refuse(
+                    op,
+                    format!(
+                        "only rank-4 (NCHW) inputs are supported, got rank {}",
+                        xs.len()
+                    ),
+                ))
+            }
+        };
+        if b <= 0 {
+            return Err(refuse(op, format!("blocksize must be positive, got {b}")));
+        }
+        let (shape6, perm, out) = if to_space {
+            if c % (b * b) != 0 {
+                return Err(refuse(
+                    op,
+                    format!(
+                        "the {c} channels are not a multiple of blocksize² = {}",
+                        b * b
+                    ),
+                ));
+            }
+            let mode = a.string("mode")?.unwrap_or_else(|| "DCR".into());
+            let cb = c / (b * b);
+            let out = vec![n, cb, h * b, w * b];
+            match mode.as_str() {
+                "DCR" => (vec![n, b, b, cb, h, w], vec![0, 3, 4, 1, 5, 2], out),
+                "CRD" => (vec![n, cb, b, b, h, w], vec![0, 1, 4, 2, 5, 3], out),
+                _ => {
+                    return Err(NodeError::StringValue {
+                        what: "mode",
+                        value: mode,
+                        text: " (DCR or CRD)",
+                    })
+                }
+            }
+        } else {
+            if h % b != 0 || w % b != 0 {
+                return Err(refuse(
+                    op,
+                    format!("the spatial size {h}x{w} is not a multiple of blocksize {b}"),
+                ));
+            }
+            (
+                vec![n, c, h / b, b, w / b, b],
+                vec![0, 3, 5, 1, 2, 4],
+                vec![n, c * b * b, h / b, w / b],
+            )
+        };
+        let r = self.push1(Op::Reshape { shape: shape6 }, &[x])?;
+        let t = self.push1(Op::Transpose { perm }, &[r])?;
+        self.emit(node, Op::Reshape { shape: out }, &[t])
+    }
+
+    /// Tile with constant `repeats`: along each axis, the value concatenated with itself
+    /// `repeats[axis]` times (a repeat of 0, an empty result, is refused).
+    pub(super) fn tile(&mut self, node: &NodeProto) -> R<()> {
+        let reps = self.req_const_in(node, 1, "repeats")?.ints();
+        let mut v = self.in_value(node, 0)?;
+        let rank = self.shape_of_value(v).len();
+        if reps.len() != rank {
+            return Err(refuse(
+                "Tile",
+                format!("{} repeats for a rank-{rank} input", reps.len()),
+            ));
+        }
+        if reps.iter().any(|&r| r < 1) {
+            return Err(NodeError::Negative {
+                what: "repeats (zero or negative: an empty result)",
+                values: reps,
+            });
+        }
+        let last = reps.iter().rposition(|&r| r > 1);
+        let Some(last) = last else {
+            // Every repeat is 1: the value itself, through a copy so the output has an op.
+            let shape = self.shape_of_value(v).iter().map(|&d| d as i64).collect();
+            return self.emit(node, Op::Reshape { shape }, &[v]);
+        };
+        for (axis, &r) in reps.iter().enumerate() {
+            if r == 1 {
+                continue;
+            }
+            let copies = vec![v; r as usize];
+            let op = Op::Concat { axis: axis as i64 };
+            if axis == last {
+                return self.emit(node, op, &copies);
+            }
+            v = self.push1(op, &copies)?;
+        }
+        Ok(())
+    }
+}

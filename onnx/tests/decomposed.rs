@@ -1,0 +1,525 @@
+//! Operators imported as compositions of IR ops (onnx/src/import/decompose.rs): each model is
+//! imported and run through the reference interpreter, and its values are checked against
+//! the ONNX definition written out here in f64; what the compositions cannot express is
+//! refused with the reason.
+
+mod common;
+use common::*;
+use tir_onnx::proto::{AttributeProto, TensorProto};
+
+/// Imports a one-node model (opset `opset`, f32 graph inputs `ins` with their data,
+/// initializers `inits`), runs it, and returns each graph output's shape and values.
+fn run(
+    opset: i64,
+    op: &str,
+    attrs: Vec<AttributeProto>,
+    ins: &[(&str, &[i64], Vec<f32>)],
+    inits: Vec<TensorProto>,
+    node_inputs: &[&str],
+    outs: &[&str],
+) -> Vec<(Vec<u64>, Vec<f32>)> {
+    let m = model(
+        opset,
+        ins.iter().map(|(n, d, _)| input(n, d)).collect(),
+        outs,
+        inits,
+        vec![node(op, node_inputs, outs, attrs)],
+    );
+    let imp = import(&m).unwrap_or_else(|e| panic!("{op}: import failed: {e}"));
+    let st = imp.weights.to_safetensors().unwrap();
+    let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
+    let given: Vec<_> = ins
+        .iter()
+        .map(|(_, d, v)| {
+            tir_interp::Tensor::f32(d.iter().map(|&x| x as u64).collect::<Vec<u64>>(), v.clone())
+                .unwrap()
+        })
+        .collect();
+    let got = tir_interp::run(&imp.module, &weights, &given).unwrap();
+    got.iter()
+        .map(|t| (t.shape().to_vec(), t.as_f32().unwrap().to_vec()))
+        .collect()
+}
+
+/// A unary op on `xs` (shape `[len]`).
+fn unary(opset: i64, op: &str, attrs: Vec<AttributeProto>, xs: &[f32]) -> Vec<f32> {
+    let n = [xs.len() as i64];
+    run(
+        opset,
+        op,
+        attrs,
+        &[("x", &n, xs.to_vec())],
+        vec![],
+        &["x"],
+        &["y"],
+    )
+    .remove(0)
+    .1
+}
+
+fn assert_close(got: &[f32], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan())
+            || g as f64 == w
+            || (g as f64 - w).abs() <= 1e-5 + 1e-5 * w.abs();
+        assert!(ok, "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+fn sample() -> Vec<f32> {
+    vec![
+        -30.0, -3.0, -1.5, -0.5, -1e-3, -0.0, 0.0, 1e-3, 0.5, 1.5, 3.0, 30.0,
+    ]
+}
+
+#[test]
+fn activations_follow_their_definitions() {
+    let xs = sample();
+    let x64: Vec<f64> = xs.iter().map(|&v| v as f64).collect();
+    let map = |f: &dyn Fn(f64) -> f64| x64.iter().map(|&x| f(x)).collect::<Vec<f64>>();
+
+    let got = unary(16, "LeakyRelu", vec![af("alpha", 0.1)], &xs);
+    assert_close(
+        &got,
+        &map(&|x| if x < 0.0 { 0.1f32 as f64 * x } else { x }),
+        "LeakyRelu",
+    );
+    let got = unary(16, "LeakyRelu", vec![], &xs);
+    assert_close(
+        &got,
+        &map(&|x| if x < 0.0 { 0.01f32 as f64 * x } else { x }),
+        "LeakyRelu default",
+    );
+
+    let elu = |a: f64| move |x: f64| if x < 0.0 { a * (x.exp() - 1.0) } else { x };
+    assert_close(
+        &unary(22, "Elu", vec![af("alpha", 2.0)], &xs),
+        &map(&elu(2.0)),
+        "Elu",
+    );
+    assert_close(
+        &unary(22, "Elu", vec![], &xs),
+        &map(&elu(1.0)),
+        "Elu default",
+    );
+
+    let (a, g) = (1.673_263_192_176_818_8, 1.050_701_022_148_132_3);
+    let selu = move |x: f64| g * if x > 0.0 { x } else { a * x.exp() - a };
+    assert_close(&unary(22, "Selu", vec![], &xs), &map(&selu), "Selu");
+    let selu2 = |x: f64| 3.0 * if x > 0.0 { x } else { 2.0 * x.exp() - 2.0 };
+    let got = unary(22, "Selu", vec![af("alpha", 2.0), af("gamma", 3.0)], &xs);
+    assert_close(&got, &map(&selu2), "Selu alpha gamma");
+
+    let celu = |x: f64| x.max(0.0) + (0.5 * ((x / 0.5).exp() - 1.0)).min(0.0);
+    assert_close(
+        &unary(12, "Celu", vec![af("alpha", 0.5)], &xs),
+        &map(&celu),
+        "Celu",
+    );
+
+    let mish = |x: f64| x * x.exp().ln_1p().tanh();
+    assert_close(&unary(22, "Mish", vec![], &xs), &map(&mish), "Mish");
+
+    let swish = |x: f64| x / (1.0 + (-0.5 * x).exp());
+    assert_close(
+        &unary(24, "Swish", vec![af("alpha", 0.5)], &xs),
+        &map(&swish),
+        "Swish",
+    );
+
+    let gelu = |x: f64| {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh())
+    };
+    let got = unary(20, "Gelu", vec![as_("approximate", "tanh")], &xs);
+    assert_close(&got, &map(&gelu), "Gelu tanh");
+
+    // The edges: ±inf keep each branch exact, NaN stays NaN.
+    let edges = [f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let e = unary(22, "Elu", vec![af("alpha", 2.0)], &edges);
+    assert!(
+        e[0] == f32::INFINITY && e[1] == -2.0 && e[2].is_nan(),
+        "{e:?}"
+    );
+    let l = unary(16, "LeakyRelu", vec![], &edges);
+    assert!(
+        l[0] == f32::INFINITY && l[1] == f32::NEG_INFINITY && l[2].is_nan(),
+        "{l:?}"
+    );
+}
+
+#[test]
+fn sum_and_mean_broadcast_their_inputs() {
+    let ins: [(&str, &[i64], Vec<f32>); 3] = [
+        ("a", &[2, 3], vec![1., 2., 3., 4., 5., 6.]),
+        ("b", &[3], vec![10., 20., 30.]),
+        ("c", &[2, 1], vec![100., 200.]),
+    ];
+    let s = run(13, "Sum", vec![], &ins, vec![], &["a", "b", "c"], &["y"]);
+    assert_eq!(s[0].0, [2, 3]);
+    assert_eq!(s[0].1, [111., 122., 133., 214., 225., 236.]);
+    let m = run(13, "Mean", vec![], &ins, vec![], &["a", "b", "c"], &["y"]);
+    let want: Vec<f64> = [111., 122., 133., 214., 225., 236.]
+        .iter()
+        .map(|v| v / 3.0)
+        .collect();
+    assert_close(&m[0].1, &want, "Mean");
+    // One input is that input.
+    let one = run(13, "Mean", vec![], &ins[..1], vec![], &["a"], &["y"]);
+    assert_eq!(one[0].1, ins[0].2);
+}
+
+#[test]
+fn global_max_pool_and_lp_normalization() {
+    let xs: Vec<f32> = vec![1., -5., 3., 2., -1., -2., -7., -3.];
+    let y = run(
+        22,
+        "GlobalMaxPool",
+        vec![],
+        &[("x", &[1, 2, 2, 2], xs.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    assert_eq!(y[0].0, [1, 2, 1, 1]);
+    assert_eq!(y[0].1, [3., -1.]);
+
+    let x = vec![3., 4., 0., -6., 8., 0.];
+    for (p, norms) in [(2, [5.0f64, 10.0]), (1, [7.0, 14.0])] {
+        let y = run(
+            22,
+            "LpNormalization",
+            vec![ai("p", p)],
+            &[("x", &[2, 3], x.clone())],
+            vec![],
+            &["x"],
+            &["y"],
+        );
+        let want: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| v as f64 / norms[i / 3])
+            .collect();
+        assert_close(&y[0].1, &want, &format!("LpNormalization p={p}"));
+    }
+    // Along axis 0 (a column at a time).
+    let y = run(
+        22,
+        "LpNormalization",
+        vec![ai("axis", 0)],
+        &[("x", &[2, 3], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    let cols = [(9.0f64 + 36.0).sqrt(), (16.0f64 + 64.0).sqrt(), 0.0];
+    let want: Vec<f64> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| v as f64 / cols[i % 3])
+        .collect();
+    assert_close(&y[0].1, &want, "LpNormalization axis 0 (0/0 is NaN)");
+}
+
+/// `(x - mean) / sqrt(var + eps)` over consecutive groups of `group` values.
+fn standardized(x: &[f32], group: usize, eps: f64) -> Vec<f64> {
+    x.chunks(group)
+        .flat_map(|c| {
+            let n = c.len() as f64;
+            let m = c.iter().map(|&v| v as f64).sum::<f64>() / n;
+            let var = c.iter().map(|&v| (v as f64 - m).powi(2)).sum::<f64>() / n;
+            c.iter()
+                .map(move |&v| (v as f64 - m) / (var + eps).sqrt())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn instance_group_and_mean_variance_normalization() {
+    let x: Vec<f32> = (0..24).map(|i| ((i * 7) % 11) as f32 * 0.5 - 2.0).collect();
+    let scale = [0.5f32, 2.0, -1.0, 1.5];
+    let bias = [0.1f32, -0.2, 0.3, 0.0];
+    let inits = || vec![tf32("s", &[4], &scale), tf32("b", &[4], &bias)];
+    let affine = |z: Vec<f64>, per: usize| -> Vec<f64> {
+        z.iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let c = (i / per) % 4;
+                v * scale[c] as f64 + bias[c] as f64
+            })
+            .collect()
+    };
+
+    // [1, 4, 2, 3]: each channel's 6 values standardised.
+    let y = run(
+        22,
+        "InstanceNormalization",
+        vec![af("epsilon", 1e-3)],
+        &[("x", &[1, 4, 2, 3], x.clone())],
+        inits(),
+        &["x", "s", "b"],
+        &["y"],
+    );
+    assert_close(
+        &y[0].1,
+        &affine(standardized(&x, 6, 1e-3f32 as f64), 6),
+        "InstanceNormalization",
+    );
+
+    // Two groups of two channels: 12 values per group.
+    let y = run(
+        21,
+        "GroupNormalization",
+        vec![ai("num_groups", 2)],
+        &[("x", &[1, 4, 2, 3], x.clone())],
+        inits(),
+        &["x", "s", "b"],
+        &["y"],
+    );
+    assert_close(
+        &y[0].1,
+        &affine(standardized(&x, 12, 1e-5f32 as f64), 6),
+        "GroupNormalization",
+    );
+
+    // MVN over [0, 2, 3] of [2, 2, 2, 3]: per channel, across both samples.
+    let y = run(
+        13,
+        "MeanVarianceNormalization",
+        vec![],
+        &[("x", &[2, 2, 2, 3], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    let mut want = vec![0.0; 24];
+    for c in 0..2 {
+        let idx: Vec<usize> = (0..24).filter(|i| (i / 6) % 2 == c).collect();
+        let vals: Vec<f64> = idx.iter().map(|&i| x[i] as f64).collect();
+        let m = vals.iter().sum::<f64>() / 12.0;
+        let ex2 = vals.iter().map(|v| v * v).sum::<f64>() / 12.0;
+        let sd = (ex2 - m * m).sqrt() + 1e-9;
+        for &i in &idx {
+            want[i] = (x[i] as f64 - m) / sd;
+        }
+    }
+    assert_close(&y[0].1, &want, "MeanVarianceNormalization");
+}
+
+#[test]
+fn layer_normalization_returns_its_statistics() {
+    let x: Vec<f32> = (0..12).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
+    let w: Vec<f32> = (0..4).map(|i| 1.0 + i as f32 * 0.25).collect();
+    let out = run(
+        17,
+        "LayerNormalization",
+        vec![af("epsilon", 1e-2)],
+        &[("x", &[3, 4], x.clone())],
+        vec![tf32("w", &[4], &w)],
+        &["x", "w"],
+        &["y", "mean", "inv_std"],
+    );
+    let eps = 1e-2f32 as f64;
+    let z = standardized(&x, 4, eps);
+    let want_y: Vec<f64> = z
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v * w[i % 4] as f64)
+        .collect();
+    assert_close(&out[0].1, &want_y, "Y");
+    assert_eq!(out[1].0, [3, 1]);
+    assert_eq!(out[2].0, [3, 1]);
+    for (r, row) in x.chunks(4).enumerate() {
+        let m = row.iter().map(|&v| v as f64).sum::<f64>() / 4.0;
+        let var = row.iter().map(|&v| (v as f64 - m).powi(2)).sum::<f64>() / 4.0;
+        assert_close(&out[1].1[r..r + 1], &[m], "Mean");
+        assert_close(
+            &out[2].1[r..r + 1],
+            &[1.0 / (var + eps).sqrt()],
+            "InvStdDev",
+        );
+    }
+}
+
+#[test]
+fn depth_to_space_space_to_depth_and_tile_move_elements() {
+    // [1, 8, 1, 2] with b = 2: value = its flat index, so each output names its source.
+    let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+    let (n, c, h, w, b) = (1usize, 8usize, 1usize, 2usize, 2usize);
+    let cb = c / (b * b);
+    for mode in ["DCR", "CRD"] {
+        let y = run(
+            13,
+            "DepthToSpace",
+            vec![ai("blocksize", 2), as_("mode", mode)],
+            &[("x", &[1, 8, 1, 2], x.clone())],
+            vec![],
+            &["x"],
+            &["y"],
+        );
+        assert_eq!(y[0].0, [1, 2, 2, 4]);
+        let mut want = Vec::new();
+        for _ in 0..n {
+            for oc in 0..cb {
+                for oh in 0..h * b {
+                    for ow in 0..w * b {
+                        let (bh, bw) = (oh % b, ow % b);
+                        let ic = if mode == "DCR" {
+                            (bh * b + bw) * cb + oc
+                        } else {
+                            oc * b * b + bh * b + bw
+                        };
+                        want.push((ic * h * w + (oh / b) * w + ow / b) as f32);
+                    }
+                }
+            }
+        }
+        assert_eq!(y[0].1, want, "DepthToSpace {mode}");
+    }
+    // SpaceToDepth inverts DepthToSpace's DCR.
+    let d2s = run(
+        13,
+        "DepthToSpace",
+        vec![ai("blocksize", 2)],
+        &[("x", &[1, 8, 1, 2], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    let back = run(
+        13,
+        "SpaceToDepth",
+        vec![ai("blocksize", 2)],
+        &[("x", &[1, 2, 2, 4], d2s[0].1.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    assert_eq!(back[0].0, [1, 8, 1, 2]);
+    assert_eq!(back[0].1, x);
+
+    // Tile [2, 3] by [2, 1] then by [1, 2], repeats a constant.
+    let t: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    let y = run(
+        13,
+        "Tile",
+        vec![],
+        &[("x", &[2, 3], t.clone())],
+        vec![ti64("r", &[2], &[2, 2])],
+        &["x", "r"],
+        &["y"],
+    );
+    assert_eq!(y[0].0, [4, 6]);
+    let want: Vec<f32> = (0..24)
+        .map(|i| {
+            let (r, c) = (i / 6, i % 6);
+            ((r % 2) * 3 + c % 3) as f32
+        })
+        .collect();
+    assert_eq!(y[0].1, want);
+    let y = run(
+        13,
+        "Tile",
+        vec![],
+        &[("x", &[2, 3], t.clone())],
+        vec![ti64("r", &[2], &[1, 1])],
+        &["x", "r"],
+        &["y"],
+    );
+    assert_eq!(y[0].1, t);
+}
+
+#[test]
+fn what_the_compositions_cannot_express_is_refused() {
+    let one = |opset, op: &str, attrs, dims: &[i64], inits, inputs: &[&str]| {
+        error(&model(
+            opset,
+            vec![input("x", dims)],
+            &["y"],
+            inits,
+            vec![node(op, inputs, &["y"], attrs)],
+        ))
+    };
+    let e = one(
+        22,
+        "LpNormalization",
+        vec![ai("p", 3)],
+        &[2, 3],
+        vec![],
+        &["x"],
+    );
+    assert!(e.contains("LpNormalization: p = 3 (only 1 and 2)"), "{e}");
+    let e = one(
+        13,
+        "Tile",
+        vec![],
+        &[2, 3],
+        vec![ti64("r", &[2], &[0, 1])],
+        &["x", "r"],
+    );
+    assert!(e.contains("repeats"), "{e}");
+    let e = one(
+        13,
+        "Tile",
+        vec![],
+        &[2, 3],
+        vec![ti64("r", &[1], &[2])],
+        &["x", "r"],
+    );
+    assert!(e.contains("Tile: 1 repeats for a rank-2 input"), "{e}");
+    let g = || vec![tf32("s", &[6], &[1.0; 6]), tf32("b", &[6], &[0.0; 6])];
+    let e = one(
+        21,
+        "GroupNormalization",
+        vec![ai("num_groups", 4)],
+        &[1, 6, 2, 2],
+        g(),
+        &["x", "s", "b"],
+    );
+    assert!(
+        e.contains("num_groups = 4 does not divide the 6 channels"),
+        "{e}"
+    );
+    let e = one(
+        18,
+        "GroupNormalization",
+        vec![ai("num_groups", 2)],
+        &[1, 6, 2, 2],
+        g(),
+        &["x", "s", "b"],
+    );
+    assert!(e.contains("opset 18's per-group scale"), "{e}");
+    let e = one(
+        13,
+        "DepthToSpace",
+        vec![ai("blocksize", 2)],
+        &[1, 6, 2, 2],
+        vec![],
+        &["x"],
+    );
+    assert!(e.contains("not a multiple of blocksize² = 4"), "{e}");
+    let e = one(
+        13,
+        "SpaceToDepth",
+        vec![ai("blocksize", 2)],
+        &[1, 6, 3, 2],
+        vec![],
+        &["x"],
+    );
+    assert!(e.contains("3x2 is not a multiple of blocksize 2"), "{e}");
+    let e = one(
+        13,
+        "DepthToSpace",
+        vec![ai("blocksize", 2), as_("mode", "XYZ")],
+        &[1, 8, 2, 2],
+        vec![],
+        &["x"],
+    );
+    assert!(e.contains("mode \"XYZ\" is not supported"), "{e}");
+    let e = one(12, "Celu", vec![af("alpha", 0.0)], &[3], vec![], &["x"]);
+    assert!(e.contains("alpha must not be 0"), "{e}");
+    let e = one(22, "GlobalMaxPool", vec![], &[3, 4], vec![], &["x"]);
+    assert!(e.contains("rank 3 or more"), "{e}");
+}
