@@ -879,3 +879,15 @@ pub fn resize(r: &Resize, x: View, out: &mut Out) {
 fn dims4(s: &[usize]) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
 }
+
+/// ONNX Trilu: each `n × m` matrix of the last two axes keeps element `(i, j)` when
+/// `j - i >= k` (`upper`) or `j - i <= k`, and is zero elsewhere (NaN and infinities included).
+pub fn trilu(upper: bool, k: i64, x: View, out: &mut Out) {
+    let r = x.shape.len();
+    let (n, m) = (x.shape[r - 2], x.shape[r - 1]);
+    for (e, (o, &v)) in out.data.iter_mut().zip(x.data).enumerate() {
+        let (i, j) = (((e / m.max(1)) % n.max(1)) as i64, (e % m.max(1)) as i64);
+        let keep = if upper { j - i >= k } else { j - i <= k };
+        *o = if keep { v } else { 0.0 };
+    }
+}

@@ -580,6 +580,13 @@ pub enum Op {
         keepdims: bool,
     },
     Resize(Resize),
+    /// The upper (`upper`) or lower triangle of every matrix in the last two axes, the other
+    /// elements zero (ONNX Trilu): element `[.., i, j]` is kept when `j - i >= k` (upper) or
+    /// `j - i <= k` (lower).
+    Trilu {
+        upper: bool,
+        k: i64,
+    },
     /// The arena every intermediate lives in after bufferization: `size` bytes aligned to
     /// `align`. Its value is `tensor<size x u8>`.
     AllocSlab {
@@ -733,6 +740,7 @@ pub const OP_NAMES: &[&str] = &[
     "reduce_log_sum",
     "reduce_log_sum_exp",
     "resize",
+    "trilu",
     "alloc_slab",
     "alloc_tensor",
 ];
@@ -769,6 +777,7 @@ impl Op {
             Op::LayerNorm { .. } => "layer_norm",
             Op::Reduce { kind, .. } => kind.name(),
             Op::Resize(_) => "resize",
+            Op::Trilu { .. } => "trilu",
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
         }
@@ -800,7 +809,8 @@ impl Op {
             | Op::LogSoftmax { .. }
             | Op::Pad { .. }
             | Op::Reduce { .. }
-            | Op::Resize(_) => Arity::Exactly(1),
+            | Op::Resize(_)
+            | Op::Trilu { .. } => Arity::Exactly(1),
         }
     }
 
@@ -835,6 +845,7 @@ impl Op {
             | Op::LayerNorm { .. }
             | Op::Reduce { .. }
             | Op::Resize(_)
+            | Op::Trilu { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => 1,
         }
@@ -870,6 +881,7 @@ impl Op {
             | Op::LayerNorm { .. }
             | Op::Reduce { .. }
             | Op::Resize(_)
+            | Op::Trilu { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => None,
         }
@@ -911,6 +923,8 @@ impl Op {
             Op::LayerNorm { .. } => (Operator, Own, false),
             Op::Reduce { .. } => (Operator, Own, false),
             Op::Resize(_) => (Operator, Own, false),
+            // Element `i` of the result is element `i` of `x` or zero.
+            Op::Trilu { .. } => (Operator, InPlace, false),
             Op::AllocSlab { .. } => (Buffer, Own, false),
             Op::AllocTensor { .. } => (Buffer, Own, true),
         };
@@ -1289,6 +1303,13 @@ impl Op {
                     ],
                 )
             }
+            "trilu" => (
+                Op::Trilu {
+                    upper: r.bool("upper", true),
+                    k: r.int("k", 0),
+                },
+                &["upper", "k"],
+            ),
             "alloc_slab" => {
                 let size = r.uint("size", 0);
                 let align = r.uint("align", 1);
@@ -1412,6 +1433,10 @@ impl Op {
                 w.int("align", *align as i64, Some(1));
             }
             Op::AllocTensor { offset } => w.int("offset", *offset as i64, None),
+            Op::Trilu { upper, k } => {
+                w.bool("upper", *upper, true);
+                w.int("k", *k, Some(0));
+            }
             Op::Resize(r) => {
                 w.ints("size", &r.size, None);
                 if r.mode != ResizeMode::Nearest {

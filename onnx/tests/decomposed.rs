@@ -523,3 +523,39 @@ fn what_the_compositions_cannot_express_is_refused() {
     let e = one(22, "GlobalMaxPool", vec![], &[3, 4], vec![], &["x"]);
     assert!(e.contains("rank 3 or more"), "{e}");
 }
+
+/// Trilu imports to the `trilu` op with its constant `k`; a `k` computed at run time is
+/// refused.
+#[test]
+fn trilu_takes_its_constant_diagonal() {
+    let x: Vec<f32> = (1..=9).map(|i| i as f32).collect();
+    let y = run(
+        14,
+        "Trilu",
+        vec![ai("upper", 0)],
+        &[("x", &[3, 3], x.clone())],
+        vec![ti64("k", &[], &[1])],
+        &["x", "k"],
+        &["y"],
+    );
+    assert_eq!(y[0].1, [1., 2., 0., 4., 5., 6., 7., 8., 9.]);
+    let y = run(
+        14,
+        "Trilu",
+        vec![],
+        &[("x", &[3, 3], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    assert_eq!(y[0].1, [1., 2., 3., 0., 5., 6., 0., 0., 9.]);
+    let m = model(
+        14,
+        vec![input("x", &[3, 3]), input("k", &[])],
+        &["y"],
+        vec![],
+        vec![node("Trilu", &["x", "k"], &["y"], vec![])],
+    );
+    let e = error(&m);
+    assert!(e.contains("k (input 1) must be a constant"), "{e}");
+}

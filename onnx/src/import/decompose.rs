@@ -2,7 +2,8 @@
 //! parametric activations (LeakyRelu, Elu, Selu, Celu, Mish, Swish, Gelu's tanh form), the
 //! variadic Sum and Mean, GlobalMaxPool, LpNormalization, InstanceNormalization,
 //! GroupNormalization, MeanVarianceNormalization, LayerNormalization's Mean and InvStdDev
-//! outputs, DepthToSpace, SpaceToDepth and Tile.
+//! outputs, DepthToSpace, SpaceToDepth and Tile; and Trilu, an IR op of its own, whose
+//! constant `k` input becomes an attribute.
 //!
 //! Each composition follows the ONNX reference (or the operator's function body) term by term,
 //! so it rounds as the reference does up to the order of f32 operations.
@@ -553,5 +554,25 @@ impl Importer {
             v = self.push1(op, &copies)?;
         }
         Ok(())
+    }
+
+    /// Trilu: the `trilu` op, with its diagonal offset `k` (input 1, a constant scalar,
+    /// default 0) as an attribute.
+    pub(super) fn trilu(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let upper = a.int("upper")?.unwrap_or(1) != 0;
+        let k = match self.const_in(node, 1, "k")? {
+            None => 0,
+            Some(t) => match t.ints()[..] {
+                [k] => k,
+                _ => {
+                    return Err(NodeError::NotScalar {
+                        what: "k",
+                        shape: t.shape.clone(),
+                    })
+                }
+            },
+        };
+        let x = self.in_value(node, 0)?;
+        self.emit(node, Op::Trilu { upper, k }, &[x])
     }
 }

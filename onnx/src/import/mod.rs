@@ -672,6 +672,7 @@ impl Importer {
             "DepthToSpace" => self.depth_space(node, &a, true),
             "SpaceToDepth" => self.depth_space(node, &a, false),
             "Tile" => self.tile(node),
+            "Trilu" => self.trilu(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
