@@ -559,3 +559,132 @@ fn trilu_takes_its_constant_diagonal() {
     let e = error(&m);
     assert!(e.contains("k (input 1) must be a constant"), "{e}");
 }
+
+#[test]
+fn thresholded_relu_and_lrn_follow_their_definitions() {
+    let xs = [
+        -f32::INFINITY,
+        -2.0,
+        0.5,
+        1.0,
+        1.0 + f32::EPSILON,
+        3.0,
+        f32::INFINITY,
+        f32::NAN,
+    ];
+    let y = unary(22, "ThresholdedRelu", vec![], &xs);
+    assert_eq!(
+        y[..7],
+        [0., 0., 0., 0., 1.0 + f32::EPSILON, 3., f32::INFINITY]
+    );
+    assert!(y[7].is_nan());
+
+    // LRN over 5 channels of [1, 5, 1, 2], size 4: channels c-1 ..= c+2.
+    let x: Vec<f32> = (0..10).map(|i| (i as f32 - 4.0) * 0.7).collect();
+    let (alpha, beta, bias, size) = (0.3f64, 0.6f64, 2.0f64, 4usize);
+    let attrs = vec![
+        af("alpha", 0.3),
+        af("beta", 0.6),
+        af("bias", 2.0),
+        ai("size", 4),
+    ];
+    let y = run(
+        13,
+        "LRN",
+        attrs,
+        &[("x", &[1, 5, 1, 2], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    let mut want = Vec::new();
+    for c in 0..5usize {
+        for p in 0..2usize {
+            let lo = c.saturating_sub((size - 1) / 2);
+            let hi = (c + (size - 1).div_ceil(2) + 1).min(5);
+            let sq: f64 = (lo..hi).map(|cc| (x[cc * 2 + p] as f64).powi(2)).sum();
+            let (a, b, k) = (alpha as f32 as f64, beta as f32 as f64, bias as f32 as f64);
+            want.push(x[c * 2 + p] as f64 / (k + a / size as f64 * sq).powf(b));
+        }
+    }
+    assert_close(&y[0].1, &want, "LRN");
+}
+
+#[test]
+fn batch_normalization_in_training_mode_updates_the_running_statistics() {
+    // [2, 2, 1, 3]: channel c holds x[n, c, 0, :] for both n.
+    let x: Vec<f32> = vec![1., 2., 3., -1., 0., 4., 5., 6., 7., 2., 2., 2.];
+    let inits = vec![
+        tf32("s", &[2], &[1.5, -1.0]),
+        tf32("b", &[2], &[0.25, 0.5]),
+        tf32("m", &[2], &[10.0, 20.0]),
+        tf32("v", &[2], &[1.0, 2.0]),
+    ];
+    let out = run(
+        15,
+        "BatchNormalization",
+        vec![
+            ai("training_mode", 1),
+            af("momentum", 0.75),
+            af("epsilon", 1e-2),
+        ],
+        &[("x", &[2, 2, 1, 3], x.clone())],
+        inits,
+        &["x", "s", "b", "m", "v"],
+        &["y", "running_mean", "running_var"],
+    );
+    let (scale, bias, rm, rv) = ([1.5, -1.0], [0.25, 0.5], [10.0, 20.0], [1.0, 2.0]);
+    let mut want_y = vec![0.0; 12];
+    for c in 0..2 {
+        let idx: Vec<usize> = (0..12).filter(|i| (i / 3) % 2 == c).collect();
+        let vals: Vec<f64> = idx.iter().map(|&i| x[i] as f64).collect();
+        let m = vals.iter().sum::<f64>() / 6.0;
+        let var = vals.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 6.0;
+        for &i in &idx {
+            want_y[i] = (x[i] as f64 - m) / (var + 1e-2f32 as f64).sqrt() * scale[c] + bias[c];
+        }
+        assert_close(
+            &out[1].1[c..c + 1],
+            &[rm[c] * 0.75 + m * 0.25],
+            "running_mean",
+        );
+        assert_close(
+            &out[2].1[c..c + 1],
+            &[rv[c] * 0.75 + var * 0.25],
+            "running_var",
+        );
+    }
+    assert_close(&out[0].1, &want_y, "Y");
+}
+
+#[test]
+fn one_dimensional_pools_run_as_two_dimensional_ones() {
+    let x: Vec<f32> = vec![1., 5., 2., 8., 3., 0., 7., -1.];
+    let y = run(
+        22,
+        "MaxPool",
+        vec![
+            ais("kernel_shape", &[3]),
+            ais("strides", &[2]),
+            ais("pads", &[1, 1]),
+        ],
+        &[("x", &[1, 1, 8], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    assert_eq!(y[0].0, [1, 1, 4]);
+    assert_eq!(y[0].1, [5., 8., 8., 7.]);
+    let y = run(
+        22,
+        "AveragePool",
+        vec![ais("kernel_shape", &[2]), ais("pads", &[0, 1])],
+        &[("x", &[1, 2, 4], x.clone())],
+        vec![],
+        &["x"],
+        &["y"],
+    );
+    // count_include_pad = 0: the last window holds one element.
+    assert_eq!(y[0].0, [1, 2, 4]);
+    assert_eq!(y[0].1, [3., 3.5, 5., 8., 1.5, 3.5, 3., -1.]);
+}

@@ -2,7 +2,8 @@
 //! parametric activations (LeakyRelu, Elu, Selu, Celu, Mish, Swish, Gelu's tanh form), the
 //! variadic Sum and Mean, GlobalMaxPool, LpNormalization, InstanceNormalization,
 //! GroupNormalization, MeanVarianceNormalization, LayerNormalization's Mean and InvStdDev
-//! outputs, DepthToSpace, SpaceToDepth and Tile; and Trilu, an IR op of its own, whose
+//! outputs, DepthToSpace, SpaceToDepth, Tile, ThresholdedRelu, LRN, BatchNormalization in
+//! training mode, and 1-D MaxPool/AveragePool (through the 2-D ops); and Trilu, an IR op of its own, whose
 //! constant `k` input becomes an attribute.
 //!
 //! Each composition follows the ONNX reference (or the operator's function body) term by term,
@@ -11,8 +12,9 @@
 use super::attrs::{norm_axis, Attrs};
 use super::{Importer, R};
 use crate::error::NodeError;
-use crate::proto::NodeProto;
+use crate::proto::{AttributeProto, NodeProto};
 use crate::tensor::Tensor;
+use tir_ir::op::Pool2d;
 use tir_ir::{BinaryOp, Op, ReduceKind, UnaryOp, Value};
 
 fn bin(op: BinaryOp) -> Op {
@@ -75,6 +77,12 @@ impl Importer {
             self.env.insert(out, super::Val::Ir(r));
         }
         Ok(r)
+    }
+
+    /// The rank of the node's first input, if it has one.
+    pub(super) fn rank_of_input(&self, node: &NodeProto) -> Option<usize> {
+        let v = self.opt_in(node, 0).ok()??;
+        Some(self.shape_of(&v).len())
     }
 
     /// Whether the node's output `index` exists and something reads it.
@@ -574,5 +582,178 @@ impl Importer {
         };
         let x = self.in_value(node, 0)?;
         self.emit(node, Op::Trilu { upper, k }, &[x])
+    }
+
+    /// ThresholdedRelu: `x` where `x > alpha`, else 0. As `step * max(x, alpha)` with
+    /// `step = relu(sign(x - alpha))` (1 above the threshold, 0 at or below it; `x - alpha` is
+    /// positive exactly when `x > alpha`): each branch exact, -inf gives 0 and NaN stays NaN.
+    pub(super) fn thresholded_relu(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(1.0);
+        let x = self.in_value(node, 0)?;
+        let al = self.scalar_like(node, x, "alpha", alpha);
+        let d = self.bin1(BinaryOp::Sub, x, al)?;
+        let sg = self.un1(UnaryOp::Sign, d)?;
+        let step = self.un1(UnaryOp::Relu, sg)?;
+        let m = self.bin1(BinaryOp::Max, x, al)?;
+        self.emit(node, bin(BinaryOp::Mul), &[step, m])
+    }
+
+    /// LRN: `x / (bias + alpha / size * Σ x²)^beta`, the sum over the channels from
+    /// `c - floor((size-1)/2)` to `c + ceil((size-1)/2)`. The windowed sum is an `avg_pool`
+    /// (padding counted, so it divides by `size`) over the channels of `x²` viewed as
+    /// `[N, 1, C, H·W]`.
+    pub(super) fn lrn(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        let alpha = a.float("alpha")?.unwrap_or(1e-4);
+        let beta = a.float("beta")?.unwrap_or(0.75);
+        let bias = a.float("bias")?.unwrap_or(1.0);
+        let size = a.req_int("size")?;
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        if xs.len() != 4 {
+            return Err(refuse(
+                "LRN",
+                format!(
+                    "only rank-4 (NCHW) inputs are supported, got rank {}",
+                    xs.len()
+                ),
+            ));
+        }
+        if size <= 0 {
+            return Err(refuse("LRN", format!("size must be positive, got {size}")));
+        }
+        let (n, c, hw) = (xs[0] as i64, xs[1] as i64, (xs[2] * xs[3]) as i64);
+        let size = size as u64;
+        let before = (size - 1) / 2;
+        let x2 = self.bin1(BinaryOp::Mul, x, x)?;
+        let col = self.push1(
+            Op::Reshape {
+                shape: vec![n, 1, c, hw],
+            },
+            &[x2],
+        )?;
+        let pool = Op::AvgPool(Pool2d {
+            kernel: [size, 1],
+            strides: [1, 1],
+            pads: [before, 0, size - 1 - before, 0],
+            ceil_mode: false,
+            count_include_pad: true,
+        });
+        let avg = self.push1(pool, &[col])?;
+        let shape = xs.iter().map(|&d| d as i64).collect();
+        let avg = self.push1(Op::Reshape { shape }, &[avg])?;
+        // alpha / size * Σ = alpha * mean.
+        let al = self.scalar_like(node, x, "alpha", alpha);
+        let bi = self.scalar_like(node, x, "bias", bias);
+        let be = self.scalar_like(node, x, "beta", beta);
+        let scaled = self.bin1(BinaryOp::Mul, al, avg)?;
+        let base = self.bin1(BinaryOp::Add, bi, scaled)?;
+        let den = self.bin1(BinaryOp::Pow, base, be)?;
+        self.emit(node, bin(BinaryOp::Div), &[x, den])
+    }
+
+    /// BatchNormalization with `training_mode = 1` (opset 14 on): normalised with the batch's
+    /// own statistics (mean and population variance over every axis but the channels), and
+    /// the running statistics `mean * momentum + batch * (1 - momentum)` as outputs 1 and 2.
+    pub(super) fn batch_norm_training(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "BatchNormalization";
+        let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
+        let momentum = a.float("momentum")?.unwrap_or(0.9);
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        if xs.len() < 2 {
+            return Err(refuse(
+                OP,
+                format!("the input needs rank 2 or more, got {}", xs.len()),
+            ));
+        }
+        let c = xs[1];
+        let scale = self.channel_operand(node, 1, OP, c)?;
+        let bias = self.channel_operand(node, 2, OP, c)?;
+        let run_mean = self.channel_operand(node, 3, OP, c)?;
+        let run_var = self.channel_operand(node, 4, OP, c)?;
+        let mut axes = vec![0i64];
+        axes.extend(2..xs.len() as i64);
+        let mean_op = |axes: &Vec<i64>| Op::Reduce {
+            kind: ReduceKind::Mean,
+            axes: axes.clone(),
+            keepdims: true,
+        };
+        let mean = self.push1(mean_op(&axes), &[x])?;
+        let d = self.bin1(BinaryOp::Sub, x, mean)?;
+        let d2 = self.bin1(BinaryOp::Mul, d, d)?;
+        let var = self.push1(mean_op(&axes), &[d2])?;
+        let eps = self.scalar_like(node, x, "epsilon", epsilon);
+        let ve = self.bin1(BinaryOp::Add, var, eps)?;
+        let sd = self.un1(UnaryOp::Sqrt, ve)?;
+        let nrm = self.bin1(BinaryOp::Div, d, sd)?;
+        let s = self.per_channel(scale, c, xs.len())?;
+        let b = self.per_channel(bias, c, xs.len())?;
+        let ns = self.bin1(BinaryOp::Mul, nrm, s)?;
+        self.emit(node, bin(BinaryOp::Add), &[ns, b])?;
+        let mom = self.scalar_like(node, x, "momentum", momentum);
+        let rest = self.scalar_like(node, x, "one_minus_momentum", 1.0 - momentum);
+        for (i, running, batch) in [(1, run_mean, mean), (2, run_var, var)] {
+            if !self.output_used(node, i) {
+                continue;
+            }
+            let flat = self.push1(
+                Op::Reshape {
+                    shape: vec![c as i64],
+                },
+                &[batch],
+            )?;
+            let kept = self.bin1(BinaryOp::Mul, running, mom)?;
+            let new = self.bin1(BinaryOp::Mul, flat, rest)?;
+            self.emit_output(node, i, bin(BinaryOp::Add), &[kept, new])?;
+        }
+        Ok(())
+    }
+
+    /// MaxPool and AveragePool on a rank-3 input `[N, C, L]`: the 2-D pool over
+    /// `[N, C, 1, L]` with every spatial attribute widened by a leading 1 (pads by a leading
+    /// 0 on each side), then the height axis squeezed away.
+    pub(super) fn pool_1d(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
+        self.only_first_outputs(node, 1)?;
+        let widened: Vec<AttributeProto> =
+            a.0.iter()
+                .map(|at| {
+                    let mut at = at.clone();
+                    match at.name.as_deref() {
+                        Some("kernel_shape" | "strides" | "dilations") => at.ints.insert(0, 1),
+                        Some("pads") if at.ints.len() == 2 => {
+                            at.ints = vec![0, at.ints[0], 0, at.ints[1]];
+                        }
+                        _ => {}
+                    }
+                    at
+                })
+                .collect();
+        let x = self.in_value(node, 0)?;
+        let tall = self.push1(Op::Unsqueeze { axes: vec![2] }, &[x])?;
+        // The 2-D pool runs on a stand-in node whose input and output are fresh names.
+        let hint = node.output.first().map_or("pool", |s| s);
+        let (inner_in, inner_out) = (self.unused_name(hint, "in"), self.unused_name(hint, "out"));
+        self.env.insert(inner_in.clone(), super::Val::Ir(tall));
+        let inner = NodeProto {
+            input: vec![inner_in],
+            output: vec![inner_out.clone()],
+            op_type: Some(op_type.to_string()),
+            ..Default::default()
+        };
+        self.pool(&inner, op_type, &Attrs(&widened))?;
+        let pooled = self.value(&inner_out)?;
+        self.emit(node, Op::Squeeze { axes: vec![2] }, &[pooled])
+    }
+
+    /// A name bound to nothing yet, for values the importer threads through stand-in nodes.
+    fn unused_name(&self, hint: &str, what: &str) -> String {
+        let mut k = 0;
+        loop {
+            let name = format!("{hint}${what}{k}");
+            if !self.env.contains_key(&name) {
+                return name;
+            }
+            k += 1;
+        }
     }
 }

@@ -610,6 +610,9 @@ impl Importer {
             }
             "Conv" => self.conv(node, &a),
             "ConvTranspose" => self.conv_transpose(node, &a),
+            "MaxPool" | "AveragePool" if self.rank_of_input(node) == Some(3) => {
+                self.pool_1d(node, op_type, &a)
+            }
             "MaxPool" | "AveragePool" => self.pool(node, op_type, &a),
             "GlobalAveragePool" => self.global_avg_pool(node),
             "MatMul" => self.matmul(node),
@@ -673,6 +676,8 @@ impl Importer {
             "SpaceToDepth" => self.depth_space(node, &a, false),
             "Tile" => self.tile(node),
             "Trilu" => self.trilu(node, &a),
+            "ThresholdedRelu" => self.thresholded_relu(node, &a),
+            "LRN" => self.lrn(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
