@@ -688,3 +688,135 @@ fn one_dimensional_pools_run_as_two_dimensional_ones() {
     assert_eq!(y[0].0, [1, 2, 4]);
     assert_eq!(y[0].1, [3., 3.5, 5., 8., 1.5, 3.5, 3., -1.]);
 }
+
+/// The losses pick each position's target class exactly (an infinite log-probability at
+/// another class does not leak), weight it, skip `ignore_index`, and reduce as asked.
+#[test]
+fn nll_and_softmax_cross_entropy_losses() {
+    // [N = 2, C = 3, d = 2]; x[n, c, d].
+    let x: Vec<f32> = vec![
+        -1.0,
+        -2.0,
+        f32::NEG_INFINITY,
+        -0.5,
+        -3.0,
+        -0.25, // n = 0
+        -0.75,
+        -4.0,
+        -1.5,
+        f32::NEG_INFINITY,
+        -2.5,
+        -0.125, // n = 1
+    ];
+    let at = |n: usize, c: usize, d: usize| x[(n * 3 + c) * 2 + d] as f64;
+    let targets = [0i64, 2, 1, 1]; // [n][d]
+    let w = [0.5f32, 2.0, 4.0];
+    let inits = || vec![ti64("t", &[2, 2], &targets), tf32("w", &[3], &w)];
+    let loss = |reduction: &str, ignore: Option<i64>| {
+        let mut attrs = vec![as_("reduction", reduction)];
+        attrs.extend(ignore.map(|i| ai("ignore_index", i)));
+        run(
+            22,
+            "NegativeLogLikelihoodLoss",
+            attrs,
+            &[("x", &[2, 3, 2], x.clone())],
+            inits(),
+            &["x", "t", "w"],
+            &["y"],
+        )
+        .remove(0)
+    };
+    let mut per = Vec::new();
+    for n in 0..2 {
+        for d in 0..2 {
+            let t = targets[n * 2 + d] as usize;
+            per.push(-at(n, t, d) * w[t] as f64);
+        }
+    }
+    let none = loss("none", None);
+    assert_eq!(none.0, [2, 2]);
+    assert_close(&none.1, &per, "none");
+    let sum = loss("sum", None);
+    assert_eq!(sum.0, Vec::<u64>::new());
+    assert_close(&sum.1, &[per.iter().sum()], "sum");
+    let wsum: f64 = targets.iter().map(|&t| w[t as usize] as f64).sum();
+    assert_close(
+        &loss("mean", None).1,
+        &[per.iter().sum::<f64>() / wsum],
+        "mean",
+    );
+    // Class 1 ignored: positions 2 and 3 drop out of the sum and of the weights.
+    let kept = per[0] + per[1];
+    let kept_w = (w[0] + w[2]) as f64;
+    assert_close(
+        &loss("mean", Some(1)).1,
+        &[kept / kept_w],
+        "mean, ignore_index 1",
+    );
+
+    // Softmax cross-entropy: the same loss on log_softmax over the classes, which is output 1.
+    let xs: Vec<f32> = (0..12).map(|i| ((i * 5) % 7) as f32 * 0.5 - 1.0).collect();
+    let out = run(
+        13,
+        "SoftmaxCrossEntropyLoss",
+        vec![as_("reduction", "mean"), ai("ignore_index", 2)],
+        &[("x", &[2, 3, 2], xs.clone())],
+        inits(),
+        &["x", "t", "w"],
+        &["z", "log_prob"],
+    );
+    let lp = |n: usize, c: usize, d: usize| {
+        let v = |c: usize| xs[(n * 3 + c) * 2 + d] as f64;
+        let lse = (0..3).map(|k| v(k).exp()).sum::<f64>().ln();
+        v(c) - lse
+    };
+    let (mut num, mut den) = (0.0, 0.0);
+    for n in 0..2 {
+        for d in 0..2 {
+            let t = targets[n * 2 + d] as usize;
+            if t != 2 {
+                num += -lp(n, t, d) * w[t] as f64;
+                den += w[t] as f64;
+            }
+        }
+    }
+    assert_close(&out[0].1, &[num / den], "SoftmaxCrossEntropyLoss");
+    let want_lp: Vec<f64> = (0..12).map(|i| lp(i / 6, (i / 2) % 3, i % 2)).collect();
+    assert_close(&out[1].1, &want_lp, "log_prob");
+}
+
+#[test]
+fn loss_targets_must_be_constant_classes() {
+    let m = |targets: &[i64], ii: Option<i64>| {
+        model(
+            22,
+            vec![input("x", &[2, 3])],
+            &["y"],
+            vec![ti64("t", &[2], targets)],
+            vec![node(
+                "NegativeLogLikelihoodLoss",
+                &["x", "t"],
+                &["y"],
+                ii.map(|i| ai("ignore_index", i)).into_iter().collect(),
+            )],
+        )
+    };
+    let e = error(&m(&[0, 3], None));
+    assert!(e.contains("target 3 is outside the 3 classes"), "{e}");
+    // An out-of-range target that is ignore_index is fine.
+    import(&m(&[0, -7], Some(-7))).unwrap();
+    let runtime = model(
+        22,
+        vec![input("x", &[2, 3]), input("t", &[2])],
+        &["y"],
+        vec![],
+        vec![node(
+            "NegativeLogLikelihoodLoss",
+            &["x", "t"],
+            &["y"],
+            vec![],
+        )],
+    );
+    let e = error(&runtime);
+    assert!(e.contains("target (input 1) must be a constant"), "{e}");
+}

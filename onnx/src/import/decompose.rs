@@ -3,7 +3,8 @@
 //! variadic Sum and Mean, GlobalMaxPool, LpNormalization, InstanceNormalization,
 //! GroupNormalization, MeanVarianceNormalization, LayerNormalization's Mean and InvStdDev
 //! outputs, DepthToSpace, SpaceToDepth, Tile, ThresholdedRelu, LRN, BatchNormalization in
-//! training mode, and 1-D MaxPool/AveragePool (through the 2-D ops); and Trilu, an IR op of its own, whose
+//! training mode, 1-D MaxPool/AveragePool (through the 2-D ops), NegativeLogLikelihoodLoss
+//! and SoftmaxCrossEntropyLoss with constant targets; and Trilu, an IR op of its own, whose
 //! constant `k` input becomes an attribute.
 //!
 //! Each composition follows the ONNX reference (or the operator's function body) term by term,
@@ -755,5 +756,133 @@ impl Importer {
             }
             k += 1;
         }
+    }
+
+    /// NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss as the same loss on
+    /// `log_softmax(x)` along the classes (its log-probabilities are output 1 when used).
+    /// The targets (and the class weights, when given) must be constants: the element at each
+    /// position's target class is picked by clamping the input between constant bounds that
+    /// are ±inf at the target and 0 elsewhere (`max(min(x, hi), lo)`, exact for every finite
+    /// or infinite input) and summing over the classes; the loss is that times `-weight[t]`
+    /// (0 where the target is `ignore_index`), then summed or divided by the constant total
+    /// weight for `reduction = "mean"`.
+    ///
+    /// Differs from ONNX: a NaN at a class other than the target makes that position's loss
+    /// NaN (the sum over the classes carries it), where ONNX ignores it.
+    pub(super) fn nll_loss(&mut self, node: &NodeProto, a: &Attrs, softmax: bool) -> R<()> {
+        let op: &'static str = if softmax {
+            "SoftmaxCrossEntropyLoss"
+        } else {
+            "NegativeLogLikelihoodLoss"
+        };
+        let reduction = a.string("reduction")?.unwrap_or_else(|| "mean".into());
+        if !matches!(reduction.as_str(), "none" | "sum" | "mean") {
+            return Err(NodeError::StringValue {
+                what: "reduction",
+                value: reduction,
+                text: " (none, sum or mean)",
+            });
+        }
+        let ignore = a.int("ignore_index")?;
+        let target = self.req_const_in(node, 1, "target")?;
+        let weight = self.const_in(node, 2, "weight")?;
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        if xs.len() < 2 {
+            return Err(refuse(
+                op,
+                format!("the input needs rank 2 or more, got {}", xs.len()),
+            ));
+        }
+        let c = xs[1] as usize;
+        let mut ts = vec![xs[0]];
+        ts.extend(&xs[2..]);
+        if target.shape != ts {
+            return Err(refuse(
+                op,
+                format!(
+                    "the target has shape {:?}, the input {xs:?} needs {ts:?}",
+                    target.shape
+                ),
+            ));
+        }
+        let weights = match &weight {
+            Some(w) if w.shape != [c as u64] => {
+                return Err(refuse(
+                    op,
+                    format!("the weight has shape {:?}, expected [{c}]", w.shape),
+                ))
+            }
+            Some(w) => w.floats(),
+            None => vec![1.0; c],
+        };
+        let t = target.ints();
+        let inner: usize = xs[2..].iter().map(|&d| d as usize).product();
+        let total = xs.iter().map(|&d| d as usize).product::<usize>();
+        let (mut hi, mut lo) = (vec![0.0; total], vec![0.0; total]);
+        let mut negw = vec![0.0; t.len()];
+        let mut denom = 0.0;
+        for (p, &tc) in t.iter().enumerate() {
+            if Some(tc) == ignore {
+                continue;
+            }
+            if tc < 0 || tc as usize >= c {
+                return Err(refuse(
+                    op,
+                    format!("target {tc} is outside the {c} classes (and is not ignore_index)"),
+                ));
+            }
+            let (n, d) = (p / inner.max(1), p % inner.max(1));
+            let at = (n * c + tc as usize) * inner + d;
+            hi[at] = f64::INFINITY;
+            lo[at] = f64::NEG_INFINITY;
+            let w = weights[tc as usize];
+            negw[p] = -w;
+            denom += w as f32 as f64;
+        }
+        let dtype = self.em.ty(x).dtype;
+        let hint = node.output.first().map_or("loss", |s| s).to_string();
+        let hi = self.const_value(
+            &format!("{hint}.target_hi"),
+            Tensor::from_f64s(dtype, xs.clone(), &hi),
+        );
+        let lo = self.const_value(
+            &format!("{hint}.target_lo"),
+            Tensor::from_f64s(dtype, xs.clone(), &lo),
+        );
+        let negw = self.const_value(
+            &format!("{hint}.neg_weight"),
+            Tensor::from_f64s(dtype, ts.clone(), &negw),
+        );
+        let input = if !softmax {
+            x
+        } else if self.output_used(node, 1) {
+            self.emit_output(node, 1, Op::LogSoftmax { axis: 1 }, &[x])?
+        } else {
+            self.push1(Op::LogSoftmax { axis: 1 }, &[x])?
+        };
+        let capped = self.bin1(BinaryOp::Min, input, hi)?;
+        let picked = self.bin1(BinaryOp::Max, capped, lo)?;
+        let sum_classes = Op::Reduce {
+            kind: ReduceKind::Sum,
+            axes: vec![1],
+            keepdims: false,
+        };
+        let picked = self.push1(sum_classes, &[picked])?;
+        if reduction == "none" {
+            return self.emit(node, bin(BinaryOp::Mul), &[picked, negw]);
+        }
+        let loss = self.bin1(BinaryOp::Mul, picked, negw)?;
+        let sum_all = Op::Reduce {
+            kind: ReduceKind::Sum,
+            axes: (0..ts.len() as i64).collect(),
+            keepdims: false,
+        };
+        if reduction == "sum" {
+            return self.emit(node, sum_all, &[loss]);
+        }
+        let s = self.push1(sum_all, &[loss])?;
+        let d = self.scalar_like(node, x, "total_weight", denom);
+        self.emit(node, bin(BinaryOp::Div), &[s, d])
     }
 }

@@ -678,6 +678,8 @@ impl Importer {
             "Trilu" => self.trilu(node, &a),
             "ThresholdedRelu" => self.thresholded_relu(node, &a),
             "LRN" => self.lrn(node, &a),
+            "NegativeLogLikelihoodLoss" => self.nll_loss(node, &a, false),
+            "SoftmaxCrossEntropyLoss" => self.nll_loss(node, &a, true),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
