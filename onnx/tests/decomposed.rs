@@ -820,3 +820,152 @@ fn loss_targets_must_be_constant_classes() {
     let e = error(&runtime);
     assert!(e.contains("target (input 1) must be a constant"), "{e}");
 }
+
+#[test]
+fn center_crop_pad_crops_and_pads_around_the_centre() {
+    // [5, 2] to [2, 5]: rows 1..3 kept (floor((5-2)/2) = 1), columns padded 1 before, 2 after.
+    let x: Vec<f32> = (1..=10).map(|i| i as f32).collect();
+    let y = run(
+        18,
+        "CenterCropPad",
+        vec![],
+        &[("x", &[5, 2], x.clone())],
+        vec![ti64("s", &[2], &[2, 5])],
+        &["x", "s"],
+        &["y"],
+    );
+    assert_eq!(y[0].0, [2, 5]);
+    assert_eq!(y[0].1, [0., 3., 4., 0., 0., 0., 5., 6., 0., 0.]);
+    // Only axis -1, cropped from 2 to 1 (start 0).
+    let y = run(
+        18,
+        "CenterCropPad",
+        vec![ais("axes", &[-1])],
+        &[("x", &[5, 2], x.clone())],
+        vec![ti64("s", &[1], &[1])],
+        &["x", "s"],
+        &["y"],
+    );
+    assert_eq!(y[0].1, [1., 3., 5., 7., 9.]);
+    // The same shape: the input itself.
+    let y = run(
+        18,
+        "CenterCropPad",
+        vec![],
+        &[("x", &[5, 2], x.clone())],
+        vec![ti64("s", &[2], &[5, 2])],
+        &["x", "s"],
+        &["y"],
+    );
+    assert_eq!(y[0].1, x);
+}
+
+/// ONNX's reference RotaryEmbedding on a `[B, S, H, D]` layout, in f64.
+fn rope_reference(
+    x: &[f32],
+    [b, s, h, d]: [usize; 4],
+    cos: &[f64],
+    sin: &[f64],
+    rot: usize,
+    interleaved: bool,
+) -> Vec<f64> {
+    let mut out: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let half = rot / 2;
+    for bi in 0..b {
+        for si in 0..s {
+            for hi in 0..h {
+                let base = ((bi * s + si) * h + hi) * d;
+                for i in 0..half {
+                    let (p, q) = if interleaved {
+                        (2 * i, 2 * i + 1)
+                    } else {
+                        (i, i + half)
+                    };
+                    let (x1, x2) = (x[base + p] as f64, x[base + q] as f64);
+                    let (c, sn) = (cos[(bi * s + si) * half + i], sin[(bi * s + si) * half + i]);
+                    out[base + p] = c * x1 - sn * x2;
+                    out[base + q] = sn * x1 + c * x2;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rotary_embedding_rotates_pairs_by_the_cached_angles() {
+    let (b, s, h, d) = (1usize, 3usize, 2usize, 6usize);
+    let x: Vec<f32> = (0..b * s * h * d)
+        .map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.5)
+        .collect();
+    // Caches of 5 positions, rot = 4 (half 2); positions [4, 0, 2].
+    let angle = |p: usize, i: usize| 0.3 * (p as f64 + 1.0) * (i as f64 + 1.0);
+    let cache = |f: fn(f64) -> f64| -> Vec<f32> {
+        (0..5)
+            .flat_map(|p| (0..2).map(move |i| f(angle(p, i)) as f32))
+            .collect()
+    };
+    let (cc, sc) = (cache(f64::cos), cache(f64::sin));
+    let pos = [4i64, 0, 2];
+    let gathered = |c: &[f32]| -> Vec<f64> {
+        pos.iter()
+            .flat_map(|&p| (0..2).map(move |i| c[p as usize * 2 + i] as f64))
+            .collect()
+    };
+    let inits = || {
+        vec![
+            tf32("cos", &[5, 2], &cc),
+            tf32("sin", &[5, 2], &sc),
+            ti64("pos", &[1, 3], &pos),
+        ]
+    };
+    for interleaved in [false, true] {
+        // 3-D input [B, S, H·D] with num_heads.
+        let y = run(
+            23,
+            "RotaryEmbedding",
+            vec![
+                ai("num_heads", 2),
+                ai("rotary_embedding_dim", 4),
+                ai("interleaved", interleaved as i64),
+            ],
+            &[("x", &[1, 3, 12], x.clone())],
+            inits(),
+            &["x", "cos", "sin", "pos"],
+            &["y"],
+        );
+        let want = rope_reference(
+            &x,
+            [b, s, h, d],
+            &gathered(&cc),
+            &gathered(&sc),
+            4,
+            interleaved,
+        );
+        assert_close(&y[0].1, &want, &format!("3-D, interleaved {interleaved}"));
+    }
+    // 4-D input [B, H, S, D]: the same values with the heads before the sequence.
+    let x4: Vec<f32> = (0..b * h * s * d)
+        .map(|i| {
+            let (hi, si, di) = (i / (s * d), (i / d) % s, i % d);
+            x[(si * h + hi) * d + di]
+        })
+        .collect();
+    let y = run(
+        23,
+        "RotaryEmbedding",
+        vec![ai("rotary_embedding_dim", 4)],
+        &[("x", &[1, 2, 3, 6], x4)],
+        inits(),
+        &["x", "cos", "sin", "pos"],
+        &["y"],
+    );
+    let want = rope_reference(&x, [b, s, h, d], &gathered(&cc), &gathered(&sc), 4, false);
+    let want4: Vec<f64> = (0..b * h * s * d)
+        .map(|i| {
+            let (hi, si, di) = (i / (s * d), (i / d) % s, i % d);
+            want[(si * h + hi) * d + di]
+        })
+        .collect();
+    assert_close(&y[0].1, &want4, "4-D");
+}

@@ -4,7 +4,7 @@
 //! GroupNormalization, MeanVarianceNormalization, LayerNormalization's Mean and InvStdDev
 //! outputs, DepthToSpace, SpaceToDepth, Tile, ThresholdedRelu, LRN, BatchNormalization in
 //! training mode, 1-D MaxPool/AveragePool (through the 2-D ops), NegativeLogLikelihoodLoss
-//! and SoftmaxCrossEntropyLoss with constant targets; and Trilu, an IR op of its own, whose
+//! and SoftmaxCrossEntropyLoss with constant targets, CenterCropPad, RotaryEmbedding; and Trilu, an IR op of its own, whose
 //! constant `k` input becomes an attribute.
 //!
 //! Each composition follows the ONNX reference (or the operator's function body) term by term,
@@ -15,7 +15,7 @@ use super::{Importer, R};
 use crate::error::NodeError;
 use crate::proto::{AttributeProto, NodeProto};
 use crate::tensor::Tensor;
-use tir_ir::op::Pool2d;
+use tir_ir::op::{PadMode, Pool2d, Slice};
 use tir_ir::{BinaryOp, Op, ReduceKind, UnaryOp, Value};
 
 fn bin(op: BinaryOp) -> Op {
@@ -884,5 +884,258 @@ impl Importer {
         let s = self.push1(sum_all, &[loss])?;
         let d = self.scalar_like(node, x, "total_weight", denom);
         self.emit(node, bin(BinaryOp::Div), &[s, d])
+    }
+
+    /// CenterCropPad: along each of `axes` (default all), a centred `slice` where the target
+    /// is smaller (starting at `floor((dim - target) / 2)`) and a centred zero `pad` where it
+    /// is larger (`floor((target - dim) / 2)` before, the rest after). Target shape constant.
+    pub(super) fn center_crop_pad(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "CenterCropPad";
+        let target = self.req_const_in(node, 1, "shape")?.ints();
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        let rank = xs.len();
+        let axes = match a.ints("axes")? {
+            Some(axes) => axes
+                .iter()
+                .map(|&ax| norm_axis(ax, rank))
+                .collect::<R<Vec<usize>>>()?,
+            None => (0..rank).collect(),
+        };
+        if axes.len() != target.len() {
+            return Err(refuse(
+                OP,
+                format!("{} target sizes for {} axes", target.len(), axes.len()),
+            ));
+        }
+        let mut crop = Slice {
+            starts: vec![],
+            ends: vec![],
+            axes: vec![],
+            steps: vec![],
+        };
+        let mut pads = vec![0u64; 2 * rank];
+        let mut seen = vec![false; rank];
+        for (&ax, &t) in axes.iter().zip(&target) {
+            if std::mem::replace(&mut seen[ax], true) {
+                return Err(NodeError::AxisTwice { axis: ax as i64 });
+            }
+            if t < 0 {
+                return Err(NodeError::Negative {
+                    what: "shape",
+                    values: target.clone(),
+                });
+            }
+            let (t, d) = (t as u64, xs[ax]);
+            if t < d {
+                let start = (d - t) / 2;
+                crop.starts.push(start as i64);
+                crop.ends.push((start + t) as i64);
+                crop.axes.push(ax as i64);
+                crop.steps.push(1);
+            } else if t > d {
+                pads[ax] = (t - d) / 2;
+                pads[rank + ax] = t - d - pads[ax];
+            }
+        }
+        let padded = pads.iter().any(|&p| p > 0);
+        if crop.starts.is_empty() && !padded {
+            self.alias(node, super::Val::Ir(x));
+            return Ok(());
+        }
+        let pad = Op::Pad {
+            pads,
+            mode: PadMode::Constant,
+            value: 0.0,
+        };
+        if crop.starts.is_empty() {
+            return self.emit(node, pad, &[x]);
+        }
+        if !padded {
+            return self.emit(node, Op::Slice(crop), &[x]);
+        }
+        let cropped = self.push1(Op::Slice(crop), &[x])?;
+        self.emit(node, pad, &[cropped])
+    }
+
+    /// RotaryEmbedding (opset 23): the first `rotary_embedding_dim` values of each head
+    /// (default all) rotated pairwise by the cached angles, as ONNX's reference computes it:
+    /// `real = cos·x1 - sin·x2`, `imag = sin·x1 + cos·x2`, the pairs being the two halves or
+    /// (`interleaved`) the even and odd elements. With `position_ids` the caches must be
+    /// constants (gathered at import); without, they are `[batch, seq, rot/2]` values.
+    pub(super) fn rotary_embedding(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "RotaryEmbedding";
+        let interleaved = a.int("interleaved")?.unwrap_or(0) != 0;
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x);
+        // The working layout keeps the heads where the input has them: [B, H, S, D] as given,
+        // or [B, S, H, D] from a 3-D [B, S, H·D].
+        let (b, s, work) = match xs[..] {
+            [b, h, s, d] => (b, s, vec![b, h, s, d]),
+            [b, s, hidden] => {
+                let heads = a.int("num_heads")?.unwrap_or(0);
+                if heads <= 0 || !hidden.is_multiple_of(heads as u64) {
+                    return Err(refuse(
+                        OP,
+                        format!(
+                            "a 3-D input needs num_heads dividing its {hidden} values, got {heads}"
+                        ),
+                    ));
+                }
+                let h = heads as u64;
+                (b, s, vec![b, s, h, hidden / h])
+            }
+            _ => {
+                return Err(refuse(
+                    OP,
+                    format!("the input must have rank 3 or 4, got {}", xs.len()),
+                ))
+            }
+        };
+        // The caches broadcast over the heads: [B, 1, S, r] or [B, S, 1, r].
+        let heads_first = xs.len() == 4;
+        let cache_shape = |r: u64| -> Vec<i64> {
+            let (b, s, r) = (b as i64, s as i64, r as i64);
+            if heads_first {
+                vec![b, 1, s, r]
+            } else {
+                vec![b, s, 1, r]
+            }
+        };
+        let d = work[3];
+        let rot = match a.int("rotary_embedding_dim")?.unwrap_or(0) {
+            0 => d,
+            r if r > 0 && r as u64 <= d && r % 2 == 0 => r as u64,
+            r => {
+                return Err(refuse(
+                    OP,
+                    format!("rotary_embedding_dim {r} must be even and at most the head size {d}"),
+                ))
+            }
+        };
+        if rot % 2 != 0 {
+            return Err(refuse(OP, format!("the head size {d} is odd")));
+        }
+        let half = rot / 2;
+        let mut caches = Vec::new();
+        for (i, what) in [(1usize, "cos_cache"), (2, "sin_cache")] {
+            let v = match self.const_in(node, 3, "position_ids")? {
+                Some(pos) => {
+                    let cache = self.req_const_in(node, i, what)?;
+                    let rows = match cache.shape[..] {
+                        [rows, r] if r == half => rows,
+                        _ => {
+                            return Err(refuse(
+                                OP,
+                                format!(
+                                    "{what} has shape {:?}, expected [positions, {half}]",
+                                    cache.shape
+                                ),
+                            ))
+                        }
+                    };
+                    let ids = pos.ints();
+                    if pos.shape != [b, s] {
+                        return Err(refuse(
+                            OP,
+                            format!(
+                                "position_ids has shape {:?}, expected [{b}, {s}]",
+                                pos.shape
+                            ),
+                        ));
+                    }
+                    if let Some(bad) = ids.iter().find(|&&p| p < 0 || p as u64 >= rows) {
+                        return Err(refuse(
+                            OP,
+                            format!("position id {bad} is outside the {rows} cached positions"),
+                        ));
+                    }
+                    let vals = cache.floats();
+                    let gathered: Vec<f64> = ids
+                        .iter()
+                        .flat_map(|&p| vals[p as usize * half as usize..][..half as usize].to_vec())
+                        .collect();
+                    let t = Tensor::from_f64s(
+                        cache.dtype,
+                        cache_shape(half).iter().map(|&v| v as u64).collect(),
+                        &gathered,
+                    );
+                    let hint = format!("{}.{what}", node.output.first().map_or("rope", |s| s));
+                    self.const_value(&hint, t)
+                }
+                None => {
+                    let c = self.in_value(node, i)?;
+                    let cs = self.shape_of_value(c);
+                    if cs != [b, s, half] {
+                        return Err(refuse(
+                            OP,
+                            format!("{what} has shape {cs:?}, expected [{b}, {s}, {half}] without position_ids"),
+                        ));
+                    }
+                    self.push1(
+                        Op::Reshape {
+                            shape: cache_shape(half),
+                        },
+                        &[c],
+                    )?
+                }
+            };
+            caches.push(v);
+        }
+        let (cos, sin) = (caches[0], caches[1]);
+        let xw = if xs.len() == 3 {
+            let shape = work.iter().map(|&v| v as i64).collect();
+            self.push1(Op::Reshape { shape }, &[x])?
+        } else {
+            x
+        };
+        let last = |start: u64, end: u64, step: i64| {
+            Op::Slice(Slice {
+                starts: vec![start as i64],
+                ends: vec![end as i64],
+                axes: vec![3],
+                steps: vec![step],
+            })
+        };
+        let xr = if rot < d {
+            self.push1(last(0, rot, 1), &[xw])?
+        } else {
+            xw
+        };
+        let (x1, x2) = if interleaved {
+            (
+                self.push1(last(0, rot, 2), &[xr])?,
+                self.push1(last(1, rot, 2), &[xr])?,
+            )
+        } else {
+            (
+                self.push1(last(0, half, 1), &[xr])?,
+                self.push1(last(half, rot, 1), &[xr])?,
+            )
+        };
+        let c1 = self.bin1(BinaryOp::Mul, cos, x1)?;
+        let s2 = self.bin1(BinaryOp::Mul, sin, x2)?;
+        let real = self.bin1(BinaryOp::Sub, c1, s2)?;
+        let s1 = self.bin1(BinaryOp::Mul, sin, x1)?;
+        let c2 = self.bin1(BinaryOp::Mul, cos, x2)?;
+        let imag = self.bin1(BinaryOp::Add, s1, c2)?;
+        let rotated = if interleaved {
+            let ru = self.push1(Op::Unsqueeze { axes: vec![4] }, &[real])?;
+            let iu = self.push1(Op::Unsqueeze { axes: vec![4] }, &[imag])?;
+            let pairs = self.push1(Op::Concat { axis: 4 }, &[ru, iu])?;
+            let mut shape: Vec<i64> = work.iter().map(|&v| v as i64).collect();
+            shape[3] = rot as i64;
+            self.push1(Op::Reshape { shape }, &[pairs])?
+        } else {
+            self.push1(Op::Concat { axis: 3 }, &[real, imag])?
+        };
+        let whole = if rot < d {
+            let rest = self.push1(last(rot, d, 1), &[xw])?;
+            self.push1(Op::Concat { axis: 3 }, &[rotated, rest])?
+        } else {
+            rotated
+        };
+        let shape = xs.iter().map(|&v| v as i64).collect();
+        self.emit(node, Op::Reshape { shape }, &[whole])
     }
 }

@@ -680,6 +680,8 @@ impl Importer {
             "LRN" => self.lrn(node, &a),
             "NegativeLogLikelihoodLoss" => self.nll_loss(node, &a, false),
             "SoftmaxCrossEntropyLoss" => self.nll_loss(node, &a, true),
+            "CenterCropPad" => self.center_crop_pad(node, &a),
+            "RotaryEmbedding" => self.rotary_embedding(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
