@@ -969,3 +969,38 @@ fn rotary_embedding_rotates_pairs_by_the_cached_angles() {
         .collect();
     assert_close(&y[0].1, &want4, "4-D");
 }
+
+/// AffineGrid maps each output point's normalised coordinates through `theta`.
+#[test]
+fn affine_grid_transforms_the_normalised_coordinates() {
+    // theta: x' = 2x + 0.5y + 0.1, y' = -y + 0.3 (one sample); size [1, 1, 2, 3].
+    let theta = vec![2.0f32, 0.5, 0.1, 0.0, -1.0, 0.3];
+    for align in [0i64, 1] {
+        let y = run(
+            20,
+            "AffineGrid",
+            vec![ai("align_corners", align)],
+            &[("theta", &[1, 2, 3], theta.clone())],
+            vec![ti64("size", &[4], &[1, 1, 2, 3])],
+            &["theta", "size"],
+            &["grid"],
+        );
+        assert_eq!(y[0].0, [1, 2, 3, 2]);
+        let c = |i: f64, n: f64| {
+            if align == 1 {
+                -1.0 + 2.0 * i / (n - 1.0)
+            } else {
+                (2.0 * i + 1.0) / n - 1.0
+            }
+        };
+        let mut want = Vec::new();
+        for h in 0..2 {
+            for w in 0..3 {
+                let (x, yv) = (c(w as f64, 3.0), c(h as f64, 2.0));
+                want.push(2.0f32 as f64 * x + 0.5 * yv + 0.1f32 as f64);
+                want.push(-yv + 0.3f32 as f64);
+            }
+        }
+        assert_close(&y[0].1, &want, &format!("align_corners {align}"));
+    }
+}

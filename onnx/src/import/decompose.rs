@@ -4,7 +4,8 @@
 //! GroupNormalization, MeanVarianceNormalization, LayerNormalization's Mean and InvStdDev
 //! outputs, DepthToSpace, SpaceToDepth, Tile, ThresholdedRelu, LRN, BatchNormalization in
 //! training mode, 1-D MaxPool/AveragePool (through the 2-D ops), NegativeLogLikelihoodLoss
-//! and SoftmaxCrossEntropyLoss with constant targets, CenterCropPad, RotaryEmbedding; and Trilu, an IR op of its own, whose
+//! and SoftmaxCrossEntropyLoss with constant targets, CenterCropPad, RotaryEmbedding,
+//! AffineGrid; and Trilu, an IR op of its own, whose
 //! constant `k` input becomes an attribute.
 //!
 //! Each composition follows the ONNX reference (or the operator's function body) term by term,
@@ -1137,5 +1138,82 @@ impl Importer {
         };
         let shape = xs.iter().map(|&v| v as i64).collect();
         self.emit(node, Op::Reshape { shape }, &[whole])
+    }
+
+    /// AffineGrid (opset 20): `theta [N, k, k+1]` times the homogeneous coordinates
+    /// `[x, y, (z,) 1]` of every output point (a constant `[k+1, points]` made from the
+    /// constant `size`), transposed to `[N, points, k]` and shaped `[N, (D,) H, W, k]`.
+    /// Coordinates along an axis of `n` points: `-1 + 2i / (n - 1)` with `align_corners`
+    /// (-1 for one point), `(2i + 1) / n - 1` without.
+    pub(super) fn affine_grid(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "AffineGrid";
+        let align = a.int("align_corners")?.unwrap_or(0) != 0;
+        let size = self.req_const_in(node, 1, "size")?.ints();
+        let spatial: Vec<u64> = match size[..] {
+            [_, _, h, w] => vec![h, w],
+            [_, _, d, h, w] => vec![d, h, w],
+            _ => {
+                return Err(refuse(
+                    OP,
+                    format!("size must have 4 or 5 values, got {}", size.len()),
+                ))
+            }
+        }
+        .into_iter()
+        .map(|v| u64::try_from(v).map_err(|_| refuse(OP, format!("negative size {v}"))))
+        .collect::<R<_>>()?;
+        let k = spatial.len();
+        let theta = self.in_value(node, 0)?;
+        let ts = self.shape_of_value(theta);
+        if ts.len() != 3 || ts[0] as i64 != size[0] || ts[1..] != [k as u64, k as u64 + 1] {
+            return Err(refuse(
+                OP,
+                format!(
+                    "theta has shape {ts:?}, expected [{}, {k}, {}]",
+                    size[0],
+                    k + 1
+                ),
+            ));
+        }
+        let coord = |i: u64, n: u64| -> f64 {
+            if align {
+                if n == 1 {
+                    -1.0
+                } else {
+                    -1.0 + 2.0 * i as f64 / (n - 1) as f64
+                }
+            } else {
+                (2 * i + 1) as f64 / n as f64 - 1.0
+            }
+        };
+        let points: u64 = spatial.iter().product();
+        // Row r of the constant holds coordinate r (x first, then y, z) of every point; the
+        // last row is the homogeneous 1.
+        let mut base = vec![1.0; (k + 1) * points as usize];
+        for p in 0..points {
+            let mut rest = p;
+            // The point's index along each axis, last axis (W, the x coordinate) first.
+            for (r, &n) in spatial.iter().rev().enumerate() {
+                base[r * points as usize + p as usize] = coord(rest % n, n);
+                rest /= n;
+            }
+        }
+        let dtype = self.em.ty(theta).dtype;
+        let hint = format!("{}.base_grid", node.output.first().map_or("grid", |s| s));
+        let base = self.const_value(
+            &hint,
+            Tensor::from_f64s(dtype, vec![k as u64 + 1, points], &base),
+        );
+        let mm = self.push1(Op::MatMul { activation: None }, &[theta, base])?;
+        let t = self.push1(
+            Op::Transpose {
+                perm: vec![0, 2, 1],
+            },
+            &[mm],
+        )?;
+        let mut shape = vec![ts[0] as i64];
+        shape.extend(spatial.iter().map(|&v| v as i64));
+        shape.push(k as i64);
+        self.emit(node, Op::Reshape { shape }, &[t])
     }
 }

@@ -682,6 +682,7 @@ impl Importer {
             "SoftmaxCrossEntropyLoss" => self.nll_loss(node, &a, true),
             "CenterCropPad" => self.center_crop_pad(node, &a),
             "RotaryEmbedding" => self.rotary_embedding(node, &a),
+            "AffineGrid" => self.affine_grid(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
