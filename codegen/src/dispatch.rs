@@ -62,5 +62,6 @@ pub(crate) fn emit_op<'a, 'c>(
         } => gather::pad_gather(g, func, st, op, pads, *mode, name),
         Op::Reduce { kind, axes, .. } => gather::reduce(g, func, st, op, *kind, axes, name),
         Op::Resize(rz) => gather::resize(g, func, st, op, rz, name),
+        Op::Trilu { upper, k } => elementwise::trilu(g, func, st, op, *upper, *k, name),
     }
 }

@@ -83,6 +83,7 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::LayerNorm { .. }
         | Op::Reduce { .. }
         | Op::Resize(_)
+        | Op::Trilu { .. }
         | Op::AllocSlab { .. }
         | Op::AllocTensor { .. } => 0,
     }

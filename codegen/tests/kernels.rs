@@ -786,6 +786,16 @@ fn math_functions_at_their_edges() {
         "cos",
         "softplus",
         "softsign",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "sign",
     ] {
         let text = model(&[("x", vec![len])], &[], &format!("{op}(%x)"));
         check_with(
@@ -892,4 +902,24 @@ fn register_tiles_for_a_sixteen_register_file() {
             }
         }
     }
+}
+
+/// `trilu` against the interpreter: both triangles, diagonals inside, at and past the edges
+/// of wide, tall and batched matrices; NaN and infinities in the zeroed part are zeroed.
+#[test]
+fn trilu_both_triangles_and_offsets() {
+    for shape in [vec![3u64, 5], vec![2, 6, 4], vec![2, 1, 3, 3]] {
+        for upper in [true, false] {
+            for k in [-7i64, -1, 0, 2, 7] {
+                check(&model(
+                    &[("x", shape.clone())],
+                    &[],
+                    &format!("trilu(%x) {{upper = {upper}, k = {k}}}"),
+                ));
+            }
+        }
+    }
+    let odd = vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let text = model(&[("x", vec![2, 2])], &[], "trilu(%x)");
+    check_with(&text, Some(vec![Tensor::f32(vec![2, 2], odd).unwrap()]));
 }

@@ -336,6 +336,7 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
             kernels::reduce(*kind, &axes, ins[0], out)
         }
         Op::Resize(r) => kernels::resize(r, ins[0], out),
+        Op::Trilu { upper, k } => kernels::trilu(*upper, *k, ins[0], out),
         // Buffers only: a bufferized op's `outs` say where its result lives, not what it is.
         Op::AllocSlab { .. } | Op::AllocTensor { .. } => {}
     }

@@ -170,6 +170,17 @@ fn gelu(x: f32) -> f32 {
     (0.5 * x * erfc(-x * std::f64::consts::FRAC_1_SQRT_2)) as f32
 }
 
+/// 1 for positive, -1 for negative, the operand itself for ±0 and NaN.
+fn sign(x: f32) -> f32 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        x
+    }
+}
+
 pub fn unary(u: UnaryOp, x: View, out: &mut Out) {
     let f: fn(f32) -> f32 = match u {
         UnaryOp::Relu => relu,
@@ -193,6 +204,16 @@ pub fn unary(u: UnaryOp, x: View, out: &mut Out) {
         // In f64, so that `1 + e^x` keeps the digits of a small `e^x`.
         UnaryOp::Softplus => |x| f64::from(x).exp().ln_1p() as f32,
         UnaryOp::Softsign => |x| x / (1.0 + x.abs()),
+        UnaryOp::Tan => f32::tan,
+        UnaryOp::Asin => f32::asin,
+        UnaryOp::Acos => f32::acos,
+        UnaryOp::Atan => f32::atan,
+        UnaryOp::Sinh => f32::sinh,
+        UnaryOp::Cosh => f32::cosh,
+        UnaryOp::Asinh => f32::asinh,
+        UnaryOp::Acosh => f32::acosh,
+        UnaryOp::Atanh => f32::atanh,
+        UnaryOp::Sign => sign,
     };
     for (o, &v) in out.data.iter_mut().zip(x.data) {
         *o = f(v);
@@ -857,4 +878,16 @@ pub fn resize(r: &Resize, x: View, out: &mut Out) {
 
 fn dims4(s: &[usize]) -> [usize; 4] {
     [s[0], s[1], s[2], s[3]]
+}
+
+/// ONNX Trilu: each `n × m` matrix of the last two axes keeps element `(i, j)` when
+/// `j - i >= k` (`upper`) or `j - i <= k`, and is zero elsewhere (NaN and infinities included).
+pub fn trilu(upper: bool, k: i64, x: View, out: &mut Out) {
+    let r = x.shape.len();
+    let (n, m) = (x.shape[r - 2], x.shape[r - 1]);
+    for (e, (o, &v)) in out.data.iter_mut().zip(x.data).enumerate() {
+        let (i, j) = (((e / m.max(1)) % n.max(1)) as i64, (e % m.max(1)) as i64);
+        let keep = if upper { j - i >= k } else { j - i <= k };
+        *o = if keep { v } else { 0.0 };
+    }
 }

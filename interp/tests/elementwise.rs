@@ -237,6 +237,34 @@ fn math_functions_known_values() {
     assert!((sp[0] - std::f32::consts::LN_2).abs() < 1e-7 && sp[1] == 100.);
     assert!(sp[2] > 0. && sp[2] < 1e-40);
     assert_eq!(unary(UnaryOp::Softsign, &[1., -3.]), [0.5, -0.75]);
+    // The inverse and hyperbolic functions at points with known values; NaN outside domains.
+    let close = |u, x: f32, want: f32| {
+        let got = unary(u, &[x])[0];
+        assert!(
+            (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "{u:?}({x}) = {got}"
+        );
+    };
+    close(UnaryOp::Tan, std::f32::consts::FRAC_PI_4, 1.0);
+    close(UnaryOp::Asin, 1.0, std::f32::consts::FRAC_PI_2);
+    close(UnaryOp::Acos, -1.0, std::f32::consts::PI);
+    close(UnaryOp::Atan, 1.0, std::f32::consts::FRAC_PI_4);
+    close(UnaryOp::Sinh, 1.0, 1.175_201_2);
+    close(UnaryOp::Cosh, 1.0, 1.543_080_6);
+    close(UnaryOp::Asinh, 1.175_201_2, 1.0);
+    close(UnaryOp::Acosh, 1.543_080_6, 1.0);
+    close(UnaryOp::Atanh, 0.5, 0.549_306_15);
+    for (u, x) in [
+        (UnaryOp::Asin, 2.0),
+        (UnaryOp::Acos, -1.5),
+        (UnaryOp::Acosh, 0.5),
+    ] {
+        assert!(unary(u, &[x])[0].is_nan(), "{u:?}({x})");
+    }
+    assert_eq!(unary(UnaryOp::Atanh, &[1.0])[0], f32::INFINITY);
+    let s = unary(UnaryOp::Sign, &[3.5, -0.25, 0.0, -0.0, f32::NAN]);
+    assert_eq!(s[..3], [1., -1., 0.]);
+    assert!(s[3] == 0.0 && s[3].is_sign_negative() && s[4].is_nan());
     let pw = binary(
         BinaryOp::Pow,
         t(&[3], &[2., -8., 4.]),

@@ -221,3 +221,48 @@ fn pad_reflect_in_two_dimensions() {
         0.0,
     );
 }
+
+/// `trilu` keeps the triangle on or above (below) the `k`-th diagonal of each matrix and
+/// zeroes the rest, NaN and infinities included.
+#[test]
+fn trilu_keeps_one_triangle_of_each_matrix() {
+    let x = iota(&[2, 3, 4]);
+    let up = run_op(Op::Trilu { upper: true, k: 0 }, std::slice::from_ref(&x));
+    #[rustfmt::skip]
+    let want_up = [
+        0., 1., 2., 3.,   0., 5., 6., 7.,   0., 0., 10., 11.,
+        12., 13., 14., 15.,   0., 17., 18., 19.,   0., 0., 22., 23.,
+    ];
+    assert_close(&up, &[2, 3, 4], &want_up, 0.0);
+    let low = run_op(
+        Op::Trilu {
+            upper: false,
+            k: -1,
+        },
+        std::slice::from_ref(&x),
+    );
+    #[rustfmt::skip]
+    let want_low = [
+        0., 0., 0., 0.,   4., 0., 0., 0.,   8., 9., 0., 0.,
+        0., 0., 0., 0.,   16., 0., 0., 0.,   20., 21., 0., 0.,
+    ];
+    assert_close(&low, &[2, 3, 4], &want_low, 0.0);
+    // A diagonal past the matrix keeps everything (lower) or nothing (upper).
+    assert_eq!(
+        values(&run_op(
+            Op::Trilu { upper: false, k: 5 },
+            std::slice::from_ref(&x)
+        )),
+        values(&x)
+    );
+    assert!(values(&run_op(Op::Trilu { upper: true, k: 5 }, &[x]))
+        .iter()
+        .all(|&v| v == 0.0));
+    let odd = t(
+        &[2, 2],
+        &[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN],
+    );
+    let y = run_op(Op::Trilu { upper: true, k: 0 }, &[odd]);
+    let y = values(&y);
+    assert!(y[0].is_nan() && y[1] == f32::INFINITY && y[2] == 0.0 && y[3].is_nan());
+}

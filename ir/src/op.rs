@@ -110,11 +110,31 @@ pub enum UnaryOp {
     Softplus,
     /// `x / (1 + |x|)`.
     Softsign,
+    /// `tan(x)`.
+    Tan,
+    /// `asin(x)`, NaN outside [-1, 1].
+    Asin,
+    /// `acos(x)`, NaN outside [-1, 1].
+    Acos,
+    /// `atan(x)`.
+    Atan,
+    /// `sinh(x)`.
+    Sinh,
+    /// `cosh(x)`.
+    Cosh,
+    /// `asinh(x)`.
+    Asinh,
+    /// `acosh(x)`, NaN below 1.
+    Acosh,
+    /// `atanh(x)`, NaN outside [-1, 1].
+    Atanh,
+    /// 1 for positive, -1 for negative, `x` itself for ±0 and NaN (ONNX Sign).
+    Sign,
 }
 
 impl UnaryOp {
     /// Every unary function, in declaration order (tests and the parser walk it).
-    pub const ALL: [UnaryOp; 20] = [
+    pub const ALL: [UnaryOp; 30] = [
         UnaryOp::Relu,
         UnaryOp::Relu6,
         UnaryOp::Sigmoid,
@@ -135,6 +155,16 @@ impl UnaryOp {
         UnaryOp::Cos,
         UnaryOp::Softplus,
         UnaryOp::Softsign,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Asinh,
+        UnaryOp::Acosh,
+        UnaryOp::Atanh,
+        UnaryOp::Sign,
     ];
 
     /// The op's name in the text form.
@@ -160,6 +190,16 @@ impl UnaryOp {
             UnaryOp::Cos => "cos",
             UnaryOp::Softplus => "softplus",
             UnaryOp::Softsign => "softsign",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Asin => "asin",
+            UnaryOp::Acos => "acos",
+            UnaryOp::Atan => "atan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Asinh => "asinh",
+            UnaryOp::Acosh => "acosh",
+            UnaryOp::Atanh => "atanh",
+            UnaryOp::Sign => "sign",
         }
     }
 }
@@ -544,6 +584,13 @@ pub enum Op {
         keepdims: bool,
     },
     Resize(Resize),
+    /// The upper (`upper`) or lower triangle of every matrix in the last two axes, the other
+    /// elements zero (ONNX Trilu): element `[.., i, j]` is kept when `j - i >= k` (upper) or
+    /// `j - i <= k` (lower).
+    Trilu {
+        upper: bool,
+        k: i64,
+    },
     /// The arena every intermediate lives in after bufferization: `size` bytes aligned to
     /// `align`. Its value is `tensor<size x u8>`.
     AllocSlab {
@@ -657,6 +704,16 @@ pub const OP_NAMES: &[&str] = &[
     "cos",
     "softplus",
     "softsign",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "sign",
     "clip",
     "hard_sigmoid",
     "prelu",
@@ -687,6 +744,7 @@ pub const OP_NAMES: &[&str] = &[
     "reduce_log_sum",
     "reduce_log_sum_exp",
     "resize",
+    "trilu",
     "alloc_slab",
     "alloc_tensor",
 ];
@@ -723,6 +781,7 @@ impl Op {
             Op::LayerNorm { .. } => "layer_norm",
             Op::Reduce { kind, .. } => kind.name(),
             Op::Resize(_) => "resize",
+            Op::Trilu { .. } => "trilu",
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
         }
@@ -754,7 +813,8 @@ impl Op {
             | Op::LogSoftmax { .. }
             | Op::Pad { .. }
             | Op::Reduce { .. }
-            | Op::Resize(_) => Arity::Exactly(1),
+            | Op::Resize(_)
+            | Op::Trilu { .. } => Arity::Exactly(1),
         }
     }
 
@@ -789,6 +849,7 @@ impl Op {
             | Op::LayerNorm { .. }
             | Op::Reduce { .. }
             | Op::Resize(_)
+            | Op::Trilu { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => 1,
         }
@@ -824,6 +885,7 @@ impl Op {
             | Op::LayerNorm { .. }
             | Op::Reduce { .. }
             | Op::Resize(_)
+            | Op::Trilu { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => None,
         }
@@ -865,6 +927,8 @@ impl Op {
             Op::LayerNorm { .. } => (Operator, Own, false),
             Op::Reduce { .. } => (Operator, Own, false),
             Op::Resize(_) => (Operator, Own, false),
+            // Element `i` of the result is element `i` of `x` or zero.
+            Op::Trilu { .. } => (Operator, InPlace, false),
             Op::AllocSlab { .. } => (Buffer, Own, false),
             Op::AllocTensor { .. } => (Buffer, Own, true),
         };
@@ -1251,6 +1315,13 @@ impl Op {
                     ],
                 )
             }
+            "trilu" => (
+                Op::Trilu {
+                    upper: r.bool("upper", true),
+                    k: r.int("k", 0),
+                },
+                &["upper", "k"],
+            ),
             "alloc_slab" => {
                 let size = r.uint("size", 0);
                 let align = r.uint("align", 1);
@@ -1374,6 +1445,10 @@ impl Op {
                 w.int("align", *align as i64, Some(1));
             }
             Op::AllocTensor { offset } => w.int("offset", *offset as i64, None),
+            Op::Trilu { upper, k } => {
+                w.bool("upper", *upper, true);
+                w.int("k", *k, Some(0));
+            }
             Op::Resize(r) => {
                 match r.scale {
                     Some(s) => w.ints("scale", &s, None),

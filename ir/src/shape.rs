@@ -565,6 +565,17 @@ pub fn infer_dims<D: Dim>(
             })?;
             one(out)
         }
+        Op::Trilu { .. } => {
+            let t = ins[0];
+            float(t.dtype, 0)?;
+            if t.rank() < 2 {
+                return err_at(
+                    0,
+                    format!("`trilu` works on the last two axes: it needs rank >= 2, got {t}"),
+                );
+            }
+            one(t.clone())
+        }
     }
 }
 

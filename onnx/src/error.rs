@@ -217,6 +217,9 @@ pub enum NodeError {
     StashType { value: i64 },
     #[error("training_mode must be {expected} for inference")]
     Training { expected: &'static str },
+    /// An operator imported as a composition of IR ops, refused for the reason given.
+    #[error("{op}: {problem}")]
+    Composite { op: &'static str, problem: String },
 
     // Values of attributes and constant inputs.
     #[error("`{what}` must not be negative, got {values:?}")]
@@ -253,7 +256,7 @@ pub enum NodeError {
     // Element-wise.
     #[error("a run-time Cast from {from} to {to} is not supported (the IR has no cast op)")]
     RuntimeCast { from: DType, to: DType },
-    #[error("attribute `approximate` = \"{}\" is not supported (only \"none\", the exact erf form)", shown(.value))]
+    #[error("attribute `approximate` = \"{}\" is not supported (only \"none\", the exact erf form, and \"tanh\")", shown(.value))]
     GeluApproximate { value: String },
     #[error("min ({min}) is greater than max ({max})")]
     ClipRange { min: f64, max: f64 },

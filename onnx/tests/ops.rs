@@ -724,6 +724,16 @@ fn math_functions() {
         "Cos",
         "Softplus",
         "Softsign",
+        "Tan",
+        "Asin",
+        "Acos",
+        "Atan",
+        "Sinh",
+        "Cosh",
+        "Asinh",
+        "Acosh",
+        "Atanh",
+        "Sign",
     ];
     let outs: Vec<String> = unary.iter().map(|u| u.to_lowercase()).collect();
     let mut nodes: Vec<_> = unary

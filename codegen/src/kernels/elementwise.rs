@@ -4,13 +4,14 @@
 //! innermost, so LLVM vectorises it.
 
 use super::common::{
-    activation, bytes_of, dims, full, over, result, sigmoid, strided_kernel, unsupported, Call,
-    Strided,
+    activation, args_of, bytes_of, dims, full, over, result, sigmoid, strided_kernel, unsupported,
+    Call, Strided,
 };
 use crate::nest::{llvm, K, R};
 use crate::storage::Storage;
 use crate::{CodegenError, Gen};
 use inkwell::values::FloatValue;
+use inkwell::IntPredicate;
 use tir_ir::{Activation, BinaryOp, Function, OpData, UnaryOp};
 
 pub(crate) fn unary<'a, 'c>(
@@ -231,4 +232,52 @@ pub(crate) fn batch_norm<'a, 'c>(
         llvm(k.b.build_float_trunc(y, k.f32t, "t"))
     })?;
     Ok(vec![call])
+}
+
+/// ONNX Trilu: `x` copied with the elements outside the kept triangle zeroed. One loop over
+/// the matrices, the rows and the columns; the column's distance from the diagonal decides.
+pub(crate) fn trilu<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    upper: bool,
+    k: i64,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    let (r, out_dims) = result(func, op)?;
+    let x = op.operands[0];
+    let rank = out_dims.len();
+    if rank < 2 {
+        return Err(unsupported(func, op, "rank below 2"));
+    }
+    let (n, m) = (out_dims[rank - 2], out_dims[rank - 1]);
+    let mats: i64 = out_dims[..rank - 2].iter().product();
+    if mats * n * m == 0 {
+        return Ok(vec![]);
+    }
+    let args = args_of(func, st, &[x, r])?;
+    let f = g.kernel(name, &args, &[false, true]);
+    let kb = g.k(f);
+    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
+    let pred = if upper {
+        IntPredicate::SGE
+    } else {
+        IntPredicate::SLE
+    };
+    kb.loop_(0, mats, &mut |b| {
+        kb.loop_(0, n, &mut |i| {
+            let row = kb.add(kb.mul(b, n * m)?, kb.mul(i, m)?)?;
+            kb.loop_(0, m, &mut |j| {
+                let at = kb.add(row, j)?;
+                let v = kb.ld(px, at)?;
+                let d = llvm(kb.b.build_int_sub(j, i, "d"))?;
+                let keep = llvm(kb.b.build_int_compare(pred, d, kb.c(k), "keep"))?;
+                let y = kb.fsel(keep, v, kb.f(0.0))?;
+                kb.st(po, at, y)
+            })
+        })
+    })?;
+    llvm(g.builder.build_return(None))?;
+    Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
 }

@@ -1,4 +1,4 @@
-//! The element-wise math functions beyond the activations: the unary ones (`abs` … `softsign`)
+//! The element-wise math functions beyond the activations: the unary ones (`abs` … `sign`)
 //! and the binary `pow`, `max`, `min`, as scalar or vector LLVM values inside the loop nests of
 //! [`super::elementwise`]. LLVM intrinsics where one exists (they vectorise or become libm
 //! calls per lane), the C library's `erff` and `powf` otherwise.
@@ -35,6 +35,33 @@ pub(crate) fn unary<'a, 'c>(k: &K<'a, 'c>, u: UnaryOp, x: FloatValue<'c>) -> R<F
         UnaryOp::Softsign => {
             let a = intrinsic(k, "llvm.fabs", &[x])?;
             k.fdiv(x, k.fadd(one, a)?)
+        }
+        // The C library's, as the interpreter's `f32` methods call them.
+        UnaryOp::Tan => libm(k, "tanf", &[x]),
+        UnaryOp::Asin => libm(k, "asinf", &[x]),
+        UnaryOp::Acos => libm(k, "acosf", &[x]),
+        UnaryOp::Atan => libm(k, "atanf", &[x]),
+        UnaryOp::Sinh => libm(k, "sinhf", &[x]),
+        UnaryOp::Cosh => libm(k, "coshf", &[x]),
+        UnaryOp::Asinh => libm(k, "asinhf", &[x]),
+        UnaryOp::Acosh => libm(k, "acoshf", &[x]),
+        UnaryOp::Atanh => libm(k, "atanhf", &[x]),
+        UnaryOp::Sign => {
+            // 1 above zero, -1 below, `x` itself for ±0 and NaN (both compares false).
+            let pos = llvm(k.b.build_float_compare(
+                FloatPredicate::OGT,
+                x,
+                x.get_type().const_zero(),
+                "pos",
+            ))?;
+            let neg = llvm(k.b.build_float_compare(
+                FloatPredicate::OLT,
+                x,
+                x.get_type().const_zero(),
+                "negv",
+            ))?;
+            let m = k.fsel(neg, x.get_type().const_float(-1.0), x)?;
+            k.fsel(pos, one, m)
         }
         UnaryOp::Relu
         | UnaryOp::Relu6

@@ -101,6 +101,16 @@ impl Importer {
             "Cos" => UnaryOp::Cos,
             "Softplus" => UnaryOp::Softplus,
             "Softsign" => UnaryOp::Softsign,
+            "Tan" => UnaryOp::Tan,
+            "Asin" => UnaryOp::Asin,
+            "Acos" => UnaryOp::Acos,
+            "Atan" => UnaryOp::Atan,
+            "Sinh" => UnaryOp::Sinh,
+            "Cosh" => UnaryOp::Cosh,
+            "Asinh" => UnaryOp::Asinh,
+            "Acosh" => UnaryOp::Acosh,
+            "Atanh" => UnaryOp::Atanh,
+            "Sign" => UnaryOp::Sign,
             "Relu" => UnaryOp::Relu,
             "Sigmoid" => UnaryOp::Sigmoid,
             "Tanh" => UnaryOp::Tanh,
@@ -108,6 +118,9 @@ impl Importer {
             "HardSwish" => UnaryOp::HardSwish,
             _ => {
                 let approx = a.string("approximate")?.unwrap_or_else(|| "none".into());
+                if approx == "tanh" {
+                    return self.gelu_tanh(node);
+                }
                 if approx != "none" {
                     return Err(NodeError::GeluApproximate { value: approx });
                 }

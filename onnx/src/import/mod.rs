@@ -10,6 +10,7 @@
 mod attention;
 mod attrs;
 mod conv;
+mod decompose;
 mod elementwise;
 mod fold;
 mod linear;
@@ -815,6 +816,9 @@ impl Importer {
             }
             "Conv" => self.conv(node, &a),
             "ConvTranspose" => self.conv_transpose(node, &a),
+            "MaxPool" | "AveragePool" if self.rank_of_input(node) == Some(3) => {
+                self.pool_1d(node, op_type, &a)
+            }
             "MaxPool" | "AveragePool" => self.pool(node, op_type, &a),
             "GlobalAveragePool" => self.global_avg_pool(node),
             "MatMul" => self.matmul(node),
@@ -824,6 +828,8 @@ impl Importer {
             "Relu" | "Sigmoid" | "Tanh" | "Exp" | "HardSwish" | "Gelu" | "Abs" | "Neg" | "Sqrt"
             | "Reciprocal" | "Log" | "Floor" | "Ceil" | "Round" | "Erf" | "Sin" | "Cos"
             | "Softplus" | "Softsign" => self.unary(node, op_type, &a),
+            "Tan" | "Asin" | "Acos" | "Atan" | "Sinh" | "Cosh" | "Asinh" | "Acosh" | "Atanh"
+            | "Sign" => self.unary(node, op_type, &a),
             "Clip" => self.clip(node, &a),
             "HardSigmoid" => self.hard_sigmoid(node, &a),
             "PRelu" => self.prelu(node),
@@ -858,6 +864,31 @@ impl Importer {
             | "Mod" => Err(NodeError::OnlyOnConstants {
                 op_type: op_type.to_string(),
             }),
+            // Compositions of existing IR ops (decompose.rs).
+            "LeakyRelu" => self.leaky_relu(node, &a),
+            "Elu" => self.elu(node, &a),
+            "Selu" => self.selu(node, &a),
+            "Celu" => self.celu(node, &a),
+            "Mish" => self.mish(node),
+            "Swish" => self.swish(node, &a),
+            "Sum" => self.sum_mean(node, false),
+            "Mean" => self.sum_mean(node, true),
+            "GlobalMaxPool" => self.global_max_pool(node),
+            "LpNormalization" => self.lp_normalization(node, &a),
+            "InstanceNormalization" => self.instance_norm(node, &a),
+            "GroupNormalization" => self.group_norm(node, &a),
+            "MeanVarianceNormalization" => self.mean_variance_norm(node, &a),
+            "DepthToSpace" => self.depth_space(node, &a, true),
+            "SpaceToDepth" => self.depth_space(node, &a, false),
+            "Tile" => self.tile(node),
+            "Trilu" => self.trilu(node, &a),
+            "ThresholdedRelu" => self.thresholded_relu(node, &a),
+            "LRN" => self.lrn(node, &a),
+            "NegativeLogLikelihoodLoss" => self.nll_loss(node, &a, false),
+            "SoftmaxCrossEntropyLoss" => self.nll_loss(node, &a, true),
+            "CenterCropPad" => self.center_crop_pad(node, &a),
+            "RotaryEmbedding" => self.rotary_embedding(node, &a),
+            "AffineGrid" => self.affine_grid(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),

@@ -11,6 +11,9 @@ use tir_ir::{BinaryOp, DType, Op, ReduceKind, UnaryOp};
 
 impl Importer {
     pub(super) fn batch_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        if self.opset >= 14 && a.int("training_mode")?.unwrap_or(0) != 0 {
+            return self.batch_norm_training(node, a);
+        }
         self.only_first_outputs(node, 1)?;
         if a.int("training_mode")?.unwrap_or(0) != 0 {
             return Err(NodeError::Training { expected: "0" });
@@ -24,7 +27,9 @@ impl Importer {
     }
 
     pub(super) fn layer_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
-        self.only_first_outputs(node, 1)?;
+        if self.only_first_outputs(node, 1).is_err() {
+            return self.layer_norm_stats(node, a);
+        }
         let axis = a.int("axis")?.unwrap_or(-1);
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let x = self.in_value(node, 0)?;
