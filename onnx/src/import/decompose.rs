@@ -50,13 +50,13 @@ impl Importer {
 
     /// A rank-0 constant of `like`'s element type, named after the node's first output.
     fn scalar_like(&mut self, node: &NodeProto, like: Value, what: &str, v: f64) -> Value {
-        let dtype = self.em.ty(like).dtype;
+        let dtype = self.em.sym_ty(like).dtype;
         let hint = format!("{}.{what}", node.output.first().map_or("c", |s| s));
         self.const_value(&hint, Tensor::from_f64s(dtype, vec![], &[v]))
     }
 
-    fn shape_of_value(&self, v: Value) -> Vec<u64> {
-        self.em.ty(v).shape.clone()
+    fn shape_of_value(&self, v: Value) -> R<Vec<u64>> {
+        Ok(self.em.ty(v)?.shape.clone())
     }
 
     /// Emits a single-result `op` as the node's output `index` (an extra output such as
@@ -84,7 +84,7 @@ impl Importer {
     /// The rank of the node's first input, if it has one.
     pub(super) fn rank_of_input(&self, node: &NodeProto) -> Option<usize> {
         let v = self.opt_in(node, 0).ok()??;
-        Some(self.shape_of(&v).len())
+        Some(self.shape_of(&v).ok()?.len())
     }
 
     /// Whether the node's output `index` exists and something reads it.
@@ -229,7 +229,7 @@ impl Importer {
     /// GlobalMaxPool: the maximum over every axis after the channels, kept as size 1.
     pub(super) fn global_max_pool(&mut self, node: &NodeProto) -> R<()> {
         let x = self.req_in(node, 0)?;
-        let rank = self.shape_of(&x).len();
+        let rank = self.shape_of(&x)?.len();
         if rank < 3 {
             return Err(refuse(
                 "GlobalMaxPool",
@@ -254,7 +254,7 @@ impl Importer {
             _ => return Err(refuse("LpNormalization", format!("p = {p} (only 1 and 2)"))),
         };
         let x = self.req_in(node, 0)?;
-        let rank = self.shape_of(&x).len();
+        let rank = self.shape_of(&x)?.len();
         let axis = norm_axis(a.int("axis")?.unwrap_or(-1), rank)?;
         let x = self.in_value(node, 0)?;
         let reduce = Op::Reduce {
@@ -311,7 +311,7 @@ impl Importer {
         let axis_attr = a.int("axis")?.unwrap_or(-1);
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let xv = self.req_in(node, 0)?;
-        let rank = self.shape_of(&xv).len();
+        let rank = self.shape_of(&xv)?.len();
         let axis = norm_axis(axis_attr, rank)?;
         let x = self.in_value(node, 0)?;
         let s = self.in_value(node, 1)?;
@@ -349,7 +349,7 @@ impl Importer {
         c: u64,
     ) -> R<Value> {
         let v = self.in_value(node, i)?;
-        let s = self.shape_of_value(v);
+        let s = self.shape_of_value(v)?;
         if s != [c] {
             return Err(refuse(
                 op,
@@ -364,7 +364,7 @@ impl Importer {
     pub(super) fn instance_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         if xs.len() < 3 {
             return Err(refuse(
                 "InstanceNormalization",
@@ -399,7 +399,7 @@ impl Importer {
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let groups = a.req_int("num_groups")?;
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         if xs.len() < 3 {
             return Err(refuse(
                 OP,
@@ -438,7 +438,7 @@ impl Importer {
     /// `(x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)` over `axes` (default `[0, 2, 3]`).
     pub(super) fn mean_variance_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let x = self.in_value(node, 0)?;
-        let rank = self.shape_of_value(x).len();
+        let rank = self.shape_of_value(x)?.len();
         let axes = a.ints("axes")?.unwrap_or_else(|| vec![0, 2, 3]);
         for &ax in &axes {
             norm_axis(ax, rank)?;
@@ -470,7 +470,7 @@ impl Importer {
         };
         let b = a.req_int("blocksize")?;
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         let [n, c, h, w] = match xs[..] {
             [n, c, h, w] => [n as i64, c as i64, h as i64, w as i64],
             _ => {
@@ -533,7 +533,7 @@ impl Importer {
     pub(super) fn tile(&mut self, node: &NodeProto) -> R<()> {
         let reps = self.req_const_in(node, 1, "repeats")?.ints();
         let mut v = self.in_value(node, 0)?;
-        let rank = self.shape_of_value(v).len();
+        let rank = self.shape_of_value(v)?.len();
         if reps.len() != rank {
             return Err(refuse(
                 "Tile",
@@ -549,7 +549,7 @@ impl Importer {
         let last = reps.iter().rposition(|&r| r > 1);
         let Some(last) = last else {
             // Every repeat is 1: the value itself, through a copy so the output has an op.
-            let shape = self.shape_of_value(v).iter().map(|&d| d as i64).collect();
+            let shape = self.shape_of_value(v)?.iter().map(|&d| d as i64).collect();
             return self.emit(node, Op::Reshape { shape }, &[v]);
         };
         for (axis, &r) in reps.iter().enumerate() {
@@ -610,7 +610,7 @@ impl Importer {
         let bias = a.float("bias")?.unwrap_or(1.0);
         let size = a.req_int("size")?;
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         if xs.len() != 4 {
             return Err(refuse(
                 "LRN",
@@ -661,7 +661,7 @@ impl Importer {
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let momentum = a.float("momentum")?.unwrap_or(0.9);
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         if xs.len() < 2 {
             return Err(refuse(
                 OP,
@@ -788,7 +788,7 @@ impl Importer {
         let target = self.req_const_in(node, 1, "target")?;
         let weight = self.const_in(node, 2, "weight")?;
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         if xs.len() < 2 {
             return Err(refuse(
                 op,
@@ -841,7 +841,7 @@ impl Importer {
             negw[p] = -w;
             denom += w as f32 as f64;
         }
-        let dtype = self.em.ty(x).dtype;
+        let dtype = self.em.sym_ty(x).dtype;
         let hint = node.output.first().map_or("loss", |s| s).to_string();
         let hi = self.const_value(
             &format!("{hint}.target_hi"),
@@ -894,7 +894,7 @@ impl Importer {
         const OP: &str = "CenterCropPad";
         let target = self.req_const_in(node, 1, "shape")?.ints();
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         let rank = xs.len();
         let axes = match a.ints("axes")? {
             Some(axes) => axes
@@ -968,7 +968,7 @@ impl Importer {
         const OP: &str = "RotaryEmbedding";
         let interleaved = a.int("interleaved")?.unwrap_or(0) != 0;
         let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x);
+        let xs = self.shape_of_value(x)?;
         // The working layout keeps the heads where the input has them: [B, H, S, D] as given,
         // or [B, S, H, D] from a 3-D [B, S, H·D].
         let (b, s, work) = match xs[..] {
@@ -1066,7 +1066,7 @@ impl Importer {
                 }
                 None => {
                     let c = self.in_value(node, i)?;
-                    let cs = self.shape_of_value(c);
+                    let cs = self.shape_of_value(c)?;
                     if cs != [b, s, half] {
                         return Err(refuse(
                             OP,
@@ -1164,7 +1164,7 @@ impl Importer {
         .collect::<R<_>>()?;
         let k = spatial.len();
         let theta = self.in_value(node, 0)?;
-        let ts = self.shape_of_value(theta);
+        let ts = self.shape_of_value(theta)?;
         if ts.len() != 3 || ts[0] as i64 != size[0] || ts[1..] != [k as u64, k as u64 + 1] {
             return Err(refuse(
                 OP,
@@ -1198,7 +1198,7 @@ impl Importer {
                 rest /= n;
             }
         }
-        let dtype = self.em.ty(theta).dtype;
+        let dtype = self.em.sym_ty(theta).dtype;
         let hint = format!("{}.base_grid", node.output.first().map_or("grid", |s| s));
         let base = self.const_value(
             &hint,
