@@ -48,13 +48,19 @@ pub fn planned(module: &tir_ir::Module, plan: &str) -> tir_ir::Module {
 /// checking the first run against the interpreter (1e-4 relative) and every other run for
 /// bitwise equality with it.
 pub fn end_to_end(model: &str, module: tir_ir::Module) -> Vec<Vec<u32>> {
+    end_to_end_sharing(model, module, &[true, false])
+}
+
+/// [`end_to_end`] with buffer sharing only as `sharings` says: each setting is one more
+/// compilation of the model, the suite's main cost.
+pub fn end_to_end_sharing(model: &str, module: tir_ir::Module, sharings: &[bool]) -> Vec<Vec<u32>> {
     let weights = Weights::generate(&module, 0).unwrap();
     let inputs = inputs(&module);
     let expected = tir_interp::run(&module, &weights, &inputs).unwrap();
     let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
 
     let mut plans: Vec<(String, tir_ir::Module)> = Vec::new();
-    for sharing in [true, false] {
+    for &sharing in sharings {
         for s in STRATEGIES {
             let p = format!("strategy={s},sharing={sharing}");
             let m = planned(&module, &p);
