@@ -30,7 +30,7 @@ MODELS = {
                     [1, 3, 640, 640]),
     "ppocrv4_rec": ("rapidocr_onnxruntime==1.4.4",
                     "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
-                    {"p2o.DynamicDimension.0": 1, "?": 48, "p2o.DynamicDimension.1": 320},
+                    {"p2o.DynamicDimension.0": 1, "x.d2": 48, "p2o.DynamicDimension.1": 320},
                     [1, 3, 48, 320]),
     "ppocr_cls": ("rapidocr_onnxruntime==1.4.4",
                   "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
