@@ -44,7 +44,7 @@ use kernels::common::Call;
 use nest::{llvm, K, R};
 use storage::{Base, Loc, Storage};
 use tir_interp::Weights;
-use tir_ir::{DType, Function, Module, Op, Value};
+use tir_ir::{Function, Module, Op, Value};
 
 /// Why a module could not be compiled.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -61,7 +61,7 @@ pub enum CodegenError {
         value: String,
         why: String,
     },
-    #[error("`{value}` is {ty}: code generation supports f32 tensors only")]
+    #[error("`{value}` is {ty}: code generation supports f32, i8, u8, i32, i64 and bool tensors")]
     DType { value: String, ty: String },
     #[error("`{0}` has no storage: it is neither in the slab, nor an input, output or weight")]
     NoStorage(String),
@@ -618,7 +618,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     func.producer(v).map(|id| &func.ops[id].op),
                     Some(Op::AllocSlab { .. })
                 );
-                if t.dtype != DType::F32 && !is_slab {
+                if !kernels::typed::supported(t.dtype) && !is_slab {
                     return Err(CodegenError::DType {
                         value: func.value_name(v),
                         ty: t.to_string(),
@@ -889,6 +889,10 @@ fn weight_bytes(func: &Function, weights: &Weights, v: Value, storage: &Storage)
             func.value_name(v)
         ))
     })?;
+    if t.ty.dtype != tir_ir::DType::F32 && t.ty == *ty && t.is_consistent() {
+        // Only f32 weights are ever stored transposed (gemm's B).
+        return Ok(t.data.to_le_bytes());
+    }
     let data = match t.as_f32() {
         Some(d) if t.ty == *ty && t.is_consistent() => d,
         _ => {

@@ -83,6 +83,12 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::LayerNorm { .. }
         | Op::Reduce { .. }
         | Op::Resize(_)
+        | Op::Cast { .. }
+        | Op::Compare(_)
+        | Op::Where
+        | Op::Logical(_)
+        | Op::Not
+        | Op::ArgReduce { .. }
         | Op::AllocSlab { .. }
         | Op::AllocTensor { .. } => 0,
     }
