@@ -106,6 +106,7 @@ fn typed_op<'a, 'c>(
             activation: None,
         } => typed::int_binary(g, func, st, op, *b, name),
         Op::Unary(u) => typed::int_unary(g, func, st, op, *u, name),
+        Op::Clip { min, max } => typed::int_clip(g, func, st, op, *min, *max, name),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
             typed::view(g, func, st, op, name)
         }

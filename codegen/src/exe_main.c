@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -225,6 +226,12 @@ static const struct { const char *code, *name, *descr; uint64_t size; } codes[] 
 static double elem_at(const void *p, int code, uint64_t k) {
     switch (code) {
     case 0: return ((const float *)p)[k];
+    case 1: {
+        uint16_t h = ((const uint16_t *)p)[k];
+        int e = (h >> 10) & 31; double m = h & 1023, s = (h & 0x8000) ? -1 : 1;
+        if (e == 31) return m ? NAN : s * INFINITY;
+        return s * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+    }
     case 2: return ((const int8_t *)p)[k];
     case 3: case 6: return ((const uint8_t *)p)[k];
     case 4: return ((const int32_t *)p)[k];
@@ -721,11 +728,13 @@ int main(int argc, char **argv) {
         void *x = xalloc(bytes_of(n, (size_t)codes[c].size));
         char key[1024]; snprintf(key, sizeof key, "input:%s", in_names[i]);
         uint64_t st = fnv1a(key);
-        /* f32 uniform in [-1, 1); integers uniform in [-4, 4) ([0, 8) for u8); bools 0 or 1. */
+        /* f32 uniform in [-1, 1); integers (and f16) uniform in [-4, 4) ([0, 8) for u8); bools 0 or 1. */
         for (uint64_t k = 0; k < n; k++) {
             uint64_t z = splitmix(&st);
             switch (c) {
             case 0: ((float *)x)[k] = (float)(z >> 40) * (1.0f / 8388608.0f) - 1.0f; break;
+            case 1: { static const uint16_t small[8] = {0xC400, 0xC200, 0xC000, 0xBC00, 0, 0x3C00, 0x4000, 0x4200};
+                      ((uint16_t *)x)[k] = small[z >> 61]; break; }
             case 2: ((int8_t *)x)[k] = (int8_t)((int)(z >> 61) - 4); break;
             case 3: ((uint8_t *)x)[k] = (uint8_t)(z >> 61); break;
             case 4: ((int32_t *)x)[k] = (int32_t)(z >> 61) - 4; break;

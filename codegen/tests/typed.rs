@@ -21,6 +21,7 @@ fn tensor(dtype: DType, shape: &[u64], pattern: &[f64]) -> Tensor {
         DType::I32 => Data::I32(v.iter().map(|&x| x as i32).collect()),
         DType::I64 => Data::I64(v.iter().map(|&x| x as i64).collect()),
         DType::Bool => Data::Bool(v.iter().map(|&x| x != 0.0).collect()),
+        DType::F16 => Data::from_f32(DType::F16, &v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
         other => panic!("no test data for {other}"),
     };
     Tensor::new(TensorType::new(shape.to_vec(), dtype), data).unwrap()
@@ -163,7 +164,7 @@ fn integer_arithmetic_wraps_and_division_never_traps() {
     for d in [DType::I8, DType::U8, DType::I32, DType::I64] {
         let a = tensor(d, &[5, 7], INTS);
         let b = tensor(d, &[7], DIVISORS);
-        for op in ["add", "sub", "mul", "div", "max", "min"] {
+        for op in ["add", "sub", "mul", "div", "max", "min", "pow"] {
             let text = format!(
                 "module @m {{ func @main(%a: tensor<5x7x{d}>, %b: tensor<7x{d}>) -> tensor<5x7x{d}> {{\n\
                  %y = {op}(%a, %b) : tensor<5x7x{d}>\n return %y\n}} }}"
@@ -242,14 +243,73 @@ fn argmax_results_match_numpy_on_a_known_case() {
 }
 
 #[test]
-fn f16_tensors_are_refused_by_code_generation_with_a_reason() {
-    let text = "module @m { func @main(%x: tensor<4xf32>) -> tensor<4xf16> {\n\
-                %y = cast(%x) {to = f16} : tensor<4xf16>\n return %y\n} }";
-    let mut m = tir_ir::parse_and_verify(text).unwrap();
-    let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
-    run_pipeline(&mut m, &passes, true, |_, _| {}).unwrap();
-    let proof = Bufferized::new(&mut m).unwrap();
-    let x = Tensor::f32([4], vec![1.0, 2.0, 3.0, 4.0]).unwrap();
-    let err = jit_run_tensors(&proof, &Weights::default(), &[x]).unwrap_err();
-    assert!(err.to_string().contains("f16"), "{err}");
+fn integer_clip_binds_only_finite_bounds() {
+    for d in [DType::I8, DType::U8, DType::I32, DType::I64] {
+        let a = tensor(d, &[4, 5], INTS);
+        for attrs in ["min = -5.0, max = 100.0", "min = 0.0", "max = 3.0", ""] {
+            let attrs = if attrs.is_empty() {
+                String::new()
+            } else {
+                format!(" {{{attrs}}}")
+            };
+            let text = format!(
+                "module @m {{ func @main(%a: tensor<4x5x{d}>) -> tensor<4x5x{d}> {{\n\
+                 %y = clip(%a){attrs} : tensor<4x5x{d}>\n return %y\n}} }}"
+            );
+            check(&text, std::slice::from_ref(&a));
+        }
+    }
+}
+
+#[test]
+fn f16_casts_round_to_nearest_even_through_f32() {
+    let x = tensor(DType::F32, &[2, 7], FLOATS);
+    let h = tensor(DType::F16, &[2, 7], FLOATS);
+    for other in TYPES {
+        let there = format!(
+            "module @m {{ func @main(%x: tensor<2x7x{other}>) -> tensor<2x7xf16> {{\n\
+             %y = cast(%x) {{to = f16}} : tensor<2x7xf16>\n return %y\n}} }}"
+        );
+        let input = if other == DType::F32 {
+            x.clone()
+        } else {
+            tensor(other, &[2, 7], INTS)
+        };
+        check(&there, &[input]);
+        let back = format!(
+            "module @m {{ func @main(%x: tensor<2x7xf16>) -> tensor<2x7x{other}> {{\n\
+             %y = cast(%x) {{to = {other}}} : tensor<2x7x{other}>\n return %y\n}} }}"
+        );
+        check(&back, std::slice::from_ref(&h));
+    }
+}
+
+#[test]
+fn f16_arithmetic_and_bf16_are_refused_by_code_generation_with_a_reason() {
+    for (text, what) in [
+        (
+            "module @m { func @main(%x: tensor<4xf16>) -> tensor<4xf16> {\n\
+             %y = add(%x, %x) : tensor<4xf16>\n return %y\n} }",
+            "f16",
+        ),
+        (
+            "module @m { func @main(%x: tensor<4xf32>) -> tensor<4xbf16> {\n\
+             %y = cast(%x) {to = bf16} : tensor<4xbf16>\n return %y\n} }",
+            "bf16",
+        ),
+    ] {
+        let mut m = tir_ir::parse_and_verify(text).unwrap();
+        let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
+        run_pipeline(&mut m, &passes, true, |_, _| {}).unwrap();
+        let x = m.entry().unwrap().params[0];
+        let ty = m.entry().unwrap().ty(x).unwrap().clone();
+        let proof = Bufferized::new(&mut m).unwrap();
+        let input = if ty.dtype == DType::F16 {
+            tensor(DType::F16, &[4], &[1.0])
+        } else {
+            tensor(DType::F32, &[4], &[1.0])
+        };
+        let err = jit_run_tensors(&proof, &Weights::default(), &[input]).unwrap_err();
+        assert!(err.to_string().contains(what), "{err}");
+    }
 }

@@ -24,9 +24,9 @@ use tir_ir::{BinaryOp, CompareOp, DType, Function, LogicalOp, OpData, UnaryOp, V
 type TypedFn<'f> =
     &'f dyn for<'a, 'c> Fn(&K<'a, 'c>, &[BasicValueEnum<'c>]) -> R<BasicValueEnum<'c>>;
 
-/// Whether generated code holds `d` (the element types of this module and f32).
+/// Whether generated code holds `d`: every type but `bf16`; `f16` only in casts and copies.
 pub(crate) fn supported(d: DType) -> bool {
-    !matches!(d, DType::F16 | DType::BF16)
+    d != DType::BF16
 }
 
 fn elem<'c>(k: &K<'_, 'c>, d: DType) -> BasicTypeEnum<'c> {
@@ -35,7 +35,7 @@ fn elem<'c>(k: &K<'_, 'c>, d: DType) -> BasicTypeEnum<'c> {
         DType::I8 | DType::U8 | DType::Bool => k.ctx.i8_type().into(),
         DType::I32 => k.ctx.i32_type().into(),
         DType::I64 => k.ctx.i64_type().into(),
-        // Refused before any kernel is built (`supported`); a float type keeps this total.
+        // `bf16` is refused before any kernel is built (`supported`).
         DType::F16 | DType::BF16 => k.ctx.f16_type().into(),
     }
 }
@@ -138,11 +138,16 @@ fn unsigned(d: DType) -> bool {
     matches!(d, DType::U8 | DType::Bool)
 }
 
-/// Every value of the op, the result first, in a type generated code holds.
+/// Every value of the op, the result first, in a type generated code computes on (`f16`
+/// only when `f16` is true: casts and copies).
 fn check_types(func: &Function, op: &OpData) -> R<()> {
+    check_types_f16(func, op, false)
+}
+
+fn check_types_f16(func: &Function, op: &OpData, f16: bool) -> R<()> {
     for &v in op.results.iter().chain(&op.operands) {
         let d = dtype(func, v)?;
-        if !supported(d) {
+        if !supported(d) || (d == DType::F16 && !f16) {
             return Err(unsupported(
                 func,
                 op,
@@ -160,7 +165,7 @@ pub(crate) fn cast<'a, 'c>(
     op: &OpData,
     name: &str,
 ) -> R<Vec<Call<'c>>> {
-    check_types(func, op)?;
+    check_types_f16(func, op, true)?;
     let (r, out_dims) = result(func, op)?;
     let out = strided(func, st, r, None)?;
     let x = strided(func, st, op.operands[0], None)?;
@@ -179,6 +184,19 @@ fn cast_value<'c>(
 ) -> R<BasicValueEnum<'c>> {
     let b = k.b;
     let ty = elem(k, to);
+    // f16 goes through f32: widening is exact, and an integer reaches f16 by way of f32 as
+    // in the interpreter.
+    if from == to {
+        return Ok(v);
+    }
+    if from == DType::F16 {
+        let x = llvm(b.build_float_ext(v.into_float_value(), k.f32t, "h"))?;
+        return cast_value(k, x.into(), DType::F32, to);
+    }
+    if to == DType::F16 {
+        let x = cast_value(k, v, from, DType::F32)?.into_float_value();
+        return Ok(llvm(b.build_float_trunc(x, ty.into_float_type(), "h"))?.into());
+    }
     Ok(match (from, to) {
         (DType::F32, DType::F32) => v,
         (DType::F32, DType::Bool) => {
@@ -352,7 +370,7 @@ pub(crate) fn int_binary<'a, 'c>(
     let (r, out_dims) = result(func, op)?;
     let out = strided(func, st, r, None)?;
     let d = out.1;
-    if d == DType::F32 || bop == BinaryOp::Pow {
+    if d == DType::F32 {
         return Err(unsupported(func, op, &format!("`{}` on {d}", bop.name())));
     }
     let a = strided(func, st, op.operands[0], Some(&out_dims))?;
@@ -405,9 +423,112 @@ pub(crate) fn int_binary<'a, 'c>(
                     llvm(b.build_select(is0, zero, q, "r"))?.into_int_value()
                 }
             }
-            BinaryOp::Pow => return Err(CodegenError::Llvm("integer pow".into())),
+            BinaryOp::Pow => int_pow(k, x, y, u)?,
         }
         .into())
+    })?;
+    Ok(vec![call])
+}
+
+/// `x ^ y` on integers as the interpreter computes it: in i64, square and multiply over all 64
+/// bits of the exponent (branch-free, so the loop vectorises), wrapping; a negative exponent
+/// gives the truncated `1 / x^|y|` (1 for x = 1, ±1 for x = -1, else 0).
+fn int_pow<'c>(k: &K<'_, 'c>, x: IntValue<'c>, y: IntValue<'c>, u: bool) -> R<IntValue<'c>> {
+    let b = k.b;
+    let t = x.get_type();
+    let wide = |v: IntValue<'c>| -> R<IntValue<'c>> {
+        if t.get_bit_width() == 64 {
+            Ok(v)
+        } else if u {
+            llvm(b.build_int_z_extend(v, k.i64t, "z"))
+        } else {
+            llvm(b.build_int_s_extend(v, k.i64t, "s"))
+        }
+    };
+    let (x, y) = (wide(x)?, wide(y)?);
+    let one = k.c(1);
+    let (mut acc, mut base, mut e) = (one, x, y);
+    for _ in 0..64 {
+        let bit = llvm(b.build_and(e, one, "bit"))?;
+        let odd = llvm(b.build_int_compare(IntPredicate::NE, bit, k.c(0), "odd"))?;
+        let m = llvm(b.build_int_mul(acc, base, "m"))?;
+        acc = llvm(b.build_select(odd, m, acc, "acc"))?.into_int_value();
+        base = llvm(b.build_int_mul(base, base, "sq"))?;
+        e = llvm(b.build_right_shift(e, one, false, "e"))?;
+    }
+    let neg_exp = llvm(b.build_int_compare(IntPredicate::SLT, y, k.c(0), "ne"))?;
+    let is1 = llvm(b.build_int_compare(IntPredicate::EQ, x, one, "x1"))?;
+    let is_m1 = llvm(b.build_int_compare(IntPredicate::EQ, x, k.c(-1), "xm1"))?;
+    let y_odd = llvm(b.build_int_compare(
+        IntPredicate::NE,
+        llvm(b.build_and(y, one, "yb"))?,
+        k.c(0),
+        "yo",
+    ))?;
+    let m1_pow = llvm(b.build_select(y_odd, k.c(-1), one, "m1p"))?.into_int_value();
+    let small = llvm(b.build_select(is_m1, m1_pow, k.c(0), "sm"))?.into_int_value();
+    let small = llvm(b.build_select(is1, one, small, "sm1"))?.into_int_value();
+    let r = llvm(b.build_select(neg_exp, small, acc, "p"))?.into_int_value();
+    if t.get_bit_width() == 64 {
+        Ok(r)
+    } else {
+        llvm(b.build_int_truncate(r, t, "t"))
+    }
+}
+
+/// Integer `clip` with the interpreter's rule: an element below `min` (compared exactly, in
+/// i64 against `ceil(min)`) becomes `min` truncated to an integer, likewise above `max`.
+pub(crate) fn int_clip<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    min: f64,
+    max: f64,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    check_types(func, op)?;
+    let (r, out_dims) = result(func, op)?;
+    let out = strided(func, st, r, None)?;
+    let d = out.1;
+    if d == DType::F32 {
+        return Err(unsupported(func, op, "`clip` on f32"));
+    }
+    let x = strided(func, st, op.operands[0], None)?;
+    let uns = unsigned(d);
+    let call = typed_kernel(g, name, &out_dims, out, vec![x], &move |k, v| {
+        let b = k.b;
+        let x = v[0].into_int_value();
+        let t = x.get_type();
+        let w = if t.get_bit_width() == 64 {
+            x
+        } else if uns {
+            llvm(b.build_int_z_extend(x, k.i64t, "z"))?
+        } else {
+            llvm(b.build_int_s_extend(x, k.i64t, "s"))?
+        };
+        let bound = |v: f64| -> R<_> {
+            let c = k.c(v as i64);
+            if t.get_bit_width() == 64 {
+                Ok(c)
+            } else {
+                llvm(b.build_int_truncate(c, t, "bt"))
+            }
+        };
+        let mut y = x;
+        // `v < min` for an integer v is `v < ceil(min)`; an infinite bound never binds.
+        if min.is_finite() {
+            let below =
+                llvm(b.build_int_compare(IntPredicate::SLT, w, k.c(min.ceil() as i64), "lo"))?;
+            y = llvm(b.build_select(below, bound(min)?, y, "y"))?.into_int_value();
+        }
+        // (A NaN bound compares false: it never binds, as in the interpreter.)
+        if max.is_finite() {
+            let above =
+                llvm(b.build_int_compare(IntPredicate::SGT, w, k.c(max.floor() as i64), "hi"))?;
+            y = llvm(b.build_select(above, bound(max)?, y, "y"))?.into_int_value();
+        }
+        Ok(y.into())
     })?;
     Ok(vec![call])
 }
@@ -604,7 +725,7 @@ pub(crate) fn view<'a, 'c>(
     op: &OpData,
     name: &str,
 ) -> R<Vec<Call<'c>>> {
-    check_types(func, op)?;
+    check_types_f16(func, op, true)?;
     let (r, _) = result(func, op)?;
     let x = op.operands[0];
     let (from, to) = (st.of(func, x)?, st.of(func, r)?);
