@@ -76,7 +76,8 @@ pub(crate) fn emit_op<'a, 'c>(
         | Op::Where
         | Op::Logical(_)
         | Op::Not
-        | Op::ArgReduce { .. } => typed_op(g, func, st, op, name),
+        | Op::ArgReduce { .. }
+        | Op::Mod { .. } => typed_op(g, func, st, op, name),
     }
 }
 
@@ -106,6 +107,7 @@ fn typed_op<'a, 'c>(
             activation: None,
         } => typed::int_binary(g, func, st, op, *b, name),
         Op::Unary(u) => typed::int_unary(g, func, st, op, *u, name),
+        Op::Mod { fmod } => typed::modulo(g, func, st, op, *fmod, name),
         Op::Clip { min, max } => typed::int_clip(g, func, st, op, *min, *max, name),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
             typed::view(g, func, st, op, name)

@@ -89,6 +89,7 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::Logical(_)
         | Op::Not
         | Op::ArgReduce { .. }
+        | Op::Mod { .. }
         | Op::AllocSlab { .. }
         | Op::AllocTensor { .. } => 0,
     }

@@ -313,3 +313,42 @@ fn f16_arithmetic_and_bf16_are_refused_by_code_generation_with_a_reason() {
         assert!(err.to_string().contains(what), "{err}");
     }
 }
+
+#[test]
+fn mod_takes_the_sign_of_the_divisor_or_with_fmod_of_the_dividend() {
+    for d in [DType::F32, DType::I8, DType::U8, DType::I32, DType::I64] {
+        let (pa, pb) = if d == DType::F32 {
+            (
+                FLOATS,
+                &[2.5, -1.0, 0.0, f64::INFINITY, -4.0, 3.0, f64::NAN][..],
+            )
+        } else {
+            (INTS, DIVISORS)
+        };
+        let a = tensor(d, &[5, 7], pa);
+        let b = tensor(d, &[7], pb);
+        for fmod in [true, false] {
+            if d == DType::F32 && !fmod {
+                continue;
+            }
+            let text = format!(
+                "module @m {{ func @main(%a: tensor<5x7x{d}>, %b: tensor<7x{d}>) -> tensor<5x7x{d}> {{\n\
+                 %y = mod(%a, %b) {{fmod = {fmod}}} : tensor<5x7x{d}>\n return %y\n}} }}"
+            );
+            check(&text, &[a.clone(), b.clone()]);
+        }
+    }
+}
+
+#[test]
+fn interpreter_mod_follows_numpy() {
+    // np.mod and np.fmod on int32: [5, -5, 5, -5] by [3, 3, -3, -3], and by zero.
+    let text = "module @m { func @main(%a: tensor<5xi32>, %b: tensor<5xi32>) -> (tensor<5xi32>, tensor<5xi32>) {\n\
+                %m = mod(%a, %b) : tensor<5xi32>\n %f = mod(%a, %b) {fmod = true} : tensor<5xi32>\n return %m, %f\n} }";
+    let module = tir_ir::parse_and_verify(text).unwrap();
+    let a = tensor(DType::I32, &[5], &[5.0, -5.0, 5.0, -5.0, 7.0]);
+    let b = tensor(DType::I32, &[5], &[3.0, 3.0, -3.0, -3.0, 0.0]);
+    let out = tir_interp::run(&module, &Weights::default(), &[a, b]).unwrap();
+    assert_eq!(out[0].data, Data::I32(vec![2, 1, -1, -2, 0]));
+    assert_eq!(out[1].data, Data::I32(vec![2, -2, 2, -2, 0]));
+}

@@ -125,11 +125,13 @@ pub fn run(
                 });
             }
         }
-        let all_f32 = op
-            .operands
-            .iter()
-            .chain(&op.results)
-            .all(|v| types[v.index()].dtype == DType::F32);
+        // `mod` has only the generic kernel, whatever its type.
+        let all_f32 = !matches!(op.op, Op::Mod { .. })
+            && op
+                .operands
+                .iter()
+                .chain(&op.results)
+                .all(|v| types[v.index()].dtype == DType::F32);
         if all_f32 {
             let mut outs = Vec::with_capacity(op.results.len());
             for &r in &op.results {
@@ -376,6 +378,8 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
         Op::Cast { .. } => out.data.copy_from_slice(ins[0].data),
         // Their results are bool or i64, never f32: `typed` runs them.
         Op::Compare(_) | Op::Where | Op::Logical(_) | Op::Not | Op::ArgReduce { .. } => {}
+        // Run by `typed` on every element type.
+        Op::Mod { .. } => {}
         // Buffers only: a bufferized op's `outs` say where its result lives, not what it is.
         Op::AllocSlab { .. } | Op::AllocTensor { .. } => {}
     }

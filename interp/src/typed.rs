@@ -144,6 +144,20 @@ fn int_pow(a: i64, b: i64) -> i64 {
     }
 }
 
+/// The integer remainder: C's (the sign of `a`) with `fmod`, else Python's (the sign of
+/// `b`); by zero it is 0.
+pub fn int_mod(a: i64, b: i64, fmod: bool) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let r = a.wrapping_rem(b);
+    if !fmod && r != 0 && (r < 0) != (b < 0) {
+        r.wrapping_add(b)
+    } else {
+        r
+    }
+}
+
 fn float_binary(op: BinaryOp, a: f64, b: f64) -> f64 {
     match op {
         BinaryOp::Add => a + b,
@@ -284,6 +298,23 @@ pub fn exec(op: &Op, ins: &[In], outs: &[&TensorType]) -> Option<Vec<Data>> {
             }
             Wide::F(_) => return None,
         },
+        Op::Mod { fmod } => {
+            let (ia, ib) = (over(0), over(1));
+            let w = match (widen(ins[0].data), widen(ins[1].data)) {
+                (Wide::I(x), Wide::I(y)) => Wide::I(
+                    ia.iter()
+                        .zip(&ib)
+                        .map(|(&i, &j)| int_mod(x[i], y[j], *fmod))
+                        .collect(),
+                ),
+                // `%` on floats is C's fmod; the shape rule admits floats only with `fmod`.
+                (Wide::F(x), Wide::F(y)) => {
+                    Wide::F(ia.iter().zip(&ib).map(|(&i, &j)| x[i] % y[j]).collect())
+                }
+                _ => return None,
+            };
+            narrow(out.dtype, &w)
+        }
         Op::ArgReduce {
             max,
             axis,

@@ -636,6 +636,12 @@ pub enum Op {
         keepdims: bool,
         select_last_index: bool,
     },
+    /// The remainder of `a / b` with broadcasting (ONNX Mod): with `fmod`, C's `fmod` (the
+    /// sign of `a`; floats need it), else the sign of `b` (Python's `%`, integers only). An
+    /// integer remainder by zero is 0.
+    Mod {
+        fmod: bool,
+    },
     /// The arena every intermediate lives in after bufferization: `size` bytes aligned to
     /// `align`. Its value is `tensor<size x u8>`.
     AllocSlab {
@@ -792,6 +798,7 @@ pub const OP_NAMES: &[&str] = &[
     "not",
     "argmax",
     "argmin",
+    "mod",
     "alloc_slab",
     "alloc_tensor",
 ];
@@ -835,6 +842,7 @@ impl Op {
             Op::Not => "not",
             Op::ArgReduce { max: true, .. } => "argmax",
             Op::ArgReduce { max: false, .. } => "argmin",
+            Op::Mod { .. } => "mod",
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
         }
@@ -848,7 +856,7 @@ impl Op {
             Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
             Op::LayerNorm { .. } => Arity::Range(2, 3),
             Op::BatchNorm { .. } => Arity::Exactly(5),
-            Op::Compare(_) | Op::Logical(_) => Arity::Exactly(2),
+            Op::Compare(_) | Op::Logical(_) | Op::Mod { .. } => Arity::Exactly(2),
             Op::Where => Arity::Exactly(3),
             Op::Cast { .. } | Op::Not | Op::ArgReduce { .. } => Arity::Exactly(1),
             Op::Concat { .. } => Arity::AtLeast(1),
@@ -910,6 +918,7 @@ impl Op {
             | Op::Logical(_)
             | Op::Not
             | Op::ArgReduce { .. }
+            | Op::Mod { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => 1,
         }
@@ -951,6 +960,7 @@ impl Op {
             | Op::Logical(_)
             | Op::Not
             | Op::ArgReduce { .. }
+            | Op::Mod { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => None,
         }
@@ -997,6 +1007,7 @@ impl Op {
             Op::Cast { .. } | Op::Compare(_) | Op::Where => (Operator, Own, false),
             Op::ArgReduce { .. } => (Operator, Own, false),
             Op::Logical(_) | Op::Not => (Operator, InPlace, false),
+            Op::Mod { .. } => (Operator, InPlace, false),
             Op::AllocSlab { .. } => (Buffer, Own, false),
             Op::AllocTensor { .. } => (Buffer, Own, true),
         };
@@ -1406,6 +1417,12 @@ impl Op {
                 (Op::Logical(l), &[])
             }
             "not" => (Op::Not, &[]),
+            "mod" => (
+                Op::Mod {
+                    fmod: r.bool("fmod", false),
+                },
+                &["fmod"],
+            ),
             "argmax" | "argmin" => (
                 Op::ArgReduce {
                     max: name == "argmax",
@@ -1535,6 +1552,7 @@ impl Op {
             }
             Op::Cast { to } => w.word("to", to),
             Op::Compare(_) | Op::Where | Op::Logical(_) | Op::Not => {}
+            Op::Mod { fmod } => w.bool("fmod", *fmod, false),
             Op::ArgReduce {
                 axis,
                 keepdims,

@@ -602,6 +602,18 @@ pub fn infer_dims<D: Dim>(
             };
             one(TensorTypeOf::new(shape, DType::Bool))
         }
+        Op::Mod { fmod } => {
+            same_dtype(ins)?;
+            numeric(ins[0].dtype, 0)?;
+            if ins[0].dtype.is_float() && !fmod {
+                return err(format!(
+                    "`mod` of {} needs `fmod = true` (the sign of the divisor is defined on integers only)",
+                    ins[0].dtype
+                ));
+            }
+            let shape = broadcast_dims(&ins[0].shape, &ins[1].shape, cx)?;
+            one(TensorTypeOf::new(shape, ins[0].dtype))
+        }
         Op::ArgReduce { axis, keepdims, .. } => {
             let t = ins[0];
             numeric(t.dtype, 0)?;

@@ -533,6 +533,57 @@ pub(crate) fn int_clip<'a, 'c>(
     Ok(vec![call])
 }
 
+/// `mod`: C's `fmod` (`frem`) on f32; on integers the remainder with the sign of the dividend
+/// (`fmod`) or of the divisor, by zero 0 and by -1 0 (`srem` traps on `MIN % -1`).
+pub(crate) fn modulo<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    fmod: bool,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    check_types(func, op)?;
+    let (r, out_dims) = result(func, op)?;
+    let out = strided(func, st, r, None)?;
+    let d = out.1;
+    let a = strided(func, st, op.operands[0], Some(&out_dims))?;
+    let bb = strided(func, st, op.operands[1], Some(&out_dims))?;
+    let u = unsigned(d);
+    let call = typed_kernel(g, name, &out_dims, out, vec![a, bb], &move |k, v| {
+        let b = k.b;
+        if d == DType::F32 {
+            let (x, y) = (v[0].into_float_value(), v[1].into_float_value());
+            return Ok(llvm(b.build_float_rem(x, y, "fmod"))?.into());
+        }
+        let (x, y) = (v[0].into_int_value(), v[1].into_int_value());
+        let t = x.get_type();
+        let zero = t.const_zero();
+        let one = t.const_int(1, false);
+        let is0 = llvm(b.build_int_compare(IntPredicate::EQ, y, zero, "z"))?;
+        if u {
+            let safe = llvm(b.build_select(is0, one, y, "d"))?.into_int_value();
+            let r = llvm(b.build_int_unsigned_rem(x, safe, "r"))?;
+            return Ok(llvm(b.build_select(is0, zero, r, "m"))?);
+        }
+        let ism1 = llvm(b.build_int_compare(IntPredicate::EQ, y, t.const_all_ones(), "m1"))?;
+        let odd = llvm(b.build_or(is0, ism1, "odd"))?;
+        let safe = llvm(b.build_select(odd, one, y, "d"))?.into_int_value();
+        // x % 1 is 0, the right remainder for both 0 (by convention) and -1.
+        let mut r = llvm(b.build_int_signed_rem(x, safe, "r"))?;
+        if !fmod {
+            let nz = llvm(b.build_int_compare(IntPredicate::NE, r, zero, "nz"))?;
+            let sx = llvm(b.build_xor(r, y, "sx"))?;
+            let differ = llvm(b.build_int_compare(IntPredicate::SLT, sx, zero, "df"))?;
+            let fix = llvm(b.build_and(nz, differ, "fix"))?;
+            let adj = llvm(b.build_int_add(r, y, "adj"))?;
+            r = llvm(b.build_select(fix, adj, r, "r2"))?.into_int_value();
+        }
+        Ok(r.into())
+    })?;
+    Ok(vec![call])
+}
+
 /// Integer `relu`, `relu6`, `abs` and `neg` (wrapping).
 pub(crate) fn int_unary<'a, 'c>(
     g: &Gen<'a, 'c>,

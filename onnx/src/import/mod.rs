@@ -35,6 +35,18 @@ use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, UnaryOp, Value
 pub const MIN_OPSET: i64 = 11;
 pub const MAX_OPSET: i64 = 24;
 
+/// The opset from which an op's semantics (attributes, inputs, outputs, and behaviour on the
+/// element types tir holds) are those the importer follows, for the ops that have not changed
+/// since before [`MIN_OPSET`]: a graph of an older opset made only of them imports.
+fn stable_since(op_type: &str) -> Option<i64> {
+    match op_type {
+        // Logic on bool: unchanged since broadcasting arrived (opset 7); Not since opset 1.
+        "And" | "Or" | "Xor" => Some(7),
+        "Not" => Some(1),
+        _ => None,
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ImportOptions {
     /// Values for symbolic input dimensions (`--dim name=value`). A symbolic first dimension
@@ -87,7 +99,11 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
         .and_then(|o| o.version)
         .ok_or(ImportError::NoDefaultOpset)?;
-    if !(MIN_OPSET..=MAX_OPSET).contains(&opset) {
+    let stable = |n: &NodeProto| {
+        stable_since(n.op_type.as_deref().unwrap_or("")).is_some_and(|v| v <= opset)
+    };
+    let older_but_stable = opset < MIN_OPSET && graph.node.iter().all(stable);
+    if !(MIN_OPSET..=MAX_OPSET).contains(&opset) && !older_but_stable {
         return Err(ImportError::Opset { opset });
     }
     let name = opts
@@ -684,11 +700,14 @@ impl Importer {
             "ReduceLogSum" => self.reduce(node, &a, ReduceKind::LogSum),
             "ReduceLogSumExp" => self.reduce(node, &a, ReduceKind::LogSumExp),
             "Resize" => self.resize(node, &a),
-            "Gather" | "ConstantOfShape" | "Expand" | "Range" | "Mod" => {
-                Err(NodeError::OnlyOnConstants {
-                    op_type: op_type.to_string(),
-                })
+            "Mod" => {
+                let (x, y) = (self.in_value(node, 0)?, self.in_value(node, 1)?);
+                let fmod = a.int("fmod")?.unwrap_or(0) != 0;
+                self.emit(node, Op::Mod { fmod }, &[x, y])
             }
+            "Gather" | "ConstantOfShape" | "Expand" | "Range" => Err(NodeError::OnlyOnConstants {
+                op_type: op_type.to_string(),
+            }),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
