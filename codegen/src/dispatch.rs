@@ -96,12 +96,7 @@ fn typed_op<'a, 'c>(
         Op::Where => typed::where_(g, func, st, op, name),
         Op::Logical(l) => typed::logical(g, func, st, op, Some(*l), name),
         Op::Not => typed::logical(g, func, st, op, None, name),
-        Op::ArgReduce {
-            max,
-            axis,
-            select_last_index,
-            ..
-        } => typed::arg_reduce(g, func, st, op, *max, *axis, *select_last_index, name),
+        Op::ArgReduce { .. } => typed::arg_reduce(g, func, st, op, name),
         Op::Binary {
             op: b,
             activation: None,

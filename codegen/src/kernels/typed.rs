@@ -564,7 +564,7 @@ pub(crate) fn modulo<'a, 'c>(
         if u {
             let safe = llvm(b.build_select(is0, one, y, "d"))?.into_int_value();
             let r = llvm(b.build_int_unsigned_rem(x, safe, "r"))?;
-            return Ok(llvm(b.build_select(is0, zero, r, "m"))?);
+            return llvm(b.build_select(is0, zero, r, "m"));
         }
         let ism1 = llvm(b.build_int_compare(IntPredicate::EQ, y, t.const_all_ones(), "m1"))?;
         let odd = llvm(b.build_or(is0, ism1, "odd"))?;
@@ -639,11 +639,17 @@ pub(crate) fn arg_reduce<'a, 'c>(
     func: &Function,
     st: &Storage,
     op: &OpData,
-    max: bool,
-    axis: i64,
-    last: bool,
     name: &str,
 ) -> R<Vec<Call<'c>>> {
+    let tir_ir::Op::ArgReduce {
+        max,
+        axis,
+        select_last_index: last,
+        ..
+    } = op.op
+    else {
+        return Err(unsupported(func, op, "not an argmax or argmin"));
+    };
     check_types(func, op)?;
     let (r, _) = result(func, op)?;
     let x = op.operands[0];

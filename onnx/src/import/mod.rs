@@ -718,16 +718,13 @@ impl Importer {
 
     /// Identity and inference-mode Dropout: the output is the input.
     fn pass_through(&mut self, node: &NodeProto, op_type: &str) -> R<()> {
-        match op_type {
-            "Dropout" => {
-                self.only_first_outputs(node, 1)?;
-                if let Some(t) = self.const_in(node, 2, "training_mode")? {
-                    if t.ints().first().copied().unwrap_or(0) != 0 {
-                        return Err(NodeError::Training { expected: "false" });
-                    }
+        if op_type == "Dropout" {
+            self.only_first_outputs(node, 1)?;
+            if let Some(t) = self.const_in(node, 2, "training_mode")? {
+                if t.ints().first().copied().unwrap_or(0) != 0 {
+                    return Err(NodeError::Training { expected: "false" });
                 }
             }
-            _ => {}
         }
         let x = self.req_in(node, 0)?;
         self.alias(node, x);
