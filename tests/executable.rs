@@ -518,3 +518,81 @@ fn a_static_library_leaves_nothing_but_itself_and_its_header() {
     assert_eq!(listing(&dir.join("tmp")), Vec::<String>::new());
     assert_eq!(listing(&dir.join("out")), ["model", "model.h"]);
 }
+
+/// Integer and bool tensors through the executable's `.npy` reader and writer: an `i64` and
+/// a `bool` input, `i64`, `bool` and `u8` outputs, each file's bytes equal to what `tirc run`
+/// (the interpreter) writes for the same inputs.
+#[test]
+fn integer_and_bool_tensors_round_trip_through_npy_files_as_tirc_run_writes_them() {
+    use tir_interp::{Data, Tensor};
+    use tir_ir::{DType, TensorType};
+    let dir = scratch("typed");
+    std::fs::write(
+        dir.join("model.tir"),
+        "module @typed {
+  func @main(%a: tensor<2x3xi64>, %m: tensor<3xbool>) -> (tensor<2x3xi64>, tensor<2x3xbool>, tensor<2x3xu8>) {
+    %b = cast(%m) {to = i64} : tensor<3xi64>
+    %q = div(%a, %b) : tensor<2x3xi64>
+    %l = less(%a, %q) : tensor<2x3xbool>
+    %u = cast(%a) {to = u8} : tensor<2x3xu8>
+    return %q, %l, %u
+  }
+}
+",
+    )
+    .unwrap();
+    let out = tirc(&dir)
+        .args(["compile", "model.tir", "-o", "model", "--opt-level", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = Tensor::new(
+        TensorType::new([2, 3], DType::I64),
+        Data::I64(vec![7, -7, 300, i64::MIN, 5, -1]),
+    )
+    .unwrap();
+    let m = Tensor::new(
+        TensorType::new([3], DType::Bool),
+        Data::Bool(vec![true, false, true]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("a.npy"), npy::write(&a).unwrap()).unwrap();
+    std::fs::write(dir.join("m.npy"), npy::write(&m).unwrap()).unwrap();
+    for d in ["exe", "interp"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    let out = exe(
+        &dir,
+        &[
+            "--input", "a=a.npy", "--input", "m=m.npy", "--output", "exe",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = tirc(&dir)
+        .args([
+            "run",
+            "model.tir",
+            "--input",
+            "a=a.npy",
+            "--input",
+            "m=m.npy",
+            "-o",
+            "interp",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in ["q", "l", "u"] {
+        let file = format!("{name}.npy");
+        let e = std::fs::read(dir.join("exe").join(&file)).unwrap();
+        let i = std::fs::read(dir.join("interp").join(&file)).unwrap();
+        let (te, ti) = (npy::read(&e).unwrap(), npy::read(&i).unwrap());
+        assert_eq!(te, ti, "{file}");
+    }
+    let q = npy::read(&std::fs::read(dir.join("exe/q.npy")).unwrap()).unwrap();
+    // 7/1, -7/0 (0), 300/1, MIN/1, 5/0 (0), -1/1.
+    assert_eq!(q.data, Data::I64(vec![7, 0, 300, i64::MIN, 0, -1]));
+    let u = npy::read(&std::fs::read(dir.join("exe/u.npy")).unwrap()).unwrap();
+    assert_eq!(u.data, Data::U8(vec![7, 249, 44, 0, 5, 255]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

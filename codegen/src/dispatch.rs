@@ -2,13 +2,14 @@
 //! does not compile until it has kernels here. The kernels themselves are in [`crate::kernels`],
 //! by family.
 
+use crate::kernels::common::unsupported;
 use crate::kernels::common::Call;
-use crate::kernels::{conv, copy, elementwise, gather, matmul, norm, pool};
+use crate::kernels::{conv, copy, elementwise, gather, matmul, norm, pool, typed};
 use crate::nest::R;
 use crate::storage::Storage;
 use crate::Gen;
 use tir_ir::op::PadMode;
-use tir_ir::{Function, Op, OpId};
+use tir_ir::{DType, Function, Op, OpData, OpId};
 
 /// The kernels of one op, named `name` (several get `name` plus a suffix), in call order.
 pub(crate) fn emit_op<'a, 'c>(
@@ -19,6 +20,14 @@ pub(crate) fn emit_op<'a, 'c>(
     name: &str,
 ) -> R<Vec<Call<'c>>> {
     let op = &func.ops[id];
+    let all_f32 = op
+        .operands
+        .iter()
+        .chain(&op.results)
+        .all(|&v| func.ty(v).is_some_and(|t| t.dtype == DType::F32));
+    if !all_f32 && op.op.is_operator() {
+        return typed_op(g, func, st, op, name);
+    }
     match &op.op {
         // Weights are globals, and buffer ops only say where values live.
         Op::Const { .. } | Op::AllocSlab { .. } | Op::AllocTensor { .. } => Ok(vec![]),
@@ -63,5 +72,57 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::Reduce { kind, axes, .. } => gather::reduce(g, func, st, op, *kind, axes, name),
         Op::Resize(rz) => gather::resize(g, func, st, op, rz, name),
         Op::Trilu { upper, k } => elementwise::trilu(g, func, st, op, *upper, *k, name),
+        Op::Cast { .. }
+        | Op::Compare(_)
+        | Op::Where
+        | Op::Logical(_)
+        | Op::Not
+        | Op::ArgReduce { .. }
+        | Op::Mod { .. } => typed_op(g, func, st, op, name),
+    }
+}
+
+/// The kernels of an op with a value that is not `f32` (or an op that always has one); the
+/// f32 kernels above never see another element type.
+fn typed_op<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    name: &str,
+) -> R<Vec<Call<'c>>> {
+    match &op.op {
+        Op::Cast { .. } => typed::cast(g, func, st, op, name),
+        Op::Compare(c) => typed::compare(g, func, st, op, *c, name),
+        Op::Where => typed::where_(g, func, st, op, name),
+        Op::Logical(l) => typed::logical(g, func, st, op, Some(*l), name),
+        Op::Not => typed::logical(g, func, st, op, None, name),
+        Op::ArgReduce { .. } => typed::arg_reduce(g, func, st, op, name),
+        Op::Binary {
+            op: b,
+            activation: None,
+        } => typed::int_binary(g, func, st, op, *b, name),
+        Op::Unary(u) => typed::int_unary(g, func, st, op, *u, name),
+        Op::Mod { fmod } => typed::modulo(g, func, st, op, *fmod, name),
+        Op::Clip { min, max } => typed::int_clip(g, func, st, op, *min, *max, name),
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
+            typed::view(g, func, st, op, name)
+        }
+        other => {
+            let types: Vec<String> = op
+                .operands
+                .iter()
+                .filter_map(|&v| func.ty(v).map(|t| t.dtype.to_string()))
+                .collect();
+            Err(unsupported(
+                func,
+                op,
+                &format!(
+                    "`{}` on {} has no generated kernel (only f32)",
+                    other.name(),
+                    types.join(", ")
+                ),
+            ))
+        }
     }
 }

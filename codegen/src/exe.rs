@@ -81,6 +81,28 @@ pub fn main_c_batched(func: &Function, name: &str, batch: Option<&str>) -> Strin
         .map(|&p| func.ty(p).map(|t| t.shape.clone()).unwrap_or_default())
         .collect();
     let oty: Vec<Vec<u64>> = func.result_types.iter().map(|t| t.shape.clone()).collect();
+    // Element types as indices into `exe_main.c`'s table of `.npy` codes.
+    let code = |d: tir_ir::DType| match d {
+        tir_ir::DType::F32 => 0,
+        tir_ir::DType::F16 => 1,
+        tir_ir::DType::I8 => 2,
+        tir_ir::DType::U8 => 3,
+        tir_ir::DType::I32 => 4,
+        tir_ir::DType::I64 => 5,
+        tir_ir::DType::Bool => 6,
+        // Refused by code generation before an executable is linked.
+        tir_ir::DType::BF16 => 0,
+    };
+    let icode: Vec<String> = func
+        .params
+        .iter()
+        .map(|&p| func.ty(p).map_or(0, |t| code(t.dtype)).to_string())
+        .collect();
+    let ocode: Vec<String> = func
+        .result_types
+        .iter()
+        .map(|t| code(t.dtype).to_string())
+        .collect();
     let (ir, id) = shapes(ity);
     let (or, od) = shapes(oty);
     let ni = func.params.len();
@@ -115,6 +137,12 @@ pub fn main_c_batched(func: &Function, name: &str, batch: Option<&str>) -> Strin
         "static const int out_rank[] = {{{}}};\nstatic const unsigned long long out_dims[][MAXR] = {{{}}};",
         if no == 0 { "0".into() } else { or },
         if no == 0 { "{0}".into() } else { od }
+    );
+    let _ = writeln!(
+        s,
+        "static const int in_code[] = {{{}}};\nstatic const int out_code[] = {{{}}};",
+        if ni == 0 { "0".into() } else { icode.join(",") },
+        if no == 0 { "0".into() } else { ocode.join(",") }
     );
     let _ = writeln!(
         s,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -216,6 +217,28 @@ static void literal(lexer_t *p, int depth, lit_t *l) {
     }
 }
 static const char *const SUPPORTED = "<f4, <f2, |i1, |u1, <i4, <i8, |b1";
+/* The `.npy` codes tir reads, by the index `in_code` and `out_code` give each tensor. */
+static const struct { const char *code, *name, *descr; uint64_t size; } codes[] = {
+    {"f4", "f32", "<f4", 4}, {"f2", "f16", "<f2", 2}, {"i1", "i8", "|i1", 1}, {"u1", "u8", "|u1", 1},
+    {"i4", "i32", "<i4", 4}, {"i8", "i64", "<i8", 8}, {"b1", "bool", "|b1", 1},
+};
+/* Element k of a tensor of element type `code`, as a double (for the printed sums). */
+static double elem_at(const void *p, int code, uint64_t k) {
+    switch (code) {
+    case 0: return ((const float *)p)[k];
+    case 1: {
+        uint16_t h = ((const uint16_t *)p)[k];
+        int e = (h >> 10) & 31; double m = h & 1023, s = (h & 0x8000) ? -1 : 1;
+        if (e == 31) return m ? NAN : s * INFINITY;
+        return s * (e ? ldexp(1024 + m, e - 25) : ldexp(m, -24));
+    }
+    case 2: return ((const int8_t *)p)[k];
+    case 3: case 6: return ((const uint8_t *)p)[k];
+    case 4: return ((const int32_t *)p)[k];
+    case 5: return (double)((const int64_t *)p)[k];
+    default: return 0;
+    }
+}
 /* A tensor type as the IR prints it, `tensor<1x3x8x8xf32>`. */
 static char *type_str(const uint64_t *d, size_t r, const char *dtype) {
     size_t cap = bytes_of(r, 24) + 32, k;
@@ -234,11 +257,11 @@ static char *type_str(const uint64_t *d, size_t r, const char *dtype) {
 #endif
 static uint64_t batch = 1;
 static const char *batch_from = NULL;
-static float *read_npy(int input, const char *path) {
+static void *read_npy(int input, const char *path) {
     npy_file = path; npy_input = input;
     uint64_t want[MAXR];
     for (int k = 0; k < in_rank[input]; k++) want[k] = in_dims[input][k];
-    char *expected = type_str(want, (size_t)in_rank[input], "f32");
+    char *expected = type_str(want, (size_t)in_rank[input], codes[in_code[input]].name);
     size_t len;
     unsigned char *b = slurp(path, &len);
     if (len < 8 || memcmp(b, "\x93NUMPY", 6) != 0) {
@@ -290,10 +313,6 @@ static float *read_npy(int input, const char *path) {
     if (fortran < 0) npy_fail("malformed .npy header: no `fortran_order` key");
     if (!has_shape) npy_fail("malformed .npy header: no `shape` key");
     /* The dtype: an order character then a code tir reads. */
-    static const struct { const char *code, *name; uint64_t size; } codes[] = {
-        {"f4", "f32", 4}, {"f2", "f16", 2}, {"i1", "i8", 1}, {"u1", "u8", 1},
-        {"i4", "i32", 4}, {"i8", "i64", 8}, {"b1", "bool", 1},
-    };
     int code = -1;
     for (int k = 0; k < 7 && descr_len == 3; k++) if (!memcmp(descr + 1, codes[k].code, 2)) code = k;
     unsigned char order = descr_len ? descr[0] : 0;
@@ -320,29 +339,31 @@ static float *read_npy(int input, const char *path) {
     }
     /* Then it must be the model's input. */
 #if BATCHED
-    if (code == 0 && rank == (size_t)in_rank[input] && rank > 0) {
+    if (code == in_code[input] && rank == (size_t)in_rank[input] && rank > 0) {
         if (!batch_from) { batch = shape[0]; batch_from = in_names[input]; }
         else if (shape[0] != batch)
             npy_fail("the dim `%s` is %llu (from the input `%%%s`), but this file gives it %llu",
                      BATCH_NAME, (unsigned long long)batch, batch_from, (unsigned long long)shape[0]);
         want[0] = batch;
         free(expected);
-        expected = type_str(want, (size_t)in_rank[input], "f32");
+        expected = type_str(want, (size_t)in_rank[input], codes[in_code[input]].name);
     }
 #endif
-    int same = code == 0 && rank == (size_t)in_rank[input];
+    int same = code == in_code[input] && rank == (size_t)in_rank[input];
     for (size_t k = 0; same && k < rank; k++) same = shape[k] == want[k];
     if (!same) {
         npy_fail("expected %s, found %s", expected, type_str(shape, rank, codes[code].name));
     }
     uint64_t n = count((const unsigned long long *)want, in_rank[input]);
-    float *x = xalloc(bytes_of(n, 4));
-    memcpy(x, b + end, n * 4);
+    size_t size = (size_t)codes[code].size;
+    unsigned char *x = xalloc(bytes_of(n, size));
+    memcpy(x, b + end, n * size);
     if (big_endian) {
-        unsigned char *q = (unsigned char *)x;
-        for (uint64_t k = 0; k < n; k++, q += 4) {
-            unsigned char t0 = q[0], t1 = q[1];
-            q[0] = q[3]; q[1] = q[2]; q[2] = t1; q[3] = t0;
+        unsigned char *q = x;
+        for (uint64_t k = 0; k < n; k++, q += size) {
+            for (size_t i = 0; i < size / 2; i++) {
+                unsigned char t = q[i]; q[i] = q[size - 1 - i]; q[size - 1 - i] = t;
+            }
         }
     }
     free(shape); free(b); free(expected);
@@ -467,7 +488,7 @@ static int publish_at(const char *path, const void *hdr, size_t hn, const void *
     errno = EEXIST;
     return -1;
 }
-static int write_npy(const char *path, const float *x, const unsigned long long *d, int r) {
+static int write_npy(const char *path, const void *x, int code, const unsigned long long *d, int r) {
     char shape[256] = "";
     for (int k = 0; k < r; k++) {
         char b[32]; snprintf(b, sizeof b, "%llu,%s", d[k], (r > 1 && k < r - 1) ? " " : "");
@@ -475,14 +496,14 @@ static int write_npy(const char *path, const float *x, const unsigned long long 
     }
     if (r > 1) shape[strlen(shape) - 1] = 0;
     char hdr[512];
-    int n = snprintf(hdr, 400, "\x93NUMPY\x01%c..{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", 0, shape);
+    int n = snprintf(hdr, 400, "\x93NUMPY\x01%c..{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", 0, codes[code].descr, shape);
     /* The data starts at a multiple of 64 bytes; the header ends with a newline. */
     int total = n + 1, pad = (64 - total % 64) % 64;
     unsigned short hl = (unsigned short)(total + pad - 10);
     hdr[8] = (char)(hl & 0xff); hdr[9] = (char)(hl >> 8);
     memset(hdr + n, ' ', (size_t)pad);
     hdr[n + pad] = '\n';
-    return publish(path, hdr, (size_t)(n + pad + 1), x, bytes_of(count(d, r), 4));
+    return publish(path, hdr, (size_t)(n + pad + 1), x, bytes_of(count(d, r), (size_t)codes[code].size));
 }
 
 static double now(void) {
@@ -685,8 +706,8 @@ static void run_model(const void *const *ins, void *const *outs, void *slab) {
 #if BATCHED
     for (uint64_t b = 0; b < batch; b++) {
         const void *bi[NI + 1]; void *bo[NO + 1];
-        for (int i = 0; i < NI; i++) bi[i] = (const char *)ins[i] + b * count(in_dims[i], in_rank[i]) * 4;
-        for (int j = 0; j < NO; j++) bo[j] = (char *)outs[j] + b * count(out_dims[j], out_rank[j]) * 4;
+        for (int i = 0; i < NI; i++) bi[i] = (const char *)ins[i] + b * count(in_dims[i], in_rank[i]) * codes[in_code[i]].size;
+        for (int j = 0; j < NO; j++) bo[j] = (char *)outs[j] + b * count(out_dims[j], out_rank[j]) * codes[out_code[j]].size;
         MODEL_RUN_PARALLEL(bi, bo, slab, pool_parallel_for, &pool);
     }
 #else
@@ -739,10 +760,25 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NI; i++) {
         if (paths[i]) continue;
         uint64_t n = count(in_dims[i], in_rank[i]) * (BATCHED ? batch : 1);
-        float *x = xalloc(bytes_of(n, 4));
+        int c = in_code[i];
+        void *x = xalloc(bytes_of(n, (size_t)codes[c].size));
         char key[1024]; snprintf(key, sizeof key, "input:%s", in_names[i]);
         uint64_t st = fnv1a(key);
-        for (uint64_t k = 0; k < n; k++) x[k] = (float)(splitmix(&st) >> 40) * (1.0f / 8388608.0f) - 1.0f;
+        /* f32 uniform in [-1, 1); integers (and f16) uniform in [-4, 4) ([0, 8) for u8); bools 0 or 1. */
+        for (uint64_t k = 0; k < n; k++) {
+            uint64_t z = splitmix(&st);
+            switch (c) {
+            case 0: ((float *)x)[k] = (float)(z >> 40) * (1.0f / 8388608.0f) - 1.0f; break;
+            case 1: { static const uint16_t small[8] = {0xC400, 0xC200, 0xC000, 0xBC00, 0, 0x3C00, 0x4000, 0x4200};
+                      ((uint16_t *)x)[k] = small[z >> 61]; break; }
+            case 2: ((int8_t *)x)[k] = (int8_t)((int)(z >> 61) - 4); break;
+            case 3: ((uint8_t *)x)[k] = (uint8_t)(z >> 61); break;
+            case 4: ((int32_t *)x)[k] = (int32_t)(z >> 61) - 4; break;
+            case 5: ((int64_t *)x)[k] = (int64_t)(z >> 61) - 4; break;
+            case 6: ((uint8_t *)x)[k] = (uint8_t)(z >> 63); break;
+            default: break;
+            }
+        }
         ins[i] = x;
     }
     /* Each output's shape: as compiled, with the batch first when BATCHED. */
@@ -750,7 +786,7 @@ int main(int argc, char **argv) {
     for (int j = 0; j < NO; j++) {
         for (int k = 0; k < out_rank[j]; k++) odims[j][k] = out_dims[j][k];
         if (BATCHED && out_rank[j] > 0) odims[j][0] = batch;
-        outs[j] = xalloc(bytes_of(count(odims[j], out_rank[j]), 4));
+        outs[j] = xalloc(bytes_of(count(odims[j], out_rank[j]), (size_t)codes[out_code[j]].size));
     }
     unsigned long long slab_size = MODEL_SLAB();
     void *slab = xalloc(slab_size);
@@ -774,7 +810,7 @@ int main(int argc, char **argv) {
         char *path = xmalloc(n);
         if (single) snprintf(path, n, "%s", out);
         else snprintf(path, n, "%s/%s.npy", out, out_names[j]);
-        if (write_npy(path, outs[j], odims[j], out_rank[j])) {
+        if (write_npy(path, outs[j], out_code[j], odims[j], out_rank[j])) {
             int e = errno;
             fprintf(stderr, "%s: error: cannot write it: %s (os error %d)\n", path, strerror(e), e);
             return 1;
@@ -783,8 +819,8 @@ int main(int argc, char **argv) {
     }
     if (!out) {
         for (int j = 0; j < NO; j++) {
-            const float *y = outs[j]; uint64_t n = count(odims[j], out_rank[j]); double s = 0;
-            for (uint64_t k = 0; k < n; k++) s += y[k];
+            uint64_t n = count(odims[j], out_rank[j]); double s = 0;
+            for (uint64_t k = 0; k < n; k++) s += elem_at(outs[j], out_code[j], k);
             printf("%s: %llu values, sum %.6g\n", out_names[j], (unsigned long long)n, s);
         }
     }

@@ -109,7 +109,7 @@ pub fn regions(func: &Function, st: &Storage) -> Vec<Region> {
             if loc.base != Base::Slab {
                 return None;
             }
-            let size = func.ty(a)?.num_elements()? * 4;
+            let size = func.ty(a)?.byte_size()?;
             Some(Region {
                 offset: loc.offset,
                 size,
@@ -251,7 +251,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         };
         if let (true, Some(r)) = (faulty, first) {
             let loc = st.of(func, r)?;
-            let bytes = func.ty(r).and_then(|t| t.num_elements()).unwrap_or(0) * 4;
+            let bytes = func.ty(r).and_then(|t| t.byte_size()).unwrap_or(0);
             if loc.base != Base::Slab {
                 return Err(CodegenError::Llvm(format!(
                     "guard fault: the result of op #{idx} is not in the slab"

@@ -44,7 +44,7 @@ use kernels::common::Call;
 use nest::{llvm, K, R};
 use storage::{Base, Loc, Storage};
 use tir_interp::Weights;
-use tir_ir::{DType, Function, Module, Op, Value};
+use tir_ir::{Function, Module, Op, Value};
 
 /// Why a module could not be compiled.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -61,7 +61,7 @@ pub enum CodegenError {
         value: String,
         why: String,
     },
-    #[error("`{value}` is {ty}: code generation supports f32 tensors only")]
+    #[error("`{value}` is {ty}: code generation supports f32, i8, u8, i32, i64 and bool tensors")]
     DType { value: String, ty: String },
     #[error("`{0}` has no storage: it is neither in the slab, nor an input, output or weight")]
     NoStorage(String),
@@ -326,6 +326,102 @@ pub fn jit_run_on(
     Ok(all.swap_remove(0))
 }
 
+/// Refuses a module with a parameter or result that is not `f32`: the f32-slice entry points
+/// size their buffers in f32 elements.
+fn all_f32_io(func: &Function) -> Result<(), CodegenError> {
+    let params = func.params.iter().filter_map(|&p| func.ty(p));
+    match params
+        .chain(&func.result_types)
+        .find(|t| t.dtype != tir_ir::DType::F32)
+    {
+        Some(t) => Err(CodegenError::Llvm(format!(
+            "a parameter or result is {t}: run it with `jit_run_tensors`"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// [`jit_run`] on host tensors of any element type code generation holds (inputs checked
+/// against the parameters' types); the outputs carry the result types.
+pub fn jit_run_tensors(
+    b: &Bufferized,
+    weights: &Weights,
+    inputs: &[tir_interp::Tensor],
+) -> Result<Vec<tir_interp::Tensor>, CodegenError> {
+    let func = b.func();
+    if inputs.len() != func.params.len() {
+        return Err(CodegenError::Llvm(format!(
+            "{} inputs given, the model takes {}",
+            inputs.len(),
+            func.params.len()
+        )));
+    }
+    // 8-byte aligned buffers: the kernels load i64 elements with their natural alignment.
+    let words = |bytes: usize| vec![0u64; bytes.div_ceil(8).max(1)];
+    let mut in_bufs = Vec::with_capacity(inputs.len());
+    for (&p, t) in func.params.iter().zip(inputs) {
+        if func.ty(p) != Some(&t.ty) || !t.is_consistent() {
+            return Err(CodegenError::Llvm(format!(
+                "input {} is {}, expected {}",
+                func.value_name(p),
+                t.ty,
+                func.ty(p).map(ToString::to_string).unwrap_or_default()
+            )));
+        }
+        let bytes = t.data.to_le_bytes();
+        let mut w = words(bytes.len());
+        for (i, c) in bytes.chunks(8).enumerate() {
+            let mut a = [0u8; 8];
+            a[..c.len()].copy_from_slice(c);
+            w[i] = u64::from_le_bytes(a);
+        }
+        in_bufs.push(w);
+    }
+    let opts = Options::native("jit");
+    with_module(b, weights, &opts, false, |module, _| {
+        let ee = module
+            .create_jit_execution_engine(llvm_level(opts.opt_level))
+            .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+        let run_addr = ee
+            .get_function_address("jit_run")
+            .map_err(|e| CodegenError::Llvm(e.to_string()))?;
+        let in_ptrs: Vec<*const u8> = in_bufs.iter().map(|x| x.as_ptr() as *const u8).collect();
+        let out_bytes: Vec<usize> = func
+            .result_types
+            .iter()
+            .map(|t| t.byte_size().unwrap_or(0) as usize)
+            .collect();
+        let mut outs: Vec<Vec<u64>> = out_bytes.iter().map(|&n| words(n)).collect();
+        let out_ptrs: Vec<*mut u8> = outs.iter_mut().map(|x| x.as_mut_ptr() as *mut u8).collect();
+        let slab_words = (b.slab_size() as usize).div_ceil(64).max(1);
+        let mut slab = vec![[0u8; 64]; slab_words];
+        type RunFn = unsafe extern "C" fn(*const *const u8, *const *mut u8, *mut u8);
+        // SAFETY: the entry point has this signature; every buffer holds at least the bytes
+        // of its tensor's type (checked above) and outlives the call.
+        unsafe {
+            let run: RunFn = std::mem::transmute::<usize, RunFn>(run_addr);
+            run(
+                in_ptrs.as_ptr(),
+                out_ptrs.as_ptr(),
+                slab.as_mut_ptr() as *mut u8,
+            );
+        }
+        func.result_types
+            .iter()
+            .zip(&outs)
+            .zip(&out_bytes)
+            .map(|((t, w), &n)| {
+                let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).take(n).collect();
+                tir_interp::Data::from_bytes(t.dtype, &bytes, false)
+                    .and_then(|d| tir_interp::Tensor::new(t.clone(), d))
+                    .ok_or_else(|| {
+                        CodegenError::Llvm(format!("an output of type {t} is malformed"))
+                    })
+            })
+            .collect()
+    })
+}
+
 fn jit_run_with(
     b: &Bufferized,
     weights: &Weights,
@@ -335,6 +431,7 @@ fn jit_run_with(
 ) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
     let opt_level = opts.opt_level;
     let func = b.func();
+    all_f32_io(func)?;
     if inputs.len() != func.params.len() {
         return Err(CodegenError::Llvm(format!(
             "{} inputs given, the model takes {}",
@@ -436,6 +533,7 @@ pub fn jit_run_threads(
     opt_level: u8,
 ) -> Result<Vec<Vec<Vec<f32>>>, CodegenError> {
     let func = b.func();
+    all_f32_io(func)?;
     for (&p, x) in func.params.iter().zip(inputs) {
         let n = func.ty(p).and_then(|t| t.num_elements()).unwrap_or(0);
         if n != x.len() as u64 || inputs.len() != func.params.len() {
@@ -618,7 +716,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     func.producer(v).map(|id| &func.ops[id].op),
                     Some(Op::AllocSlab { .. })
                 );
-                if t.dtype != DType::F32 && !is_slab {
+                if !kernels::typed::supported(t.dtype) && !is_slab {
                     return Err(CodegenError::DType {
                         value: func.value_name(v),
                         ty: t.to_string(),
@@ -889,6 +987,10 @@ fn weight_bytes(func: &Function, weights: &Weights, v: Value, storage: &Storage)
             func.value_name(v)
         ))
     })?;
+    if t.ty.dtype != tir_ir::DType::F32 && t.ty == *ty && t.is_consistent() {
+        // Only f32 weights are ever stored transposed (gemm's B).
+        return Ok(t.data.to_le_bytes());
+    }
     let data = match t.as_f32() {
         Some(d) if t.ty == *ty && t.is_consistent() => d,
         _ => {

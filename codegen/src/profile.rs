@@ -84,6 +84,13 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::Reduce { .. }
         | Op::Resize(_)
         | Op::Trilu { .. }
+        | Op::Cast { .. }
+        | Op::Compare(_)
+        | Op::Where
+        | Op::Logical(_)
+        | Op::Not
+        | Op::ArgReduce { .. }
+        | Op::Mod { .. }
         | Op::AllocSlab { .. }
         | Op::AllocTensor { .. } => 0,
     }

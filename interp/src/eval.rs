@@ -2,7 +2,7 @@
 //!
 //! It is the oracle that every generated kernel is tested against, so it favours being
 //! obviously right over being fast (see [`crate::kernels`]). Before anything runs, the
-//! module is checked as far as the kernels rely on it: every value typed and `f32`, every
+//! module is checked as far as the kernels rely on it: every value typed, every
 //! op's result types equal to what the shape rules infer from its operands, every operand
 //! defined before its use, and the inputs and weights of the declared types. A module that
 //! fails these checks gives an [`InterpError`], never a panic.
@@ -12,6 +12,7 @@
 
 use crate::kernels::{self, Out, View};
 use crate::tensor::{Data, Tensor};
+use crate::typed;
 use crate::weights::{Weights, WeightsError};
 use tir_ir::shape::{infer, norm_axis};
 use tir_ir::{DType, EntityRef, Function, Module, Op, TensorType, Value};
@@ -29,8 +30,12 @@ pub enum InterpError {
         expected: TensorType,
         found: String,
     },
-    #[error("`{value}` is {ty}: the reference interpreter computes on f32 only")]
-    UnsupportedDType { value: String, ty: TensorType },
+    #[error("`{value}` ({op} of {types}): the reference interpreter has no kernel for these element types")]
+    UnsupportedDType {
+        value: String,
+        op: &'static str,
+        types: String,
+    },
     #[error("`{value}` has no type: verify the module first")]
     Untyped { value: String },
     #[error("`{value}` ({op}): {message}; verify the module first")]
@@ -62,24 +67,21 @@ pub fn run(
             found: inputs.len(),
         });
     }
-    let mut env: Vec<Option<Vec<f32>>> = vec![None; func.values.len()];
+    let mut env: Vec<Option<Data>> = vec![None; func.values.len()];
     for (&p, t) in func.params.iter().zip(inputs) {
         let expected = &types[p.index()];
-        let data = match t.as_f32() {
-            Some(d) if t.ty == *expected && t.is_consistent() => d.to_vec(),
-            _ => {
-                return Err(InterpError::InputType {
-                    name: func.value_name(p),
-                    expected: expected.clone(),
-                    found: if t.is_consistent() {
-                        t.ty.to_string()
-                    } else {
-                        format!("{} with {} elements", t.ty, t.data.len())
-                    },
-                })
-            }
-        };
-        env[p.index()] = Some(data);
+        if t.ty != *expected || !t.is_consistent() {
+            return Err(InterpError::InputType {
+                name: func.value_name(p),
+                expected: expected.clone(),
+                found: if t.is_consistent() {
+                    t.ty.to_string()
+                } else {
+                    format!("{} with {} elements", t.ty, t.data.len())
+                },
+            });
+        }
+        env[p.index()] = Some(t.data.clone());
     }
     // The position in the layout of each value's last use (returned values live to the end).
     let mut last_use = vec![0usize; func.values.len()];
@@ -98,52 +100,91 @@ pub fn run(
         if op.op.is_buffer_op() {
             continue;
         }
-        let mut outs = Vec::with_capacity(op.results.len());
-        for &r in &op.results {
-            outs.push(alloc(func, r, &types[r.index()])?);
-        }
         if let Op::Const { name } = &op.op {
             let t = weights.get(name).ok_or_else(|| WeightsError::Missing {
                 value: func.value_name(op.results[0]),
                 name: name.clone(),
             })?;
-            match t.as_f32() {
-                Some(d) if t.ty == types[op.results[0].index()] && t.is_consistent() => {
-                    outs[0].data.copy_from_slice(d)
+            let r = op.results[0];
+            if t.ty != types[r.index()] || !t.is_consistent() {
+                return Err(WeightsError::Mismatch {
+                    value: func.value_name(r),
+                    name: name.clone(),
+                    expected: types[r.index()].clone(),
+                    found: t.ty.to_string(),
                 }
-                _ => {
-                    return Err(WeightsError::Mismatch {
-                        value: func.value_name(op.results[0]),
-                        name: name.clone(),
-                        expected: types[op.results[0].index()].clone(),
-                        found: t.ty.to_string(),
-                    }
-                    .into())
-                }
+                .into());
             }
-        } else {
-            let mut shapes = Vec::with_capacity(op.operands.len());
-            for &v in &op.operands {
-                if env[v.index()].is_none() {
-                    return Err(InterpError::UseBeforeDef {
-                        value: func.value_name(v),
-                    });
-                }
-                shapes.push(dims(&types[v.index()]));
+            env[r.index()] = Some(t.data.clone());
+            continue;
+        }
+        for &v in &op.operands {
+            if env[v.index()].is_none() {
+                return Err(InterpError::UseBeforeDef {
+                    value: func.value_name(v),
+                });
             }
+        }
+        // `mod` has only the generic kernel, whatever its type.
+        let all_f32 = !matches!(op.op, Op::Mod { .. })
+            && op
+                .operands
+                .iter()
+                .chain(&op.results)
+                .all(|v| types[v.index()].dtype == DType::F32);
+        if all_f32 {
+            let mut outs = Vec::with_capacity(op.results.len());
+            for &r in &op.results {
+                outs.push(alloc(func, r, &types[r.index()])?);
+            }
+            let shapes: Vec<Vec<usize>> = op
+                .operands
+                .iter()
+                .map(|v| dims(&types[v.index()]))
+                .collect();
             let ins: Vec<View> = op
                 .operands
                 .iter()
                 .zip(&shapes)
                 .map(|(v, shape)| View {
                     shape,
-                    data: env[v.index()].as_deref().unwrap_or(&[]),
+                    data: match &env[v.index()] {
+                        Some(Data::F32(d)) => d,
+                        _ => &[],
+                    },
                 })
                 .collect();
             exec(&op.op, &ins, &mut outs);
-        }
-        for (&r, out) in op.results.iter().zip(outs) {
-            env[r.index()] = Some(out.data);
+            for (&r, out) in op.results.iter().zip(outs) {
+                env[r.index()] = Some(Data::F32(out.data));
+            }
+        } else {
+            // Another element type somewhere: the dtype-generic kernels ([`crate::typed`]).
+            let ins: Vec<typed::In> = op
+                .operands
+                .iter()
+                .map(|v| typed::In {
+                    ty: &types[v.index()],
+                    data: env[v.index()].as_ref().unwrap_or(&EMPTY),
+                })
+                .collect();
+            let rtypes: Vec<&TensorType> = op.results.iter().map(|r| &types[r.index()]).collect();
+            let outs = typed::exec(&op.op, &ins, &rtypes).ok_or_else(|| {
+                let r = op.results[0];
+                InterpError::UnsupportedDType {
+                    value: func.value_name(r),
+                    op: op.op.name(),
+                    types: op
+                        .operands
+                        .iter()
+                        .map(|v| types[v.index()].to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+            })?;
+            for (&r, out) in op.results.iter().zip(outs) {
+                env[r.index()] = Some(out);
+            }
         }
         for &v in &op.operands {
             if last_use[v.index()] == pos {
@@ -160,11 +201,14 @@ pub fn run(
             })?;
         results.push(Tensor {
             ty: types[v.index()].clone(),
-            data: Data::F32(data),
+            data,
         });
     }
     Ok(results)
 }
+
+/// Stands in for an operand the check above found defined.
+static EMPTY: Data = Data::Bool(Vec::new());
 
 /// Checks what the kernels rely on and returns every value's type, indexed by value.
 fn check_function(func: &Function) -> Result<Vec<TensorType>, InterpError> {
@@ -196,12 +240,6 @@ fn check_function(func: &Function) -> Result<Vec<TensorType>, InterpError> {
         if is_buffer {
             types.push(ty.clone());
             continue;
-        }
-        if ty.dtype != DType::F32 {
-            return Err(InterpError::UnsupportedDType {
-                value: func.value_name(v),
-                ty: ty.clone(),
-            });
         }
         if ty
             .num_elements()
@@ -337,6 +375,12 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
         }
         Op::Resize(r) => kernels::resize(r, ins[0], out),
         Op::Trilu { upper, k } => kernels::trilu(*upper, *k, ins[0], out),
+        // A cast from f32 to f32.
+        Op::Cast { .. } => out.data.copy_from_slice(ins[0].data),
+        // Their results are bool or i64, never f32: `typed` runs them.
+        Op::Compare(_) | Op::Where | Op::Logical(_) | Op::Not | Op::ArgReduce { .. } => {}
+        // Run by `typed` on every element type.
+        Op::Mod { .. } => {}
         // Buffers only: a bufferized op's `outs` say where its result lives, not what it is.
         Op::AllocSlab { .. } | Op::AllocTensor { .. } => {}
     }

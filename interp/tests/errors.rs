@@ -67,16 +67,36 @@ fn a_missing_weight_names_the_const() {
 }
 
 #[test]
-fn non_f32_modules_are_rejected_with_the_value() {
+fn an_op_without_a_kernel_for_its_element_types_is_rejected_with_the_value() {
     let mut b = Builder::new("m");
     let x = b.input("x", TensorType::new([2], DType::I32));
-    let y = b.op(Op::Unary(UnaryOp::Relu), &[x]).unwrap();
+    let y = b.op(Op::Transpose { perm: vec![0] }, &[x]).unwrap();
     let m = b.finish(&[y]);
-    let e = run(&m, &Weights::new(), &[]).unwrap_err();
+    let x = tir_interp::Tensor::new(
+        TensorType::new([2], DType::I32),
+        tir_interp::Data::I32(vec![1, 2]),
+    )
+    .unwrap();
+    let e = run(&m, &Weights::new(), &[x]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "`%x` is tensor<2xi32>: the reference interpreter computes on f32 only"
+        "`%0` (transpose of tensor<2xi32>): the reference interpreter has no kernel for these element types"
     );
+}
+
+#[test]
+fn integer_relu_runs() {
+    let mut b = Builder::new("m");
+    let x = b.input("x", TensorType::new([3], DType::I32));
+    let y = b.op(Op::Unary(UnaryOp::Relu), &[x]).unwrap();
+    let m = b.finish(&[y]);
+    let x = tir_interp::Tensor::new(
+        TensorType::new([3], DType::I32),
+        tir_interp::Data::I32(vec![-4, 0, 9]),
+    )
+    .unwrap();
+    let out = run(&m, &Weights::new(), &[x]).unwrap();
+    assert_eq!(out[0].data, tir_interp::Data::I32(vec![0, 0, 9]));
 }
 
 #[test]

@@ -335,6 +335,78 @@ impl BinaryOp {
     }
 }
 
+/// Element-wise comparison with NumPy broadcasting; the result is `bool` (ONNX Equal, Less,
+/// LessOrEqual, Greater, GreaterOrEqual). Any comparison with a NaN is false.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    Equal,
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+}
+
+impl CompareOp {
+    pub const ALL: [CompareOp; 5] = [
+        CompareOp::Equal,
+        CompareOp::Less,
+        CompareOp::LessOrEqual,
+        CompareOp::Greater,
+        CompareOp::GreaterOrEqual,
+    ];
+
+    /// The op's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareOp::Equal => "equal",
+            CompareOp::Less => "less",
+            CompareOp::LessOrEqual => "less_or_equal",
+            CompareOp::Greater => "greater",
+            CompareOp::GreaterOrEqual => "greater_or_equal",
+        }
+    }
+
+    /// `a op b` on values of one ordered type.
+    pub fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            CompareOp::Equal => a == b,
+            CompareOp::Less => a < b,
+            CompareOp::LessOrEqual => a <= b,
+            CompareOp::Greater => a > b,
+            CompareOp::GreaterOrEqual => a >= b,
+        }
+    }
+}
+
+/// Element-wise logic on `bool` tensors with NumPy broadcasting (ONNX And, Or, Xor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LogicalOp {
+    And,
+    Or,
+    Xor,
+}
+
+impl LogicalOp {
+    pub const ALL: [LogicalOp; 3] = [LogicalOp::And, LogicalOp::Or, LogicalOp::Xor];
+
+    /// The op's name in the text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogicalOp::And => "and",
+            LogicalOp::Or => "or",
+            LogicalOp::Xor => "xor",
+        }
+    }
+
+    pub fn apply(self, a: bool, b: bool) -> bool {
+        match self {
+            LogicalOp::And => a && b,
+            LogicalOp::Or => a || b,
+            LogicalOp::Xor => a != b,
+        }
+    }
+}
+
 /// Padding mode of `pad`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PadMode {
@@ -591,6 +663,36 @@ pub enum Op {
         upper: bool,
         k: i64,
     },
+    /// Element-wise conversion to `to` (ONNX Cast): float to integer truncates toward zero
+    /// (saturating at the integer's range, NaN giving 0), integer to integer wraps, to `bool`
+    /// is "not zero", from `bool` gives 0 or 1, float to float rounds to nearest even.
+    Cast {
+        to: crate::types::DType,
+    },
+    /// `a op b` with broadcasting; operands of one element type, result `bool`.
+    Compare(CompareOp),
+    /// `cond ? x : y` with three-way broadcasting (ONNX Where); `cond` is `bool`, `x` and `y`
+    /// share the result's element type.
+    Where,
+    /// `a op b` on `bool` tensors with broadcasting.
+    Logical(LogicalOp),
+    /// Logical negation of a `bool` tensor.
+    Not,
+    /// The index (`i64`) of the largest (`max`) or smallest element along `axis` (ONNX ArgMax,
+    /// ArgMin): the first such index, or the last with `select_last_index`; a NaN is the
+    /// extreme (NumPy's choice).
+    ArgReduce {
+        max: bool,
+        axis: i64,
+        keepdims: bool,
+        select_last_index: bool,
+    },
+    /// The remainder of `a / b` with broadcasting (ONNX Mod): with `fmod`, C's `fmod` (the
+    /// sign of `a`; floats need it), else the sign of `b` (Python's `%`, integers only). An
+    /// integer remainder by zero is 0.
+    Mod {
+        fmod: bool,
+    },
     /// The arena every intermediate lives in after bufferization: `size` bytes aligned to
     /// `align`. Its value is `tensor<size x u8>`.
     AllocSlab {
@@ -745,6 +847,20 @@ pub const OP_NAMES: &[&str] = &[
     "reduce_log_sum_exp",
     "resize",
     "trilu",
+    "cast",
+    "equal",
+    "less",
+    "less_or_equal",
+    "greater",
+    "greater_or_equal",
+    "where",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "argmax",
+    "argmin",
+    "mod",
     "alloc_slab",
     "alloc_tensor",
 ];
@@ -782,6 +898,14 @@ impl Op {
             Op::Reduce { kind, .. } => kind.name(),
             Op::Resize(_) => "resize",
             Op::Trilu { .. } => "trilu",
+            Op::Cast { .. } => "cast",
+            Op::Compare(c) => c.name(),
+            Op::Where => "where",
+            Op::Logical(l) => l.name(),
+            Op::Not => "not",
+            Op::ArgReduce { max: true, .. } => "argmax",
+            Op::ArgReduce { max: false, .. } => "argmin",
+            Op::Mod { .. } => "mod",
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
         }
@@ -795,6 +919,9 @@ impl Op {
             Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
             Op::LayerNorm { .. } => Arity::Range(2, 3),
             Op::BatchNorm { .. } => Arity::Exactly(5),
+            Op::Compare(_) | Op::Logical(_) | Op::Mod { .. } => Arity::Exactly(2),
+            Op::Where => Arity::Exactly(3),
+            Op::Cast { .. } | Op::Not | Op::ArgReduce { .. } => Arity::Exactly(1),
             Op::Concat { .. } => Arity::AtLeast(1),
             Op::Unary(_)
             | Op::Clip { .. }
@@ -850,6 +977,13 @@ impl Op {
             | Op::Reduce { .. }
             | Op::Resize(_)
             | Op::Trilu { .. }
+            | Op::Cast { .. }
+            | Op::Compare(_)
+            | Op::Where
+            | Op::Logical(_)
+            | Op::Not
+            | Op::ArgReduce { .. }
+            | Op::Mod { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => 1,
         }
@@ -886,6 +1020,13 @@ impl Op {
             | Op::Reduce { .. }
             | Op::Resize(_)
             | Op::Trilu { .. }
+            | Op::Cast { .. }
+            | Op::Compare(_)
+            | Op::Where
+            | Op::Logical(_)
+            | Op::Not
+            | Op::ArgReduce { .. }
+            | Op::Mod { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. } => None,
         }
@@ -929,6 +1070,12 @@ impl Op {
             Op::Resize(_) => (Operator, Own, false),
             // Element `i` of the result is element `i` of `x` or zero.
             Op::Trilu { .. } => (Operator, InPlace, false),
+            // The result's element type differs from the operands' (or, for `where`, the
+            // condition's), so it never overwrites them.
+            Op::Cast { .. } | Op::Compare(_) | Op::Where => (Operator, Own, false),
+            Op::ArgReduce { .. } => (Operator, Own, false),
+            Op::Logical(_) | Op::Not => (Operator, InPlace, false),
+            Op::Mod { .. } => (Operator, InPlace, false),
             Op::AllocSlab { .. } => (Buffer, Own, false),
             Op::AllocTensor { .. } => (Buffer, Own, true),
         };
@@ -1322,6 +1469,52 @@ impl Op {
                 },
                 &["upper", "k"],
             ),
+            "cast" => {
+                let to = r.word(
+                    "to",
+                    "an element type (`f32`, `f16`, `bf16`, `i8`, `u8`, `i32`, `i64`, `bool`)",
+                );
+                if to.is_none() && !r.has("to") {
+                    r.string_req("to");
+                }
+                (
+                    Op::Cast {
+                        to: to.unwrap_or(crate::types::DType::F32),
+                    },
+                    &["to"],
+                )
+            }
+            _ if CompareOp::ALL.iter().any(|c| c.name() == name) => {
+                let c = *CompareOp::ALL
+                    .iter()
+                    .find(|c| c.name() == name)
+                    .expect("matched above");
+                (Op::Compare(c), &[])
+            }
+            "where" => (Op::Where, &[]),
+            _ if LogicalOp::ALL.iter().any(|l| l.name() == name) => {
+                let l = *LogicalOp::ALL
+                    .iter()
+                    .find(|l| l.name() == name)
+                    .expect("matched above");
+                (Op::Logical(l), &[])
+            }
+            "not" => (Op::Not, &[]),
+            "mod" => (
+                Op::Mod {
+                    fmod: r.bool("fmod", false),
+                },
+                &["fmod"],
+            ),
+            "argmax" | "argmin" => (
+                Op::ArgReduce {
+                    max: name == "argmax",
+                    axis: r.int("axis", 0),
+                    keepdims: r.bool("keepdims", true),
+                    select_last_index: r.bool("select_last_index", false),
+                },
+                &["axis", "keepdims", "select_last_index"],
+            ),
             "alloc_slab" => {
                 let size = r.uint("size", 0);
                 let align = r.uint("align", 1);
@@ -1439,6 +1632,19 @@ impl Op {
             Op::Reduce { axes, keepdims, .. } => {
                 w.ints("axes", axes, None);
                 w.bool("keepdims", *keepdims, true);
+            }
+            Op::Cast { to } => w.word("to", to),
+            Op::Compare(_) | Op::Where | Op::Logical(_) | Op::Not => {}
+            Op::Mod { fmod } => w.bool("fmod", *fmod, false),
+            Op::ArgReduce {
+                axis,
+                keepdims,
+                select_last_index,
+                ..
+            } => {
+                w.int("axis", *axis, Some(0));
+                w.bool("keepdims", *keepdims, true);
+                w.bool("select_last_index", *select_last_index, false);
             }
             Op::AllocSlab { size, align } => {
                 w.int("size", *size as i64, None);

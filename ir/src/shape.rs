@@ -576,6 +576,76 @@ pub fn infer_dims<D: Dim>(
             }
             one(t.clone())
         }
+        Op::Cast { to } => one(TensorTypeOf::new(ins[0].shape.clone(), *to)),
+        Op::Compare(_) => {
+            same_dtype(ins)?;
+            let shape = broadcast_dims(&ins[0].shape, &ins[1].shape, cx)?;
+            one(TensorTypeOf::new(shape, DType::Bool))
+        }
+        Op::Where => {
+            if ins[0].dtype != DType::Bool {
+                return err_at(
+                    0,
+                    format!("the condition of `where` must be bool, got {}", ins[0]),
+                );
+            }
+            same_dtype(&ins[1..]).map_err(|e| ShapeError {
+                message: format!(
+                    "x is {} and y is {}: element types must match",
+                    ins[1], ins[2]
+                ),
+                operand: e.operand.map(|i| i + 1),
+            })?;
+            let xy = broadcast_dims(&ins[1].shape, &ins[2].shape, cx)?;
+            let shape = broadcast_dims(&ins[0].shape, &xy, cx)?;
+            one(TensorTypeOf::new(shape, ins[1].dtype))
+        }
+        Op::Logical(_) | Op::Not => {
+            for (i, t) in ins.iter().enumerate() {
+                if t.dtype != DType::Bool {
+                    return err_at(
+                        i,
+                        format!("`{}` needs bool operands, operand {i} is {t}", op.name()),
+                    );
+                }
+            }
+            let shape = match ins {
+                [a, b] => broadcast_dims(&a.shape, &b.shape, cx)?,
+                _ => ins[0].shape.clone(),
+            };
+            one(TensorTypeOf::new(shape, DType::Bool))
+        }
+        Op::Mod { fmod } => {
+            same_dtype(ins)?;
+            numeric(ins[0].dtype, 0)?;
+            if ins[0].dtype.is_float() && !fmod {
+                return err(format!(
+                    "`mod` of {} needs `fmod = true` (the sign of the divisor is defined on integers only)",
+                    ins[0].dtype
+                ));
+            }
+            let shape = broadcast_dims(&ins[0].shape, &ins[1].shape, cx)?;
+            one(TensorTypeOf::new(shape, ins[0].dtype))
+        }
+        Op::ArgReduce { axis, keepdims, .. } => {
+            let t = ins[0];
+            numeric(t.dtype, 0)?;
+            let ax = norm_axis(*axis, t.rank())?;
+            // Every index must come from some element: an empty reduced axis has none.
+            cx.require_ge(&t.shape[ax], &D::lit(1), || {
+                shape_error_at(
+                    0,
+                    format!("`{}` over the empty axis {ax} of {t}", op.name()),
+                )
+            })?;
+            let mut s = t.shape.clone();
+            if *keepdims {
+                s[ax] = D::lit(1);
+            } else {
+                s.remove(ax);
+            }
+            one(TensorTypeOf::new(s, DType::I64))
+        }
     }
 }
 

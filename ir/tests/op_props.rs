@@ -21,6 +21,7 @@ fn required(name: &str) -> Vec<(&'static str, AttrValue)> {
         "pad" => vec![("pads", ints(&[0, 0]))],
         "resize" => vec![("size", ints(&[2, 2]))],
         "alloc_slab" => vec![("size", AttrValue::Int(64))],
+        "cast" => vec![("to", AttrValue::Word("i64".into()))],
         "alloc_tensor" => vec![("offset", AttrValue::Int(0))],
         _ => vec![],
     }

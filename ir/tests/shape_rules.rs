@@ -194,3 +194,104 @@ fn negative_zero_survives_printing() {
     let printed = tir_ir::print(&m);
     assert!(printed.contains("value = -0.0"), "{printed}");
 }
+
+fn typed(shape: &[u64], d: tir_ir::DType) -> TensorType {
+    TensorType::new(shape.to_vec(), d)
+}
+
+fn refused(op: Op, ins: &[TensorType]) -> String {
+    let refs: Vec<&TensorType> = ins.iter().collect();
+    infer(&op, &refs).expect_err("refused").message
+}
+
+#[test]
+fn dtype_rules_of_cast_comparisons_where_logic_argmax_and_mod() {
+    use tir_ir::{CompareOp, DType, LogicalOp};
+    let i64s = |s: &[u64]| typed(s, DType::I64);
+    let bools = |s: &[u64]| typed(s, DType::Bool);
+    let infer1 = |op: Op, ins: &[TensorType]| {
+        let refs: Vec<&TensorType> = ins.iter().collect();
+        infer(&op, &refs).expect("valid").remove(0)
+    };
+    assert_eq!(
+        infer1(Op::Cast { to: DType::I64 }, &[t(&[2, 3])]),
+        i64s(&[2, 3])
+    );
+    assert_eq!(
+        infer1(Op::Compare(CompareOp::Less), &[i64s(&[4, 1]), i64s(&[5])]),
+        bools(&[4, 5])
+    );
+    assert_eq!(
+        infer1(Op::Where, &[bools(&[2, 1, 5]), t(&[3, 1]), t(&[2, 3, 5])]),
+        t(&[2, 3, 5])
+    );
+    assert_eq!(
+        infer1(Op::Logical(LogicalOp::Xor), &[bools(&[3, 4]), bools(&[4])]),
+        bools(&[3, 4])
+    );
+    let argmax = |axis, keepdims| Op::ArgReduce {
+        max: true,
+        axis,
+        keepdims,
+        select_last_index: false,
+    };
+    assert_eq!(infer1(argmax(-1, true), &[t(&[3, 4, 5])]), i64s(&[3, 4, 1]));
+    assert_eq!(infer1(argmax(1, false), &[t(&[3, 4, 5])]), i64s(&[3, 5]));
+    assert_eq!(
+        infer1(Op::Mod { fmod: false }, &[i64s(&[2, 3]), i64s(&[3])]),
+        i64s(&[2, 3])
+    );
+
+    // Refusals name both types, or the one that is wrong.
+    assert_eq!(
+        refused(Op::Compare(CompareOp::Equal), &[t(&[3]), i64s(&[3])]),
+        "operand 1 is tensor<3xi64>, but operand 0 is tensor<3xf32>: element types must match"
+    );
+    assert_eq!(
+        refused(Op::Where, &[t(&[3]), t(&[3]), t(&[3])]),
+        "the condition of `where` must be bool, got tensor<3xf32>"
+    );
+    assert_eq!(
+        refused(Op::Where, &[bools(&[3]), t(&[3]), i64s(&[3])]),
+        "x is tensor<3xf32> and y is tensor<3xi64>: element types must match"
+    );
+    assert_eq!(
+        refused(Op::Logical(LogicalOp::And), &[bools(&[3]), t(&[3])]),
+        "`and` needs bool operands, operand 1 is tensor<3xf32>"
+    );
+    assert_eq!(
+        refused(argmax(0, true), &[bools(&[3])]),
+        "expected a numeric element type, got bool"
+    );
+    assert_eq!(
+        refused(argmax(1, true), &[t(&[3, 0])]),
+        "`argmax` over the empty axis 1 of tensor<3x0xf32>"
+    );
+    assert_eq!(
+        refused(Op::Mod { fmod: false }, &[t(&[3]), t(&[3])]),
+        "`mod` of f32 needs `fmod = true` (the sign of the divisor is defined on integers only)"
+    );
+}
+
+#[test]
+fn new_ops_print_and_parse_back() {
+    let text = "module @m {\n  func @main(%x: tensor<2x3xf32>, %y: tensor<3xi64>) -> (tensor<2x3xbool>, tensor<1x3xi64>, tensor<2x3xi64>) {\n    \
+                %0 = cast(%x) {to = i64} : tensor<2x3xi64>\n    \
+                %1 = greater_or_equal(%0, %y) : tensor<2x3xbool>\n    \
+                %2 = not(%1) : tensor<2x3xbool>\n    \
+                %3 = or(%1, %2) : tensor<2x3xbool>\n    \
+                %4 = argmin(%x) {keepdims = true, select_last_index = true} : tensor<1x3xi64>\n    \
+                %5 = mod(%0, %y) {fmod = true} : tensor<2x3xi64>\n    \
+                %6 = where(%3, %0, %5) : tensor<2x3xi64>\n    \
+                return %3, %4, %6\n  }\n}\n";
+    let m = tir_ir::parse_and_verify(text).expect("valid");
+    let printed = tir_ir::print(&m);
+    let again = tir_ir::parse_and_verify(&printed).expect("reparses");
+    assert_eq!(tir_ir::print(&again), printed);
+    assert!(printed.contains("cast(%x) {to = i64}"), "{printed}");
+    assert!(printed.contains("mod(%0, %y) {fmod = true}"), "{printed}");
+    assert!(
+        printed.contains("argmin(%x) {select_last_index = true}"),
+        "{printed}"
+    );
+}

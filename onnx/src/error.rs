@@ -254,8 +254,6 @@ pub enum NodeError {
     },
 
     // Element-wise.
-    #[error("a run-time Cast from {from} to {to} is not supported (the IR has no cast op)")]
-    RuntimeCast { from: DType, to: DType },
     #[error("attribute `approximate` = \"{}\" is not supported (only \"none\", the exact erf form, and \"tanh\")", shown(.value))]
     GeluApproximate { value: String },
     #[error("min ({min}) is greater than max ({max})")]

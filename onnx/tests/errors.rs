@@ -252,11 +252,11 @@ fn error_messages() {
             ),
         ),
         (
-            "runtime cast",
+            "cast to a type tir does not hold",
             one(
                 "Cast",
                 &["x"],
-                vec![ai("to", DataType::Int64 as i64)],
+                vec![ai("to", DataType::Double as i64)],
                 vec![],
                 13,
             ),

@@ -48,6 +48,13 @@ impl Engine {
     }
 }
 
+fn module_results_non_f32(b: &tir_codegen::Bufferized) -> bool {
+    b.func()
+        .result_types
+        .iter()
+        .any(|t| t.dtype != tir_ir::DType::F32)
+}
+
 /// Plans (with buffer sharing), bufferizes and runs the generated code in memory.
 fn jit(module: &Module, weights: &Weights, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
     use tir_passes::pipeline::{parse_pipeline, run_pipeline};
@@ -55,6 +62,9 @@ fn jit(module: &Module, weights: &Weights, inputs: &[Tensor]) -> Result<Vec<Tens
     let passes = parse_pipeline("plan{sharing=true},bufferize").map_err(|e| e.to_string())?;
     run_pipeline(&mut m, &passes, false, |_, _| {}).map_err(|e| e.to_string())?;
     let proof = tir_codegen::Bufferized::new(&mut m).map_err(|e| e.to_string())?;
+    if inputs.iter().any(|t| t.ty.dtype != tir_ir::DType::F32) || module_results_non_f32(&proof) {
+        return tir_codegen::jit_run_tensors(&proof, weights, inputs).map_err(|e| e.to_string());
+    }
     let ins: Vec<&[f32]> = inputs
         .iter()
         .map(|t| {

@@ -110,7 +110,7 @@ pub(crate) fn result(func: &Function, op: &OpData) -> R<(Value, Vec<i64>)> {
 }
 
 /// Merges adjacent dimensions that every operand walks contiguously; drops unit dimensions.
-fn collapse(shape: &[i64], ops: &mut [&mut Vec<i64>]) -> Vec<i64> {
+pub(crate) fn collapse(shape: &[i64], ops: &mut [&mut Vec<i64>]) -> Vec<i64> {
     let mut out_shape: Vec<i64> = Vec::new();
     let mut out: Vec<Vec<i64>> = vec![Vec::new(); ops.len()];
     for d in 0..shape.len() {

@@ -282,7 +282,14 @@ pub(crate) fn returns<'a, 'c>(g: &Gen<'a, 'c>, func: &Function, st: &Storage) ->
             offset: 0,
         };
         let from = st.of(func, v)?;
-        if from != to {
+        let ty = func
+            .ty(v)
+            .ok_or_else(|| crate::CodegenError::NoStorage(func.value_name(v)))?;
+        if from != to && ty.dtype != tir_ir::DType::F32 {
+            let bytes = ty.byte_size().unwrap_or(0);
+            let name = format!("ret{j}");
+            calls.push(super::typed::copy_bytes(g, &name, from, to, bytes)?);
+        } else if from != to {
             let n: i64 = dims(func, v)?.iter().product();
             calls.push(copy(g, &format!("ret{j}"), from, to, n)?);
         }

@@ -13,6 +13,9 @@
 //! - [`pool`], [`norm`] (softmax, layer_norm), and [`gather`] (pad by reflection or edge,
 //!   resize, reduce_mean: index maps computed at compile time).
 //!
+//! - [`typed`]: the ops on tensors that are not all `f32` (cast, comparisons, where, logic,
+//!   argmax/argmin, integer arithmetic, copies), each operand with its own element type.
+//!
 //! The families share [`common`], which imports none of them; no family imports the dispatch.
 
 pub(crate) mod common;
@@ -25,3 +28,4 @@ pub(crate) mod math;
 pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;
+pub(crate) mod typed;

@@ -35,6 +35,32 @@ impl Importer {
             }
             _ => self.in_value(node, 1)?,
         };
+        let (dx, dy) = (self.em.sym_ty(x).dtype, self.em.sym_ty(y).dtype);
+        if op == BinaryOp::Pow && dx != dy {
+            // Pow's exponent may have another type; the reference computes in floating point
+            // and converts to the base's type (`np.power(a, b).astype(a.dtype)`): here in
+            // f32, both cast to it, the result cast back.
+            let mut to_f32 = |v, d| -> R<_> {
+                if d == DType::F32 {
+                    return Ok(v);
+                }
+                let name = self.em.fresh();
+                Ok(self
+                    .em
+                    .push(Op::Cast { to: DType::F32 }, &[v], vec![name])?[0])
+            };
+            let (fx, fy) = (to_f32(x, dx)?, to_f32(y, dy)?);
+            let pow = Op::Binary {
+                op,
+                activation: None,
+            };
+            if dx == DType::F32 {
+                return self.emit(node, pow, &[fx, fy]);
+            }
+            let name = self.em.fresh();
+            let p = self.em.push(pow, &[fx, fy], vec![name])?[0];
+            return self.emit(node, Op::Cast { to: dx }, &[p]);
+        }
         self.emit(
             node,
             Op::Binary {

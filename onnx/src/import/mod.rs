@@ -40,6 +40,18 @@ use tir_ir::{
 pub const MIN_OPSET: i64 = 11;
 pub const MAX_OPSET: i64 = 24;
 
+/// The opset from which an op's semantics (attributes, inputs, outputs, and behaviour on the
+/// element types tir holds) are those the importer follows, for the ops that have not changed
+/// since before [`MIN_OPSET`]: a graph of an older opset made only of them imports.
+fn stable_since(op_type: &str) -> Option<i64> {
+    match op_type {
+        // Logic on bool: unchanged since broadcasting arrived (opset 7); Not since opset 1.
+        "And" | "Or" | "Xor" => Some(7),
+        "Not" => Some(1),
+        _ => None,
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ImportOptions {
     /// Values for symbolic input dimensions (`--dim name=value`). A symbolic first dimension
@@ -97,7 +109,11 @@ pub fn import_model(model: &ModelProto, opts: &ImportOptions) -> Result<Imported
         .find(|o| matches!(o.domain.as_deref(), None | Some("") | Some("ai.onnx")))
         .and_then(|o| o.version)
         .ok_or(ImportError::NoDefaultOpset)?;
-    if !(MIN_OPSET..=MAX_OPSET).contains(&opset) {
+    let stable = |n: &NodeProto| {
+        stable_since(n.op_type.as_deref().unwrap_or("")).is_some_and(|v| v <= opset)
+    };
+    let older_but_stable = opset < MIN_OPSET && graph.node.iter().all(stable);
+    if !(MIN_OPSET..=MAX_OPSET).contains(&opset) && !older_but_stable {
         return Err(ImportError::Opset { opset });
     }
     let name = opts
@@ -780,17 +796,54 @@ impl Importer {
                 let t = attrs::constant_attr(&a)?;
                 self.bind_const(node, t)
             }
-            "Identity" | "Dropout" | "Cast" => self.pass_through(node, op_type, &a),
-            // A cast to the type the value already has is the value (folded otherwise).
+            "Identity" | "Dropout" => self.pass_through(node, op_type),
+            "Cast" => {
+                let to = cast_target(&a)?;
+                self.cast(node, to)
+            }
             "CastLike" => {
-                let x = self.req_in(node, 0)?;
                 let like = self.req_in(node, 1)?;
-                let (from, to) = (self.dtype_of(&x), self.dtype_of(&like));
-                if from != to {
-                    return Err(NodeError::RuntimeCast { from, to });
-                }
-                self.alias(node, x);
-                Ok(())
+                let to = self.dtype_of(&like);
+                self.cast(node, to)
+            }
+            "Equal" | "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual" => {
+                let c = match op_type {
+                    "Equal" => tir_ir::CompareOp::Equal,
+                    "Less" => tir_ir::CompareOp::Less,
+                    "LessOrEqual" => tir_ir::CompareOp::LessOrEqual,
+                    "Greater" => tir_ir::CompareOp::Greater,
+                    _ => tir_ir::CompareOp::GreaterOrEqual,
+                };
+                let (x, y) = (self.in_value(node, 0)?, self.in_value(node, 1)?);
+                self.emit(node, Op::Compare(c), &[x, y])
+            }
+            "And" | "Or" | "Xor" => {
+                let l = match op_type {
+                    "And" => tir_ir::LogicalOp::And,
+                    "Or" => tir_ir::LogicalOp::Or,
+                    _ => tir_ir::LogicalOp::Xor,
+                };
+                let (x, y) = (self.in_value(node, 0)?, self.in_value(node, 1)?);
+                self.emit(node, Op::Logical(l), &[x, y])
+            }
+            "Not" => {
+                let x = self.in_value(node, 0)?;
+                self.emit(node, Op::Not, &[x])
+            }
+            "Where" => {
+                let c = self.in_value(node, 0)?;
+                let (x, y) = (self.in_value(node, 1)?, self.in_value(node, 2)?);
+                self.emit(node, Op::Where, &[c, x, y])
+            }
+            "ArgMax" | "ArgMin" => {
+                let x = self.in_value(node, 0)?;
+                let op = Op::ArgReduce {
+                    max: op_type == "ArgMax",
+                    axis: a.int("axis")?.unwrap_or(0),
+                    keepdims: a.int("keepdims")?.unwrap_or(1) != 0,
+                    select_last_index: a.int("select_last_index")?.unwrap_or(0) != 0,
+                };
+                self.emit(node, op, &[x])
             }
             "Shape" => {
                 let x = self.req_in(node, 0)?;
@@ -859,9 +912,12 @@ impl Importer {
             "ReduceLogSum" => self.reduce(node, &a, ReduceKind::LogSum),
             "ReduceLogSumExp" => self.reduce(node, &a, ReduceKind::LogSumExp),
             "Resize" => self.resize(node, &a),
-            "Gather" | "ConstantOfShape" | "Expand" | "Equal" | "Where" | "Range" | "Less"
-            | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor" | "Not"
-            | "Mod" => Err(NodeError::OnlyOnConstants {
+            "Mod" => {
+                let (x, y) = (self.in_value(node, 0)?, self.in_value(node, 1)?);
+                let fmod = a.int("fmod")?.unwrap_or(0) != 0;
+                self.emit(node, Op::Mod { fmod }, &[x, y])
+            }
+            "Gather" | "ConstantOfShape" | "Expand" | "Range" => Err(NodeError::OnlyOnConstants {
                 op_type: op_type.to_string(),
             }),
             // Compositions of existing IR ops (decompose.rs).
@@ -897,33 +953,31 @@ impl Importer {
         }
     }
 
-    /// Identity, inference-mode Dropout, and a Cast to the type the value already has: the
-    /// output is the input.
-    fn pass_through(&mut self, node: &NodeProto, op_type: &str, a: &Attrs) -> R<()> {
-        match op_type {
-            "Dropout" => {
-                self.only_first_outputs(node, 1)?;
-                if let Some(t) = self.const_in(node, 2, "training_mode")? {
-                    if t.ints().first().copied().unwrap_or(0) != 0 {
-                        return Err(NodeError::Training { expected: "false" });
-                    }
+    /// Identity and inference-mode Dropout: the output is the input.
+    fn pass_through(&mut self, node: &NodeProto, op_type: &str) -> R<()> {
+        if op_type == "Dropout" {
+            self.only_first_outputs(node, 1)?;
+            if let Some(t) = self.const_in(node, 2, "training_mode")? {
+                if t.ints().first().copied().unwrap_or(0) != 0 {
+                    return Err(NodeError::Training { expected: "false" });
                 }
             }
-            "Cast" => {
-                let x = self.req_in(node, 0)?;
-                let to = cast_target(a)?;
-                if self.dtype_of(&x) != to {
-                    return Err(NodeError::RuntimeCast {
-                        from: self.dtype_of(&x),
-                        to,
-                    });
-                }
-            }
-            _ => {}
         }
         let x = self.req_in(node, 0)?;
         self.alias(node, x);
         Ok(())
+    }
+
+    /// Cast and CastLike: a cast to the type the value already has is the value; any other
+    /// is a `cast` op (a constant input was folded before).
+    fn cast(&mut self, node: &NodeProto, to: DType) -> R<()> {
+        let x = self.req_in(node, 0)?;
+        if self.dtype_of(&x) == to {
+            self.alias(node, x);
+            return Ok(());
+        }
+        let x = self.in_value(node, 0)?;
+        self.emit(node, Op::Cast { to }, &[x])
     }
 }
 
