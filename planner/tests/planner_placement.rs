@@ -13,13 +13,9 @@ use proptest::prelude::*;
 use tir_planner::{OffsetStrategy, UsageRecord};
 
 const PEERS: [(OffsetStrategy, Order, Fit); 3] = [
-    (OffsetStrategy::GreedyBySize, Order::BySize, Fit::Best),
-    (OffsetStrategy::FirstFit, Order::BySizeLastFirst, Fit::First),
-    (
-        OffsetStrategy::GreedyByLifetime,
-        Order::ByLifetime,
-        Fit::Best,
-    ),
+    (OffsetStrategy::GreedyBySize, Order::Size, Fit::Best),
+    (OffsetStrategy::FirstFit, Order::SizeLastFirst, Fit::First),
+    (OffsetStrategy::GreedyByLifetime, Order::Lifetime, Fit::Best),
 ];
 
 fn assert_textbook(records: &[UsageRecord], align: u64) {

@@ -147,7 +147,7 @@ fn row(name: &str, records: &[UsageRecord], align: u64, options: &Options) -> bo
             Some(timed(1, || {
                 Ok::<_, String>(textbook::textbook_offsets(
                     records,
-                    textbook::Order::BySize,
+                    textbook::Order::Size,
                     textbook::Fit::Best,
                     align,
                 ))

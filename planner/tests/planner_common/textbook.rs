@@ -15,13 +15,13 @@ use tir_planner::{align_size, OffsetsPlan, UsageRecord};
 #[derive(Clone, Copy, Debug)]
 pub enum Order {
     /// Size descending, equal sizes in input order (greedy_by_size).
-    BySize,
+    Size,
     /// Size descending, equal sizes in reverse input order (first_fit: TFLite Micro fills its
     /// sort array from the tail).
-    BySizeLastFirst,
+    SizeLastFirst,
     /// Lifetime length descending, then size descending, then first operator
     /// (greedy_by_lifetime, PyTorch's `lenCmp`).
-    ByLifetime,
+    Lifetime,
 }
 
 /// Which fitting gap is taken.
@@ -45,12 +45,12 @@ pub fn textbook_offsets(
         .collect();
     let mut by: Vec<usize> = (0..records.len()).collect();
     match order {
-        Order::BySize => by.sort_by_key(|&i| Reverse(records[i].size)),
-        Order::BySizeLastFirst => {
+        Order::Size => by.sort_by_key(|&i| Reverse(records[i].size)),
+        Order::SizeLastFirst => {
             by.reverse();
             by.sort_by_key(|&i| Reverse(records[i].size));
         }
-        Order::ByLifetime => by.sort_by_key(|&i| {
+        Order::Lifetime => by.sort_by_key(|&i| {
             let r = &records[i];
             (Reverse(r.last_op - r.first_op), Reverse(r.size), r.first_op)
         }),
