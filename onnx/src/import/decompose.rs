@@ -55,6 +55,25 @@ impl Importer {
         self.const_value(&hint, Tensor::from_f64s(dtype, vec![], &[v]))
     }
 
+    /// The node's first input and its static shape; below rank `min_rank` it is refused,
+    /// naming `op`.
+    fn input_of_rank(
+        &mut self,
+        node: &NodeProto,
+        op: &'static str,
+        min_rank: usize,
+    ) -> R<(Value, Vec<u64>)> {
+        let x = self.in_value(node, 0)?;
+        let xs = self.shape_of_value(x)?;
+        if xs.len() < min_rank {
+            return Err(refuse(
+                op,
+                format!("the input needs rank {min_rank} or more, got {}", xs.len()),
+            ));
+        }
+        Ok((x, xs))
+    }
+
     fn shape_of_value(&self, v: Value) -> R<Vec<u64>> {
         Ok(self.em.ty(v)?.shape.clone())
     }
@@ -363,14 +382,7 @@ impl Importer {
     /// `* scale[c] + bias[c]`.
     pub(super) fn instance_norm(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
-        let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x)?;
-        if xs.len() < 3 {
-            return Err(refuse(
-                "InstanceNormalization",
-                format!("the input needs rank 3 or more, got {}", xs.len()),
-            ));
-        }
+        let (x, xs) = self.input_of_rank(node, "InstanceNormalization", 3)?;
         let scale = self.channel_operand(node, 1, "InstanceNormalization", xs[1])?;
         let bias = self.channel_operand(node, 2, "InstanceNormalization", xs[1])?;
         let axes = (2..xs.len() as i64).collect();
@@ -398,14 +410,7 @@ impl Importer {
         }
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let groups = a.req_int("num_groups")?;
-        let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x)?;
-        if xs.len() < 3 {
-            return Err(refuse(
-                OP,
-                format!("the input needs rank 3 or more, got {}", xs.len()),
-            ));
-        }
+        let (x, xs) = self.input_of_rank(node, OP, 3)?;
         let c = xs[1];
         if groups <= 0 || !c.is_multiple_of(groups as u64) {
             return Err(refuse(
@@ -660,14 +665,7 @@ impl Importer {
         const OP: &str = "BatchNormalization";
         let epsilon = a.float("epsilon")?.unwrap_or(1e-5);
         let momentum = a.float("momentum")?.unwrap_or(0.9);
-        let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x)?;
-        if xs.len() < 2 {
-            return Err(refuse(
-                OP,
-                format!("the input needs rank 2 or more, got {}", xs.len()),
-            ));
-        }
+        let (x, xs) = self.input_of_rank(node, OP, 2)?;
         let c = xs[1];
         let scale = self.channel_operand(node, 1, OP, c)?;
         let bias = self.channel_operand(node, 2, OP, c)?;
@@ -787,14 +785,7 @@ impl Importer {
         let ignore = a.int("ignore_index")?;
         let target = self.req_const_in(node, 1, "target")?;
         let weight = self.const_in(node, 2, "weight")?;
-        let x = self.in_value(node, 0)?;
-        let xs = self.shape_of_value(x)?;
-        if xs.len() < 2 {
-            return Err(refuse(
-                op,
-                format!("the input needs rank 2 or more, got {}", xs.len()),
-            ));
-        }
+        let (x, xs) = self.input_of_rank(node, op, 2)?;
         let c = xs[1] as usize;
         let mut ts = vec![xs[0]];
         ts.extend(&xs[2..]);
