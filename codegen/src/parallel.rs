@@ -24,40 +24,58 @@ use inkwell::types::FunctionType;
 use inkwell::values::{BasicMetadataValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
 
-/// No op is cut finer than this many FLOPs per tile (about 20 µs of one core): below it the
-/// hand-off to another thread costs more than it saves.
-pub const MIN_TILE_FLOPS: u64 = 2_000_000;
-/// At most this many chunks per image: enough to balance 2–4 threads when tiles are taken
+/// No op is cut finer than this much work per tile (FLOPs, or FLOP-equivalents of memory
+/// traffic: [`work`]), about 15 µs of one core: below it the hand-off to another thread and
+/// the lost cache locality cost more than they save.
+pub const MIN_TILE_FLOPS: u64 = 1_000_000;
+/// At most this many chunks per image: enough to balance 2–8 threads when tiles are taken
 /// dynamically, few enough that each chunk keeps the kernel's own register tiles full.
 const MAX_CHUNKS: i64 = 8;
+/// FLOPs one core does in the time it streams one byte from memory (about 80 GFLOP/s of
+/// FMA against 20 GB/s of streaming on these cores): what converts an op's memory traffic
+/// into the same currency as its arithmetic, so that a memory-bound op (a depthwise
+/// convolution, a matrix–vector product) is cut as finely as its time, not its FLOPs, asks.
+const FLOPS_PER_BYTE: u64 = 4;
 
-/// How an op is cut: `count` chunks of `chunk` units per image (the last one `last` units).
+/// The work of an op for cutting it into tiles: its FLOPs or its memory traffic (`bytes`
+/// read and written, weights included) in FLOP-equivalents, whichever bounds its time.
+pub(crate) fn work(flops: u64, bytes: u64) -> u64 {
+    flops.max(bytes.saturating_mul(FLOPS_PER_BYTE))
+}
+
+/// How an op is cut: per image, `units` (channels, groups, columns) in `count` chunks of
+/// whole `granule`s (the kernel's register tile), as equal as whole granules allow: of `G`
+/// granules, chunk `c` starts at granule `⌊c·G/count⌋` (so chunks have `⌊G/count⌋` or one
+/// more, spread evenly, and every half, quarter or eighth of the chunks holds its share to
+/// within one granule), and the last chunk ends at `units` (its last granule may be
+/// partial). Equal shares matter more than many chunks: with 2 threads, chunks of 64, 64, 64
+/// and 4 columns give one thread twice the other's work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Tiling {
     pub images: i64,
-    pub chunk: i64,
+    pub units: i64,
+    pub granule: i64,
     pub count: i64,
-    pub last: i64,
 }
 
 impl Tiling {
-    /// `units` independent output units per image (channels, groups, columns), `flops` of
-    /// work in all, chunks a multiple of `granule` units (the kernel's register tile), none
-    /// below `min_flops` of work.
-    pub(crate) fn new(images: i64, units: i64, granule: i64, flops: u64, min_flops: u64) -> Tiling {
+    /// `units` independent output units per image, `work` ([`work`]) in all, chunks of whole
+    /// `granule`s, none below `min_work`. The count of chunks is a power of two (so that 2, 4
+    /// or 8 threads get equal shares) at most [`MAX_CHUNKS`], and at most the granules.
+    pub(crate) fn new(images: i64, units: i64, granule: i64, work: u64, min_work: u64) -> Tiling {
         let images = images.max(1);
         let units = units.max(1);
-        let per_image = flops / images as u64;
-        let want = ((per_image / min_flops.max(1)) as i64).clamp(1, MAX_CHUNKS);
-        let granule = granule.max(1);
-        let chunk = ((units + want - 1) / want + granule - 1) / granule * granule;
-        let chunk = chunk.clamp(1, units);
-        let count = (units + chunk - 1) / chunk;
+        let granule = granule.clamp(1, units);
+        let granules = (units + granule - 1) / granule;
+        let per_image = work / images as u64;
+        let want = ((per_image / min_work.max(1)).min(MAX_CHUNKS as u64) as i64).max(1);
+        // The largest power of two not above `want`: 1, 2, 4 or 8.
+        let want = 1i64 << (63 - want.leading_zeros());
         Tiling {
             images,
-            chunk,
-            count,
-            last: units - (count - 1) * chunk,
+            units,
+            granule,
+            count: want.min(granules),
         }
     }
 
@@ -69,6 +87,26 @@ impl Tiling {
     /// Whether the op is worth more than one tile: otherwise it keeps a plain kernel.
     pub(crate) fn is_parallel(&self) -> bool {
         self.tiles() > 1
+    }
+
+    /// Granules in all.
+    fn granules(&self) -> i64 {
+        (self.units + self.granule - 1) / self.granule
+    }
+
+    /// The first unit of chunk `c` of an image.
+    pub(crate) fn first(&self, c: i64) -> i64 {
+        c * self.granules() / self.count * self.granule
+    }
+
+    /// The units of chunk `c` of an image.
+    pub(crate) fn size(&self, c: i64) -> i64 {
+        let end = if c + 1 == self.count {
+            self.units
+        } else {
+            self.first(c + 1)
+        };
+        end - self.first(c)
     }
 }
 
@@ -97,8 +135,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     }
 
     /// Emits, in the tiled kernel `f` of `nargs` pointer arguments, the loop over its range of
-    /// tiles; `body(image, first_unit, units)` emits one tile, `units` a constant (`chunk`,
-    /// or `last` for each image's last chunk, emitted apart when it differs).
+    /// tiles; `body(image, first_unit, units)` emits one tile, `units` a constant: one body
+    /// per distinct chunk size of [`Tiling`] (at most three: `q` granules, `q + 1`, and the
+    /// last chunk).
     pub(crate) fn for_tiles(
         &self,
         k: &K<'a, 'ctx>,
@@ -113,21 +152,53 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 .ok_or_else(|| CodegenError::Llvm("missing tile range parameter".into()))
         };
         let (begin, end) = (param(nargs)?, param(nargs + 1)?);
+        let q = t.granules() / t.count;
+        let last = t.count - 1;
+        // The sizes of chunks before the last: `q` granules or `q + 1`.
+        let sizes: Vec<i64> = {
+            let mut v: Vec<i64> = (0..last).map(|c| t.size(c)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let last_size = t.size(last);
         k.loop_between(begin, end, &mut |tile| {
             let image = llvm(k.b.build_int_signed_div(tile, k.c(t.count), "image"))?;
             let chunk = llvm(k.b.build_int_signed_rem(tile, k.c(t.count), "chunk"))?;
-            let first = k.mul(chunk, t.chunk)?;
-            if t.last == t.chunk {
-                return body(image, first, t.chunk);
+            // Granule ⌊chunk·G/count⌋ and the next chunk's: their difference picks the size.
+            let at = |c: IntValue<'ctx>| -> R<IntValue<'ctx>> {
+                let cg = k.mul(c, t.granules())?;
+                llvm(k.b.build_int_signed_div(cg, k.c(t.count), "granule"))
+            };
+            let g0 = at(chunk)?;
+            let first = k.mul(g0, t.granule)?;
+            if sizes.is_empty() || sizes == [last_size] {
+                return body(image, first, last_size);
             }
             let is_last = llvm(k.b.build_int_compare(
                 inkwell::IntPredicate::EQ,
                 chunk,
-                k.c(t.count - 1),
+                k.c(last),
                 "is_last",
             ))?;
-            k.if_else(is_last, &mut |last| {
-                body(image, first, if last { t.last } else { t.chunk })
+            k.if_else(is_last, &mut |l| {
+                if l {
+                    return body(image, first, last_size);
+                }
+                if let [one] = sizes.as_slice() {
+                    return body(image, first, *one);
+                }
+                let g1 = at(k.add(chunk, k.c(1))?)?;
+                let span = llvm(k.b.build_int_sub(g1, g0, "span"))?;
+                let is_big = llvm(k.b.build_int_compare(
+                    inkwell::IntPredicate::SGT,
+                    span,
+                    k.c(q),
+                    "is_big",
+                ))?;
+                k.if_else(is_big, &mut |b| {
+                    body(image, first, (q + b as i64) * t.granule)
+                })
             })
         })
     }
@@ -322,4 +393,76 @@ pub unsafe extern "C" fn rust_parallel_for(pool: *mut u8, body: BodyFn, ctx: *mu
         }
         take();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every chunk's (first, size) for one image.
+    fn chunks(t: &Tiling) -> Vec<(i64, i64)> {
+        (0..t.count).map(|c| (t.first(c), t.size(c))).collect()
+    }
+
+    #[test]
+    fn chunks_cover_the_units_in_whole_granules_as_equal_as_they_can() {
+        for units in 1..300 {
+            for granule in [1, 6, 12, 16] {
+                for work in [0, 500_000, 3_000_000, 9_000_000, 100_000_000] {
+                    let t = Tiling::new(1, units, granule, work, MIN_TILE_FLOPS);
+                    assert!(
+                        (t.count as u64).is_power_of_two()
+                            || t.count == (units + t.granule - 1) / t.granule
+                    );
+                    assert!(t.count <= MAX_CHUNKS);
+                    let cs = chunks(&t);
+                    let mut next = 0;
+                    for (i, &(first, size)) in cs.iter().enumerate() {
+                        assert_eq!(first, next, "{t:?}");
+                        assert!(size > 0, "{t:?}");
+                        if i + 1 < cs.len() {
+                            assert_eq!(size % t.granule, 0, "{t:?}");
+                        }
+                        next += size;
+                    }
+                    assert_eq!(next, units, "{t:?}");
+                    // Nominal sizes (the last chunk before truncation) differ by one granule
+                    // at most.
+                    let nominal: Vec<i64> = (0..t.count)
+                        .map(|c| {
+                            if c + 1 < t.count {
+                                t.size(c)
+                            } else {
+                                (t.size(c) + t.granule - 1) / t.granule * t.granule
+                            }
+                        })
+                        .collect();
+                    let (lo, hi) = (nominal.iter().min().unwrap(), nominal.iter().max().unwrap());
+                    assert!(hi - lo <= t.granule, "{t:?}: {cs:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn two_threads_get_equal_shares_of_a_pointwise_convolution() {
+        // MobileNet v2's 14×14 pointwise layers: 196 columns in 16-column granules.
+        let t = Tiling::new(1, 196, 16, 9_600_000, MIN_TILE_FLOPS);
+        assert_eq!(t.count, 8);
+        let cs = chunks(&t);
+        let half: i64 = cs[..4].iter().map(|c| c.1).sum();
+        assert_eq!((half, 196 - half), (96, 100));
+    }
+
+    #[test]
+    fn memory_bound_ops_are_cut_by_their_traffic() {
+        // A 1280 → 1001 matrix–vector product: 2.6 MFLOP but 5 MB of weights.
+        let flops = 2 * 1280 * 1001;
+        let bytes = 4 * (1280 * 1001 + 1280 + 1001);
+        assert_eq!(Tiling::new(1, 1001, 12, flops, 2 * MIN_TILE_FLOPS).count, 1);
+        assert_eq!(
+            Tiling::new(1, 1001, 12, work(flops, bytes), MIN_TILE_FLOPS).count,
+            8
+        );
+    }
 }

@@ -4,6 +4,7 @@
 //! another's internals.
 
 use crate::nest::{llvm, K, R};
+use crate::parallel::Tiling;
 use crate::storage::{Loc, Storage};
 use crate::{Arg, CodegenError, Gen};
 use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
@@ -200,7 +201,27 @@ pub(crate) fn strided_kernel<'a, 'c>(
         .collect();
     let mut writes = vec![false; all.len()];
     writes[all.len() - 1] = true;
-    let func = g.kernel(name, &args, &writes);
+    // Cut for threads along the outermost merged dimension (whole rows of the inner loops, so
+    // each element is computed by the same loop whatever the cut), or, when everything merged
+    // into one dimension, in chunks of 64 elements (whole vectors of the vectorised loop).
+    // Element-wise ops are memory-bound: their work is their traffic ([`crate::parallel::work`]).
+    let elements: i64 = shape.iter().product();
+    let bytes = 4 * elements.max(0) as u64 * all.len() as u64;
+    let tiling = match shape.first() {
+        Some(&units) if units > 1 => Some(Tiling::new(
+            1,
+            units,
+            if shape.len() > 1 { 1 } else { 64 },
+            crate::parallel::work(elements.max(0) as u64, bytes),
+            g.min_tile_flops,
+        )),
+        _ => None,
+    }
+    .filter(|t| t.is_parallel());
+    let func = match tiling {
+        Some(t) => g.tiled_kernel(name, &args, &writes, t.tiles()),
+        None => g.kernel(name, &args, &writes),
+    };
     let k = g.k(func);
     let ptrs: Vec<PointerValue> = (0..all.len() as u32)
         .map(|i| g.param(func, i))
@@ -211,14 +232,30 @@ pub(crate) fn strided_kernel<'a, 'c>(
         .map(|(s, a)| (s.as_slice(), a.base))
         .collect();
     let n = all.len();
-    nest(&k, &shape, &sets, &mut |idx| {
-        let mut vals = Vec::with_capacity(n - 1);
-        for i in 0..n - 1 {
-            vals.push(k.ld(ptrs[i], idx[i])?);
-        }
-        let v = f(&k, &vals)?;
-        k.st(ptrs[n - 1], idx[n - 1], v)
-    })?;
+    let elementwise = |ptrs: &[PointerValue<'c>], shape: &[i64]| {
+        nest(&k, shape, &sets, &mut |idx| {
+            let mut vals = Vec::with_capacity(n - 1);
+            for i in 0..n - 1 {
+                vals.push(k.ld(ptrs[i], idx[i])?);
+            }
+            let v = f(&k, &vals)?;
+            k.st(ptrs[n - 1], idx[n - 1], v)
+        })
+    };
+    match tiling {
+        None => elementwise(&ptrs, &shape)?,
+        Some(t) => g.for_tiles(&k, func, n as u32, t, &mut |_, u0, units| {
+            // The tile's operands start `u0` steps along the outer dimension.
+            let moved: Vec<PointerValue<'c>> = ptrs
+                .iter()
+                .zip(&strides)
+                .map(|(&p, s)| k.gep(p, k.mul(u0, s[0])?))
+                .collect::<R<_>>()?;
+            let mut sub = shape.clone();
+            sub[0] = units;
+            elementwise(&moved, &sub)
+        })?,
+    }
     llvm(g.builder.build_return(None))?;
     Ok((func, all.iter().map(|s| s.loc).collect()))
 }

@@ -228,17 +228,19 @@ fn tiled_gemm<'a, 'c>(
     epi: Epilogue<'c>,
 ) -> R<Call<'c>> {
     let flops = 2 * (spec.m * spec.n * spec.k) as u64;
+    let bytes = 4 * (spec.m * spec.k + spec.k * spec.n + spec.m * spec.n).max(0) as u64;
+    let work = crate::parallel::work(flops, bytes);
     let min_flops = g.min_tile_flops;
     let by_columns = spec.n >= spec.m;
     let tiling = if by_columns {
         let nv = crate::kernels::gemm::wide(g.width).1 as i64;
-        Tiling::new(1, spec.n, nv * g.width as i64, flops, min_flops)
+        Tiling::new(1, spec.n, nv * g.width as i64, work, min_flops)
     } else {
         Tiling::new(
             1,
             spec.m,
             crate::kernels::gemm::acc_regs(g.width),
-            flops,
+            work,
             min_flops,
         )
     };

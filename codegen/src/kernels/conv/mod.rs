@@ -72,7 +72,9 @@ pub(crate) fn conv2d<'a, 'c>(
     };
     let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
     let flops = 2 * (n * m * oh * ow * cg * kh * kw) as u64;
-    let tiling = tiling(&d, pointwise, g.width, flops, g.min_tile_flops);
+    let bytes = 4 * (n * ci * h * wi + m * cg * kh * kw + n * m * oh * ow).max(0) as u64;
+    let work = crate::parallel::work(flops, bytes);
+    let tiling = tiling(&d, pointwise, g.width, work, g.min_tile_flops);
     let nargs = args.len() as u32;
     let f = if tiling.is_parallel() {
         g.tiled_kernel(name, &args, &writes, tiling.tiles())
@@ -183,12 +185,14 @@ pub(crate) fn conv_transpose<'a, 'c>(
     };
     // Each input pixel meets `M/groups · kH · kW` weights (fewer where the crop drops them).
     let flops = 2 * (n * ci * h * wi * mw * kh * kw).max(0) as u64;
+    let bytes = 4 * (n * ci * h * wi + ci * mw * kh * kw + n * m * oh * ow).max(0) as u64;
+    let work = crate::parallel::work(flops, bytes);
     // Cut by groups when there are several, else by chunks of whole channel tiles: both
     // depend on the shape only, so every thread count runs the same instructions per output.
     let tiling = if groups > 1 {
-        Tiling::new(n, groups, 1, flops, g.min_tile_flops)
+        Tiling::new(n, groups, 1, work, g.min_tile_flops)
     } else {
-        Tiling::new(n, m, transpose::MR, flops, g.min_tile_flops)
+        Tiling::new(n, m, transpose::MR, work, g.min_tile_flops)
     };
     let nargs = args.len() as u32;
     let f = if tiling.is_parallel() {
@@ -249,15 +253,15 @@ fn split_columns(d: &Conv) -> bool {
 
 /// How `d` is cut into tiles for threads ([`crate::parallel`]): chunks of whole register
 /// tiles of the kernel that computes it.
-fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64, min_flops: u64) -> Tiling {
+fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
     let cg = d.c / d.groups.max(1);
     if d.groups > 1 {
-        return Tiling::new(d.n, d.groups, 1, flops, min_flops);
+        return Tiling::new(d.n, d.groups, 1, work, min_flops);
     }
     if pointwise && split_columns(d) {
         // Whole `NV·W`-column blocks of the GEMM micro-kernel.
         let nv = crate::kernels::gemm::wide(w).1 as i64;
-        return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, flops, min_flops);
+        return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
     }
     let granule = if pointwise {
         crate::kernels::gemm::acc_regs(w)
@@ -266,7 +270,7 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, flops: u64, min_flops: u64) -> Tili
     } else {
         6
     };
-    Tiling::new(d.n, d.m, granule, flops, min_flops)
+    Tiling::new(d.n, d.m, granule, work, min_flops)
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
