@@ -203,6 +203,41 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         })
     }
 
+    /// A kernel over `units` independent units (planes, rows) of `work` in all ([`work`]):
+    /// cut into tiles of whole units when the work is worth it, otherwise a plain kernel.
+    /// `body(k, params, first, count)` emits the loop over units `first..first + count`
+    /// (`count` a constant) at the builder's position; it runs once for a plain kernel and
+    /// once per distinct tile size for a tiled one.
+    pub(crate) fn units_kernel(
+        &self,
+        name: &str,
+        args: &[Arg],
+        writes: &[bool],
+        units: i64,
+        work: u64,
+        body: &mut dyn FnMut(&K<'a, 'ctx>, &[PointerValue<'ctx>], IntValue<'ctx>, i64) -> R<()>,
+    ) -> R<FunctionValue<'ctx>> {
+        let t = Tiling::new(1, units, 1, work, self.min_tile_flops);
+        let f = if t.is_parallel() {
+            self.tiled_kernel(name, args, writes, t.tiles())
+        } else {
+            self.kernel(name, args, writes)
+        };
+        let k = self.k(f);
+        let ptrs: Vec<PointerValue<'ctx>> = (0..args.len() as u32)
+            .map(|i| self.param(f, i))
+            .collect::<R<_>>()?;
+        if t.is_parallel() {
+            self.for_tiles(&k, f, args.len() as u32, t, &mut |_, u0, n| {
+                body(&k, &ptrs, u0, n)
+            })?;
+        } else {
+            body(&k, &ptrs, k.c(0), units)?;
+        }
+        llvm(self.builder.build_return(None))?;
+        Ok(f)
+    }
+
     /// `void parallel_for(void *pool, void (*body)(void *, int64_t, int64_t), void *ctx,
     /// int64_t tiles)`, the callback `<model>_run_parallel` takes.
     pub(crate) fn parallel_for_type(&self) -> FunctionType<'ctx> {

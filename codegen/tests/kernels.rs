@@ -1,7 +1,7 @@
 //! Every kernel against the reference interpreter, on small randomised shapes (odd sizes,
 //! strides, dilations, groups, padding, broadcasting), through the JIT.
 
-use tir_codegen::{jit_run, jit_run_on, target_spec, Bufferized};
+use tir_codegen::{jit_run, jit_run_on, jit_run_threads, target_spec, Bufferized};
 use tir_interp::weights::{random_input, SplitMix64};
 use tir_interp::{Tensor, Weights};
 use tir_passes::pipeline::{parse_pipeline, run_pipeline};
@@ -38,6 +38,26 @@ pub fn both_with(
     let proof = Bufferized::new(&mut m).expect("bufferized");
     let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
     let got = jit_run(&proof, &weights, &ins).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    // Every kernel cut into its smallest tiles (issue 20), run serially and on 3 threads: the
+    // same bits either way, and the interpreter's values as the uncut kernel's (checked by
+    // the callers on `got`, here against it within the same tolerance).
+    let runs = jit_run_threads(&proof, &weights, &ins, &[0, 3], 0, 1)
+        .unwrap_or_else(|e| panic!("tiled: {e}\n{text}"));
+    assert!(
+        runs[0].iter().zip(&runs[1]).all(|(a, b)| a
+            .iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits())),
+        "3 threads differ from the serial tiled run\n{text}"
+    );
+    for (e, t) in expected.iter().zip(&runs[0]) {
+        for (i, (a, b)) in e.iter().zip(t).enumerate() {
+            let ok = a == b
+                || (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-5
+                || (a.is_nan() && b.is_nan());
+            assert!(ok, "tiled kernels, element {i}: reference {a}, generated {b}\n{text}");
+        }
+    }
     (expected, got)
 }
 

@@ -290,47 +290,59 @@ pub(crate) fn resize<'a, 'c>(
             bytes: bytes_of(&od),
         },
     ];
-    let f = g.kernel(name, &args, &[false, true]);
-    let k = g.k(f);
-    let (px, po) = (g.param(f, 0)?, g.param(f, 1)?);
-    let bilinear = rz.mode == ResizeMode::Bilinear;
-    let f64t = g.ctx.f64_type();
-    k.loop_(0, planes, &mut |p| {
-        let bx = k.mul(p, h * w)?;
-        let bo = k.mul(p, oh * ow)?;
-        k.loop_(0, oh, &mut |oy| {
-            let r0 = k.add(bx, ld_i64(&k, y0, oy)?)?;
-            let r1 = k.add(bx, ld_i64(&k, y1, oy)?)?;
-            let wy = ld_f64(&k, ly, oy)?;
-            let ro = k.add(bo, k.mul(oy, ow)?)?;
-            k.loop_(0, ow, &mut |ox| {
-                let c0 = ld_i64(&k, x0, ox)?;
-                let v = if !bilinear {
-                    k.ld(px, k.add(r0, c0)?)?
-                } else {
-                    let c1 = ld_i64(&k, x1, ox)?;
-                    let wx = ld_f64(&k, lx, ox)?;
-                    let one = f64t.const_float(1.0);
-                    let v = |row: IntValue<'c>, col: IntValue<'c>| -> R<FloatValue<'c>> {
-                        to_f64(&k, k.ld(px, k.add(row, col)?)?)
-                    };
-                    let lerp = |a: FloatValue<'c>, b: FloatValue<'c>, t: FloatValue<'c>| {
-                        // a * (1 - t) + b * t, as the interpreter writes it.
-                        let s = llvm(k.b.build_float_sub(one, t, "s"))?;
-                        let p = llvm(k.b.build_float_mul(a, s, "p"))?;
-                        let q = llvm(k.b.build_float_mul(b, t, "q"))?;
-                        llvm(k.b.build_float_add(p, q, "l"))
-                    };
-                    let top = lerp(v(r0, c0)?, v(r0, c1)?, wx)?;
-                    let bottom = lerp(v(r1, c0)?, v(r1, c1)?, wx)?;
-                    let y = lerp(top, bottom, wy)?;
-                    llvm(k.b.build_float_trunc(y, k.f32t, "y"))?
-                };
-                k.st(po, k.add(ro, ox)?, v)
+    // Planes are independent: cut for threads by whole planes.
+    let work = crate::parallel::work(
+        (planes * oh * ow * 8).max(0) as u64,
+        4 * (planes * (h * w + oh * ow)).max(0) as u64,
+    );
+    let f = g.units_kernel(
+        name,
+        &args,
+        &[false, true],
+        planes,
+        work,
+        &mut |k, ps, u0, count| {
+            let (px, po) = (ps[0], ps[1]);
+            let bilinear = rz.mode == ResizeMode::Bilinear;
+            let f64t = g.ctx.f64_type();
+            k.loop_(0, count, &mut |p| {
+                let p = k.add(p, u0)?;
+                let bx = k.mul(p, h * w)?;
+                let bo = k.mul(p, oh * ow)?;
+                k.loop_(0, oh, &mut |oy| {
+                    let r0 = k.add(bx, ld_i64(&k, y0, oy)?)?;
+                    let r1 = k.add(bx, ld_i64(&k, y1, oy)?)?;
+                    let wy = ld_f64(&k, ly, oy)?;
+                    let ro = k.add(bo, k.mul(oy, ow)?)?;
+                    k.loop_(0, ow, &mut |ox| {
+                        let c0 = ld_i64(&k, x0, ox)?;
+                        let v = if !bilinear {
+                            k.ld(px, k.add(r0, c0)?)?
+                        } else {
+                            let c1 = ld_i64(&k, x1, ox)?;
+                            let wx = ld_f64(&k, lx, ox)?;
+                            let one = f64t.const_float(1.0);
+                            let v = |row: IntValue<'c>, col: IntValue<'c>| -> R<FloatValue<'c>> {
+                                to_f64(&k, k.ld(px, k.add(row, col)?)?)
+                            };
+                            let lerp = |a: FloatValue<'c>, b: FloatValue<'c>, t: FloatValue<'c>| {
+                                // a * (1 - t) + b * t, as the interpreter writes it.
+                                let s = llvm(k.b.build_float_sub(one, t, "s"))?;
+                                let p = llvm(k.b.build_float_mul(a, s, "p"))?;
+                                let q = llvm(k.b.build_float_mul(b, t, "q"))?;
+                                llvm(k.b.build_float_add(p, q, "l"))
+                            };
+                            let top = lerp(v(r0, c0)?, v(r0, c1)?, wx)?;
+                            let bottom = lerp(v(r1, c0)?, v(r1, c1)?, wx)?;
+                            let y = lerp(top, bottom, wy)?;
+                            llvm(k.b.build_float_trunc(y, k.f32t, "y"))?
+                        };
+                        k.st(po, k.add(ro, ox)?, v)
+                    })
+                })
             })
-        })
-    })?;
-    llvm(g.builder.build_return(None))?;
+        },
+    )?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
 }
 

@@ -1,7 +1,7 @@
 //! `matmul` and `gemm`, on the GEMM micro-kernel ([`super::gemm`]).
 
 use super::common::{
-    activation, args_of, broadcast, bytes_of, contiguous, dims, nest, strided_kernel, Call, Strided,
+    activation, args_of, broadcast, bytes_of, contiguous, dims, strided_kernel, Call, Strided,
 };
 use super::gemm::{gemm, Epilogue, Gemm};
 use crate::nest::{llvm, R};
@@ -69,34 +69,48 @@ pub(crate) fn matmul<'a, 'c>(
         };
         return Ok(vec![tiled_gemm(g, name, &args, spec, epi)?]);
     }
-    let f = g.kernel(name, &args, &[false, false, true]);
-    let k = g.k(f);
-    let (pa, pb, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
-    nest(&k, &batch, &[(&sa, 0), (&sb, 0), (&so, 0)], &mut |idx| {
-        let gm = Gemm {
-            a: k.gep(pa, idx[0])?,
-            a_rs: kk,
-            a_cs: 1,
-            b: k.gep(pb, idx[1])?,
-            b_rs: nn,
-            c: k.gep(po, idx[2])?,
-            c_rs: nn,
-            m,
-            n: nn,
-            k: kk,
-        };
-        gemm(
-            &k,
-            g.width,
-            &gm,
-            Epilogue {
-                alpha: 1.0,
-                row_bias: None,
-                act,
-            },
-        )
-    })?;
-    llvm(g.builder.build_return(None))?;
+    // The batch's GEMMs are independent: cut for threads by whole GEMMs (attention's heads),
+    // each computed by the same micro-kernel whatever the cut.
+    let units: i64 = batch.iter().product();
+    let work = crate::parallel::work(
+        2 * (units * m * nn * kk).max(0) as u64,
+        4 * (units * (m * kk + kk * nn + m * nn)).max(0) as u64,
+    );
+    let f = g.units_kernel(
+        name,
+        &args,
+        &[false, false, true],
+        units,
+        work,
+        &mut |k, ps, u0, count| {
+            let (pa, pb, po) = (ps[0], ps[1], ps[2]);
+            k.loop_(0, count, &mut |u| {
+                // The GEMM's batch index, row-major over `batch`, and each operand's offset.
+                let mut rest = k.add(u, u0)?;
+                let mut offs = [k.c(0), k.c(0), k.c(0)];
+                for d in (0..rank).rev() {
+                    let i = llvm(k.b.build_int_signed_rem(rest, k.c(batch[d]), "i"))?;
+                    rest = llvm(k.b.build_int_signed_div(rest, k.c(batch[d]), "q"))?;
+                    for (o, s) in offs.iter_mut().zip([&sa, &sb, &so]) {
+                        *o = k.add(*o, k.mul(i, s[d])?)?;
+                    }
+                }
+                let gm = Gemm {
+                    a: k.gep(pa, offs[0])?,
+                    a_rs: kk,
+                    a_cs: 1,
+                    b: k.gep(pb, offs[1])?,
+                    b_rs: nn,
+                    c: k.gep(po, offs[2])?,
+                    c_rs: nn,
+                    m,
+                    n: nn,
+                    k: kk,
+                };
+                gemm(k, g.width, &gm, epi)
+            })
+        },
+    )?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
 }
 
