@@ -110,6 +110,11 @@ impl Tiling {
     }
 }
 
+/// The body of [`Gen::units_kernel`]: the builder, the kernel's pointer parameters, the first
+/// unit and the count of units to emit.
+pub(crate) type UnitsBody<'f, 'a, 'ctx> =
+    dyn FnMut(&K<'a, 'ctx>, &[PointerValue<'ctx>], IntValue<'ctx>, i64) -> R<()> + 'f;
+
 impl<'a, 'ctx> Gen<'a, 'ctx> {
     /// A kernel like [`Gen::kernel`] with two trailing `i64` parameters, the range of tiles
     /// it computes; the entry points learn its tile count from [`Gen::tiles_of`].
@@ -215,7 +220,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         writes: &[bool],
         units: i64,
         work: u64,
-        body: &mut dyn FnMut(&K<'a, 'ctx>, &[PointerValue<'ctx>], IntValue<'ctx>, i64) -> R<()>,
+        body: &mut UnitsBody<'_, 'a, 'ctx>,
     ) -> R<FunctionValue<'ctx>> {
         let t = Tiling::new(1, units, 1, work, self.min_tile_flops);
         let f = if t.is_parallel() {

@@ -44,10 +44,10 @@ pub fn both_with(
     let runs = jit_run_threads(&proof, &weights, &ins, &[0, 3], 0, 1)
         .unwrap_or_else(|e| panic!("tiled: {e}\n{text}"));
     assert!(
-        runs[0].iter().zip(&runs[1]).all(|(a, b)| a
+        runs[0]
             .iter()
-            .zip(b)
-            .all(|(x, y)| x.to_bits() == y.to_bits())),
+            .zip(&runs[1])
+            .all(|(a, b)| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())),
         "3 threads differ from the serial tiled run\n{text}"
     );
     for (e, t) in expected.iter().zip(&runs[0]) {
@@ -55,7 +55,10 @@ pub fn both_with(
             let ok = a == b
                 || (a - b).abs() <= 1e-4 * a.abs().max(b.abs()) + 1e-5
                 || (a.is_nan() && b.is_nan());
-            assert!(ok, "tiled kernels, element {i}: reference {a}, generated {b}\n{text}");
+            assert!(
+                ok,
+                "tiled kernels, element {i}: reference {a}, generated {b}\n{text}"
+            );
         }
     }
     (expected, got)

@@ -310,20 +310,20 @@ pub(crate) fn resize<'a, 'c>(
                 let bx = k.mul(p, h * w)?;
                 let bo = k.mul(p, oh * ow)?;
                 k.loop_(0, oh, &mut |oy| {
-                    let r0 = k.add(bx, ld_i64(&k, y0, oy)?)?;
-                    let r1 = k.add(bx, ld_i64(&k, y1, oy)?)?;
-                    let wy = ld_f64(&k, ly, oy)?;
+                    let r0 = k.add(bx, ld_i64(k, y0, oy)?)?;
+                    let r1 = k.add(bx, ld_i64(k, y1, oy)?)?;
+                    let wy = ld_f64(k, ly, oy)?;
                     let ro = k.add(bo, k.mul(oy, ow)?)?;
                     k.loop_(0, ow, &mut |ox| {
-                        let c0 = ld_i64(&k, x0, ox)?;
+                        let c0 = ld_i64(k, x0, ox)?;
                         let v = if !bilinear {
                             k.ld(px, k.add(r0, c0)?)?
                         } else {
-                            let c1 = ld_i64(&k, x1, ox)?;
-                            let wx = ld_f64(&k, lx, ox)?;
+                            let c1 = ld_i64(k, x1, ox)?;
+                            let wx = ld_f64(k, lx, ox)?;
                             let one = f64t.const_float(1.0);
                             let v = |row: IntValue<'c>, col: IntValue<'c>| -> R<FloatValue<'c>> {
-                                to_f64(&k, k.ld(px, k.add(row, col)?)?)
+                                to_f64(k, k.ld(px, k.add(row, col)?)?)
                             };
                             let lerp = |a: FloatValue<'c>, b: FloatValue<'c>, t: FloatValue<'c>| {
                                 // a * (1 - t) + b * t, as the interpreter writes it.
