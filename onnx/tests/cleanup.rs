@@ -129,3 +129,69 @@ fn batch_norm_folds_without_bias_and_with_shared_weight() {
     assert_eq!(imp.weights.tensors["w.bn_folded"].floats(), vec![2.0, -2.0]);
     assert_eq!(imp.weights.tensors["beta"].floats(), vec![0.0, 1.0]);
 }
+
+/// A zero `Pad` of H and W feeding a convolution folds into the conv's own pads (TFLite's
+/// `ZeroPadding2D` + VALID conv); a pad of another value, of the channels, or with a second
+/// use stays. The values are those of the unfolded graph.
+#[test]
+fn zero_spatial_pad_folds_into_conv() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 2, 5, 6])],
+        &["y", "v", "c", "u", "s"],
+        vec![
+            tseq("w", &[3, 2, 3, 3]),
+            ti64("hw", &[8], &[0, 0, 1, 2, 0, 0, 2, 1]),
+            ti64("ch", &[8], &[0, 1, 0, 0, 0, 1, 0, 0]),
+            tseq("w3", &[3, 4, 3, 3]),
+            tf32("one", &[], &[1.0]),
+        ],
+        vec![
+            // Folded: conv pads [1, 1, 1, 1] grow to [2, 3, 3, 2].
+            node("Pad", &["x", "hw"], &["p"], vec![]),
+            node(
+                "Conv",
+                &["p", "w"],
+                &["y"],
+                vec![ais("pads", &[1, 1, 1, 1])],
+            ),
+            // Not folded: padding with ones.
+            node("Pad", &["x", "hw", "one"], &["q"], vec![]),
+            node("Conv", &["q", "w"], &["v"], vec![]),
+            // Not folded: the channels are padded.
+            node("Pad", &["x", "ch"], &["r"], vec![]),
+            node("Conv", &["r", "w3"], &["c"], vec![]),
+            // Not folded: the padded value has a second use.
+            node("Pad", &["x", "hw"], &["t"], vec![]),
+            node("Conv", &["t", "w"], &["u"], vec![]),
+            node("Relu", &["t"], &["s"], vec![]),
+        ],
+    );
+    insta::assert_snapshot!("pad_folded", text(&m));
+    let raw = ImportOptions {
+        no_cleanup: true,
+        ..Default::default()
+    };
+    let run = |opts: &ImportOptions| {
+        let imp = import_with(&m, opts).unwrap();
+        let st = imp.weights.to_safetensors().unwrap();
+        let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
+        let x = tir_interp::Tensor::f32(
+            vec![1, 2, 5, 6],
+            (0..60).map(|v| (v as f32 * 0.37).sin()).collect(),
+        )
+        .unwrap();
+        let outs = tir_interp::run(&imp.module, &weights, &[x]).unwrap();
+        outs.iter()
+            .map(|t| t.as_f32().unwrap().to_vec())
+            .collect::<Vec<_>>()
+    };
+    let (folded, unfolded) = (run(&ImportOptions::default()), run(&raw));
+    assert_eq!(folded.len(), unfolded.len());
+    for (a, b) in folded.iter().zip(&unfolded) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 1e-6 * y.abs().max(1.0), "{x} vs {y}");
+        }
+    }
+}
