@@ -13,6 +13,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ("conv_only_padding", "%x: tensor<1x3x0x0xf32>", "%w = const {name = \"w\"} : tensor<4x3x3x3xf32>\n %b = const {name = \"b\"} : tensor<4xf32>\n %y = conv2d(%x, %w, %b) {pads = [2, 2, 2, 2], activation = relu}\n return %y"),
     ("conv_no_channels", "%x: tensor<1x0x4x4xf32>", "%w = const {name = \"w\"} : tensor<4x0x3x3xf32>\n %b = const {name = \"b\"} : tensor<4xf32>\n %y = conv2d(%x, %w, %b)\n return %y"),
     ("matmul_k0", "%x: tensor<2x0xf32>", "%w = const {name = \"w\"} : tensor<0x3xf32>\n %y = matmul(%x, %w)\n return %y"),
+    ("matmul_n0", "%x: tensor<1x3x4xf32>, %z: tensor<1x4x0xf32>", "%y = matmul(%x, %z)\n return %y"),
+    ("matmul_batched_m0", "%x: tensor<2x0x4xf32>", "%w = const {name = \"w\"} : tensor<4x5xf32>\n %y = matmul(%x, %w)\n return %y"),
     ("gemm_k0", "%x: tensor<2x0xf32>", "%w = const {name = \"w\"} : tensor<3x0xf32>\n %b = const {name = \"b\"} : tensor<3xf32>\n %y = gemm(%x, %w, %b) {trans_b = true}\n return %y"),
     ("gemm_m0", "%x: tensor<0x4xf32>", "%w = const {name = \"w\"} : tensor<4x3xf32>\n %y = gemm(%x, %w)\n return %y"),
     ("add_broadcast", "%x: tensor<0x3xf32>", "%w = const {name = \"w\"} : tensor<1x3xf32>\n %y = add(%x, %w) {activation = relu}\n return %y"),

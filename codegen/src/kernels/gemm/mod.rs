@@ -25,6 +25,10 @@ pub(crate) use spec::{Epilogue, Gemm};
 ///   from the partial sums it stored in C, so every output is still one FMA chain in K
 ///   order, and only the last block applies the epilogue.
 pub(crate) fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    if gm.m <= 0 || gm.n <= 0 {
+        // An empty output (a sequence of length 0): nothing to compute, and no tile shape.
+        return Ok(());
+    }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
         return gemv::emit(k, w, gm, epi);
     }
