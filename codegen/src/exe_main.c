@@ -808,7 +808,7 @@ static plan_t *plan_for(const long long *d) {
     double t0 = now();
     memcpy(victim->dims, d, sizeof victim->dims);
     greedy_by_size(victim);
-    victim->ms = (now() - t0) * 1e3;
+    victim->ms = now() - t0;
     victim->used = 1; victim->stamp = ++plan_clock; plan_fresh = 1;
     return victim;
 }
@@ -976,7 +976,7 @@ int main(int argc, char **argv) {
     }
     void *slab = dyn_slab;
     printf("slab: %llu bytes\n", cur_plan->size);
-    printf("plan: %d buffers planned in %.3f ms at", NREC, cur_plan->ms);
+    printf("plan: %d buffers planned in %.2f us at", NREC, cur_plan->ms * 1e3);
     for (int s = 0; s < NSYM; s++) printf(" %s=%lld", sym_names[s], dimv[s]);
     printf("\n");
     if (plan_path && print_plan(plan_path, cur_plan)) {

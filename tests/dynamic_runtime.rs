@@ -1,0 +1,314 @@
+//! `tirc compile` of a model with run-time dims (issue 18: kernels with run-time extents and a
+//! plan made by the executable): one executable compiled from `tests/dynamic/bert.tir` with
+//! its batch and sequence length free runs it at every shape with outputs bitwise equal to
+//! the static compile at that shape (`--dim`) and within 1e-4 of the interpreter; every plan
+//! it makes passes the independent checker, with every buffer as large as its value at that
+//! shape; inputs that disagree on a dim are refused naming it and both values.
+
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use tir_interp::{npy, Tensor};
+use tir_passes::planner::checker::check_offsets;
+use tir_passes::planner::{OffsetsPlan, UsageRecord};
+
+const MODEL: &str = "tests/dynamic/bert.tir";
+
+fn tirc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tirc"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("run tirc")
+}
+
+fn ok(out: Output, what: &str) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn fails(out: Output, code: i32, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{what}: {stderr}");
+    stderr
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tirc-runtime-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn write_npy(path: &Path, shape: &[u64], seed: u64) {
+    let n: u64 = shape.iter().product();
+    let data: Vec<f32> = (0..n)
+        .map(|i| (((i * 31 + seed * 17) % 101) as f32 - 50.0) / 40.0)
+        .collect();
+    let t = Tensor::f32(shape.to_vec(), data).expect("tensor");
+    std::fs::write(path, npy::write(&t).expect("npy")).expect("write npy");
+}
+
+fn read(path: &Path) -> Tensor {
+    npy::read(&std::fs::read(path).expect("output file")).expect("npy")
+}
+
+/// The one dynamic executable every test here runs (compiled once per test binary).
+fn dynamic_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = scratch("exe");
+        let exe = dir.join("bert_dyn");
+        let e = tirc(&["compile", MODEL, "-o", s(&exe), "--opt-level", "1"]);
+        let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
+        assert_eq!(e.status.code(), Some(0), "dynamic compile: {stderr}");
+        assert!(stderr.contains("run-time dims batch, seq"), "{stderr}");
+        exe
+    })
+}
+
+/// The sizes each value has at `(batch, seq)`, by name: the model's own shapes, evaluated.
+fn value_bytes(batch: u64, seq: u64) -> std::collections::HashMap<String, u64> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL)).expect("model");
+    let m = tir_ir::parse_and_verify(&text).expect("parse and verify");
+    let mut b = tir_ir::Bindings::new();
+    b.insert("batch".into(), batch);
+    b.insert("seq".into(), seq);
+    let m = tir_ir::specialize(&m, &b).expect("specialize");
+    let f = m.entry().expect("entry");
+    f.values
+        .iter()
+        .filter_map(|(v, d)| Some((format!("%{}", d.name), f.ty(v)?.byte_size()?)))
+        .collect()
+}
+
+/// Runs the dynamic executable and the static compile at `(batch, seq)` on the same files;
+/// asserts bitwise-equal outputs, the interpreter within 1e-4, and the run-time plan valid.
+fn check_shape(dir: &Path, batch: u64, seq: u64) {
+    let tag = format!("{batch}x{seq}");
+    let (x, mask) = (
+        dir.join(format!("x{tag}.npy")),
+        dir.join(format!("m{tag}.npy")),
+    );
+    write_npy(&x, &[batch, seq, 64], batch + seq);
+    write_npy(&mask, &[batch, 1, seq], seq);
+    let ins = [format!("x={}", s(&x)), format!("mask={}", s(&mask))];
+    let got = dir.join(format!("dyn{tag}.npy"));
+    let plan = dir.join(format!("plan{tag}.csv"));
+    let stdout = ok(
+        Command::new(dynamic_exe())
+            .args(["--input", &ins[0], "--input", &ins[1], "--output", s(&got)])
+            .args(["--print-plan", s(&plan)])
+            .output()
+            .expect("run"),
+        "dynamic executable",
+    );
+    assert!(
+        stdout.contains(&format!("at batch={batch} seq={seq}")),
+        "{stdout}"
+    );
+
+    let stat = dir.join(format!("s{tag}"));
+    let dims = [format!("batch={batch}"), format!("seq={seq}")];
+    ok(
+        tirc(&[
+            "compile",
+            MODEL,
+            "-o",
+            s(&stat),
+            "--opt-level",
+            "1",
+            "--dim",
+            &dims[0],
+            "--dim",
+            &dims[1],
+        ]),
+        "static compile",
+    );
+    let want = dir.join(format!("s{tag}.npy"));
+    ok(
+        Command::new(&stat)
+            .args(["--input", &ins[0], "--input", &ins[1], "--output", s(&want)])
+            .output()
+            .expect("run"),
+        "static executable",
+    );
+    let (a, b) = (read(&got), read(&want));
+    assert_eq!(a.ty.shape, vec![batch, seq, 64]);
+    assert_eq!(
+        std::fs::read(&got).expect("dyn"),
+        std::fs::read(&want).expect("static"),
+        "dynamic and static outputs differ at {tag}"
+    );
+
+    let interp = dir.join(format!("i{tag}"));
+    ok(
+        tirc(&[
+            "run",
+            MODEL,
+            "--dim",
+            &dims[0],
+            "--dim",
+            &dims[1],
+            "--input",
+            &ins[0],
+            "--input",
+            &ins[1],
+            "--output",
+            s(&interp),
+        ]),
+        "interpreter",
+    );
+    let r = read(&interp.join("out.npy"));
+    for (&p, &q) in a
+        .as_f32()
+        .expect("f32")
+        .iter()
+        .zip(r.as_f32().expect("f32"))
+    {
+        assert!(
+            (p - q).abs() <= 1e-4 * p.abs().max(q.abs()) + 1e-5,
+            "{tag}: {p} vs interpreter {q}"
+        );
+    }
+    drop(b);
+
+    // The plan: every record as large as its value at this shape, through the checker.
+    let sizes = value_bytes(batch, seq);
+    let text = std::fs::read_to_string(&plan).expect("plan file");
+    let mut records = Vec::new();
+    let mut offsets = Vec::new();
+    let mut slab = None;
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        if f[0] == "# slab" {
+            slab = Some(f[1].parse::<u64>().expect("slab"));
+            continue;
+        }
+        let n = |i: usize| f[i].parse::<u64>().expect("number");
+        assert_eq!(Some(&n(3)), sizes.get(f[0]), "{tag}: size of {}", f[0]);
+        records.push(UsageRecord {
+            first_op: n(1) as usize,
+            last_op: n(2) as usize,
+            size: n(3),
+        });
+        offsets.push(n(4));
+    }
+    assert!(!records.is_empty(), "{text}");
+    let plan = OffsetsPlan {
+        offsets,
+        total_size: slab.expect("slab line"),
+    };
+    if let Err(errors) = check_offsets(&records, &plan, 64) {
+        panic!("{tag}: the run-time plan is invalid: {errors:?}\n{text}");
+    }
+    assert!(stdout.contains(&format!("slab: {} bytes", plan.total_size)));
+}
+
+#[test]
+fn one_executable_runs_bert_at_every_shape_like_the_static_compile() {
+    let dir = scratch("shapes");
+    // seq 1 takes the matrix-vector product in q·kᵀ; 17 and 33 leave vector tails.
+    for (batch, seq) in [(1, 1), (2, 7), (1, 17), (3, 33)] {
+        check_shape(&dir, batch, seq);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn inputs_that_disagree_on_a_dim_are_refused() {
+    let dir = scratch("refused");
+    let (x, mask) = (dir.join("x.npy"), dir.join("m.npy"));
+    write_npy(&x, &[2, 7, 64], 0);
+    write_npy(&mask, &[2, 1, 8], 0);
+    let run = |extra: &[&str]| {
+        Command::new(dynamic_exe())
+            .args(["--input", &format!("x={}", s(&x))])
+            .args(["--input", &format!("mask={}", s(&mask))])
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    let e = fails(run(&[]), 1, "seq 7 and 8");
+    assert!(
+        e.contains("the dim `seq` is 7 (from the input `%x`), but this file gives it 8"),
+        "{e}"
+    );
+    let e = fails(run(&["--dim", "batch=3"]), 1, "batch pinned");
+    assert!(
+        e.contains("the dim `batch` is 3 (from --dim), but this file gives it 2"),
+        "{e}"
+    );
+    // A constant dim is the model's.
+    let bad = dir.join("bad.npy");
+    write_npy(&bad, &[2, 7, 32], 0);
+    let e = fails(
+        Command::new(dynamic_exe())
+            .args(["--input", &format!("x={}", s(&bad))])
+            .output()
+            .expect("run"),
+        1,
+        "hidden 32",
+    );
+    assert!(
+        e.contains("expected tensor<2x7x64xf32>, found tensor<2x7x32xf32>"),
+        "{e}"
+    );
+    // A dim no file gives.
+    let e = fails(
+        Command::new(dynamic_exe()).output().expect("run"),
+        1,
+        "no dims",
+    );
+    assert!(e.contains("the dim `batch` has no value"), "{e}");
+    // Misuse of the executable's own flags.
+    let e = fails(
+        Command::new(dynamic_exe())
+            .args(["--dim", "heads=2"])
+            .output()
+            .expect("run"),
+        2,
+        "unknown dim",
+    );
+    assert!(e.contains("the model has no dim `heads`"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_op_without_run_time_kernels_is_refused_naming_it() {
+    let dir = scratch("unsupported");
+    let out = dir.join("cnn");
+    let e = fails(
+        tirc(&["compile", "tests/dynamic/cnn.tir", "-o", s(&out)]),
+        1,
+        "cnn",
+    );
+    assert!(e.contains("give `h`, `w` a value with --dim NAME=N"), "{e}");
+    assert!(
+        e.contains("note: `conv2d` (%0) has no kernel with the run-time dim `h` yet; give it a value with --dim h=N"),
+        "{e}"
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+    #[test]
+    fn random_sequence_lengths_match_the_static_compile(batch in 1u64..=3, seq in 1u64..=80) {
+        let dir = scratch(&format!("prop{batch}x{seq}"));
+        check_shape(&dir, batch, seq);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
