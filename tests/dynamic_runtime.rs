@@ -1,5 +1,7 @@
 //! `tirc compile` of a model with run-time dims (issue 18: kernels with run-time extents and a
-//! plan made by the executable): one executable compiled from `tests/dynamic/bert.tir` with
+//! plan made by the executable): one executable compiled from `tests/dynamic/bert.tir` (and
+//! one from `tests/dynamic/heads.tir`: views, a dim `batch*seq`, log_softmax along it, clip,
+//! max, an output copied out of a view) with
 //! its batch and sequence length free runs it at every shape with outputs bitwise equal to
 //! the static compile at that shape (`--dim`) and within 1e-4 of the interpreter; every plan
 //! it makes passes the independent checker, with every buffer as large as its value at that
@@ -63,13 +65,13 @@ fn read(path: &Path) -> Tensor {
     npy::read(&std::fs::read(path).expect("output file")).expect("npy")
 }
 
-/// The one dynamic executable every test here runs (compiled once per test binary).
-fn dynamic_exe() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let dir = scratch("exe");
-        let exe = dir.join("bert_dyn");
-        let e = tirc(&["compile", MODEL, "-o", s(&exe), "--opt-level", "1"]);
+/// The one dynamic executable of `model` every test here runs (compiled once per test binary).
+fn compiled(model: &str, cell: &'static OnceLock<PathBuf>) -> &'static Path {
+    cell.get_or_init(|| {
+        let stem = Path::new(model).file_stem().and_then(|x| x.to_str());
+        let dir = scratch(&format!("exe-{}", stem.expect("model name")));
+        let exe = dir.join("dyn");
+        let e = tirc(&["compile", model, "-o", s(&exe), "--opt-level", "1"]);
         let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
         assert_eq!(e.status.code(), Some(0), "dynamic compile: {stderr}");
         assert!(stderr.contains("run-time dims batch, seq"), "{stderr}");
@@ -77,10 +79,22 @@ fn dynamic_exe() -> &'static Path {
     })
 }
 
+fn dynamic_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(MODEL, &EXE)
+}
+
+const HEADS: &str = "tests/dynamic/heads.tir";
+
+fn heads_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(HEADS, &EXE)
+}
+
 /// The sizes each value has at `(batch, seq)`, by name: the model's own shapes, evaluated.
-fn value_bytes(batch: u64, seq: u64) -> std::collections::HashMap<String, u64> {
+fn value_bytes(model: &str, batch: u64, seq: u64) -> std::collections::HashMap<String, u64> {
     let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL)).expect("model");
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(model)).expect("model");
     let m = tir_ir::parse_and_verify(&text).expect("parse and verify");
     let mut b = tir_ir::Bindings::new();
     b.insert("batch".into(), batch);
@@ -96,19 +110,32 @@ fn value_bytes(batch: u64, seq: u64) -> std::collections::HashMap<String, u64> {
 /// Runs the dynamic executable and the static compile at `(batch, seq)` on the same files;
 /// asserts bitwise-equal outputs, the interpreter within 1e-4, and the run-time plan valid.
 fn check_shape(dir: &Path, batch: u64, seq: u64) {
-    let tag = format!("{batch}x{seq}");
+    check_model(dir, MODEL, dynamic_exe(), batch, seq);
+}
+
+/// [`check_shape`] for `model` (inputs `%x: [batch, seq, 64]` and, if the model has it,
+/// `%mask: [batch, 1, seq]`; one output) and its dynamic executable `exe`.
+fn check_model(dir: &Path, model: &str, exe: &Path, batch: u64, seq: u64) {
+    let bert = model == MODEL;
+    let stem = Path::new(model).file_stem().and_then(|x| x.to_str());
+    let tag = format!("{}{batch}x{seq}", stem.expect("model name"));
     let (x, mask) = (
         dir.join(format!("x{tag}.npy")),
         dir.join(format!("m{tag}.npy")),
     );
     write_npy(&x, &[batch, seq, 64], batch + seq);
     write_npy(&mask, &[batch, 1, seq], seq);
-    let ins = [format!("x={}", s(&x)), format!("mask={}", s(&mask))];
+    let mut ins = vec![format!("x={}", s(&x))];
+    if bert {
+        ins.push(format!("mask={}", s(&mask)));
+    }
+    let input_args: Vec<&str> = ins.iter().flat_map(|i| ["--input", i.as_str()]).collect();
     let got = dir.join(format!("dyn{tag}.npy"));
     let plan = dir.join(format!("plan{tag}.csv"));
     let stdout = ok(
-        Command::new(dynamic_exe())
-            .args(["--input", &ins[0], "--input", &ins[1], "--output", s(&got)])
+        Command::new(exe)
+            .args(&input_args)
+            .args(["--output", s(&got)])
             .args(["--print-plan", s(&plan)])
             .output()
             .expect("run"),
@@ -124,7 +151,7 @@ fn check_shape(dir: &Path, batch: u64, seq: u64) {
     ok(
         tirc(&[
             "compile",
-            MODEL,
+            model,
             "-o",
             s(&stat),
             "--opt-level",
@@ -139,13 +166,19 @@ fn check_shape(dir: &Path, batch: u64, seq: u64) {
     let want = dir.join(format!("s{tag}.npy"));
     ok(
         Command::new(&stat)
-            .args(["--input", &ins[0], "--input", &ins[1], "--output", s(&want)])
+            .args(&input_args)
+            .args(["--output", s(&want)])
             .output()
             .expect("run"),
         "static executable",
     );
     let (a, b) = (read(&got), read(&want));
-    assert_eq!(a.ty.shape, vec![batch, seq, 64]);
+    let shape = if bert {
+        vec![batch, seq, 64]
+    } else {
+        vec![batch * seq, 64]
+    };
+    assert_eq!(a.ty.shape, shape);
     assert_eq!(
         std::fs::read(&got).expect("dyn"),
         std::fs::read(&want).expect("static"),
@@ -153,24 +186,11 @@ fn check_shape(dir: &Path, batch: u64, seq: u64) {
     );
 
     let interp = dir.join(format!("i{tag}"));
-    ok(
-        tirc(&[
-            "run",
-            MODEL,
-            "--dim",
-            &dims[0],
-            "--dim",
-            &dims[1],
-            "--input",
-            &ins[0],
-            "--input",
-            &ins[1],
-            "--output",
-            s(&interp),
-        ]),
-        "interpreter",
-    );
-    let r = read(&interp.join("out.npy"));
+    let mut run = vec!["run", model, "--dim", &dims[0], "--dim", &dims[1]];
+    run.extend(&input_args);
+    run.extend(["--output", s(&interp)]);
+    ok(tirc(&run), "interpreter");
+    let r = read(&interp.join(if bert { "out.npy" } else { "y.npy" }));
     for (&p, &q) in a
         .as_f32()
         .expect("f32")
@@ -185,7 +205,7 @@ fn check_shape(dir: &Path, batch: u64, seq: u64) {
     drop(b);
 
     // The plan: every record as large as its value at this shape, through the checker.
-    let sizes = value_bytes(batch, seq);
+    let sizes = value_bytes(model, batch, seq);
     let text = std::fs::read_to_string(&plan).expect("plan file");
     let mut records = Vec::new();
     let mut offsets = Vec::new();
@@ -222,6 +242,15 @@ fn one_executable_runs_bert_at_every_shape_like_the_static_compile() {
     // seq 1 takes the matrix-vector product in q·kᵀ; 17 and 33 leave vector tails.
     for (batch, seq) in [(1, 1), (2, 7), (1, 17), (3, 33)] {
         check_shape(&dir, batch, seq);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn views_and_a_product_dim_run_at_every_shape_like_the_static_compile() {
+    let dir = scratch("heads");
+    for (batch, seq) in [(1, 1), (2, 7), (3, 33)] {
+        check_model(&dir, HEADS, heads_exe(), batch, seq);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -389,11 +389,11 @@ impl<'a, 'c> Dk<'a, 'c> {
         // SAFETY: a plain (not inbounds) GEP is defined for any offset; lanes off the mask are
         // never accessed.
         let q = llvm(unsafe { self.k.b.build_gep(p, &[i], "pm") })?;
-        llvm(self.k.b.build_pointer_cast(
-            q,
-            self.k.vty(w).ptr_type(AddressSpace::default()),
-            "vp",
-        ))
+        llvm(
+            self.k
+                .b
+                .build_pointer_cast(q, self.k.vty(w).ptr_type(AddressSpace::default()), "vp"),
+        )
     }
 
     fn ldv_mask(
@@ -476,14 +476,28 @@ pub(crate) fn emit_op<'a, 'c>(
         return Err(refuse(spec, func, op, "a tensor that is not f32"));
     }
     let calls = match &op.op {
-        Op::Unary(u) => unary(g, spec, func, st, op, *u, name)?,
-        Op::Binary {
-            op: b @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div),
-            activation,
-        } => binary(g, spec, func, st, op, *b, *activation, name)?,
+        Op::Unary(u) => {
+            let u = *u;
+            elementwise(g, spec, func, st, op, name, &move |k, x| unary_fn(k, u, x))?
+        }
+        Op::Clip { min, max } => {
+            let (lo, hi) = (*min as f32 as f64, *max as f32 as f64);
+            elementwise(g, spec, func, st, op, name, &move |k, x| k.clip(x, lo, hi))?
+        }
+        Op::Binary { op: b, activation } => binary(g, spec, func, st, op, *b, *activation, name)?,
         Op::Transpose { perm } => transpose(g, spec, func, st, op, perm, name)?,
-        Op::Softmax { axis } => softmax(g, spec, func, st, op, *axis, name)?,
-        Op::LayerNorm { axis, epsilon } => layer_norm(g, spec, func, st, op, *axis, *epsilon, name)?,
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
+            // Aliased by bufferization: no kernel (the result is its operand's bytes).
+            if st.of(func, op.operands[0])? == st.of(func, op.results[0])? {
+                return Ok(Some(vec![]));
+            }
+            elementwise(g, spec, func, st, op, name, &|_, x| Ok(x))?
+        }
+        Op::Softmax { axis } => softmax(g, spec, func, st, op, *axis, false, name)?,
+        Op::LogSoftmax { axis } => softmax(g, spec, func, st, op, *axis, true, name)?,
+        Op::LayerNorm { axis, epsilon } => {
+            layer_norm(g, spec, func, st, op, *axis, *epsilon, name)?
+        }
         Op::MatMul { activation } => matmul(g, spec, func, st, op, *activation, name)?,
         other => return Err(refuse(spec, func, op, &format!("`{}`", other.name()))),
     };
@@ -514,14 +528,19 @@ fn unary_fn<'a, 'c>(k: &K<'a, 'c>, u: UnaryOp, x: FloatValue<'c>) -> R<FloatValu
     }
 }
 
-fn unary<'a, 'c>(
+/// The function of an element-wise op with one operand, per element.
+type ScalarFn1<'f> = &'f dyn for<'x, 'y> Fn(&K<'x, 'y>, FloatValue<'y>) -> R<FloatValue<'y>>;
+
+/// `out[i] = f(x[i])` over the result's elements, both contiguous (the static strided
+/// kernel's merged loop: the same scalar function per element).
+fn elementwise<'a, 'c>(
     g: &Gen<'a, 'c>,
     spec: &'a DynSpec,
     func: &Function,
     st: &Storage,
     op: &OpData,
-    u: UnaryOp,
     name: &str,
+    f: ScalarFn1<'_>,
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
     let args = args_dyn(func, st, &[x, r])?;
@@ -530,7 +549,7 @@ fn unary<'a, 'c>(
     let (px, po) = (d.param(0)?, d.param(1)?);
     let k = &d.k;
     d.loop_step(k.c(0), n, 1, &mut |i| {
-        let y = unary_fn(k, u, k.ld(px, i)?)?;
+        let y = f(k, k.ld(px, i)?)?;
         k.st(po, i, y)
     })?;
     finish_call(g, d.f, &args)
@@ -581,10 +600,10 @@ fn binary<'a, 'c>(
     let od = spec.dims(func, r)?;
     let d = g.dyn_kernel(name, &args, &[false, false, true], &spec.symbols)?;
     let shape = d.dims_of(&od)?;
-    let sa = broadcast_strides(&d, &spec.dims(func, a)?, &od)
-        .map_err(|w| refuse(spec, func, op, &w))?;
-    let sb = broadcast_strides(&d, &spec.dims(func, b)?, &od)
-        .map_err(|w| refuse(spec, func, op, &w))?;
+    let sa =
+        broadcast_strides(&d, &spec.dims(func, a)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
+    let sb =
+        broadcast_strides(&d, &spec.dims(func, b)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
     let so = d.contiguous(&shape)?;
     let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
     let k = &d.k;
@@ -594,7 +613,8 @@ fn binary<'a, 'c>(
             BinaryOp::Add => k.fadd(x, y)?,
             BinaryOp::Sub => k.fsub(x, y)?,
             BinaryOp::Mul => k.fmul(x, y)?,
-            _ => k.fdiv(x, y)?,
+            BinaryOp::Div => k.fdiv(x, y)?,
+            other => crate::kernels::math::binary(k, other, x, y)?,
         };
         let v = crate::kernels::common::activation(k, act, v)?;
         k.st(po, idx[2], v)
@@ -621,11 +641,14 @@ fn transpose<'a, 'c>(
     let si: Vec<IntValue> = perm.iter().map(|&p| xs[p as usize]).collect();
     let (px, po) = (d.param(0)?, d.param(1)?);
     let k = &d.k;
-    d.nest(&shape, &[si, so], &mut |idx| k.st(po, idx[1], k.ld(px, idx[0])?))?;
+    d.nest(&shape, &[si, so], &mut |idx| {
+        k.st(po, idx[1], k.ld(px, idx[0])?)
+    })?;
     finish_call(g, d.f, &args)
 }
 
-/// `kernels::norm::softmax` (not log) with run-time extents: the same three loops per row.
+/// `kernels::norm::softmax` with run-time extents: the same loops per row (with `log`,
+/// log_softmax's `(x - max) - ln(sum)` in f64).
 #[allow(clippy::too_many_arguments)]
 fn softmax<'a, 'c>(
     g: &Gen<'a, 'c>,
@@ -634,6 +657,7 @@ fn softmax<'a, 'c>(
     st: &Storage,
     op: &OpData,
     axis: i64,
+    log: bool,
     name: &str,
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
@@ -667,11 +691,28 @@ fn softmax<'a, 'c>(
             let z: BasicValueEnum = f64t.const_float(0.0).into();
             let sum = d.carry(zero, len, 1, vec![z], &mut |l, cur| {
                 let e = k.exp(k.fsub(k.ld(px, at(l)?)?, mx)?)?;
-                k.st(po, at(l)?, e)?;
+                if !log {
+                    k.st(po, at(l)?, e)?;
+                }
                 let ed = llvm(k.b.build_float_ext(e, f64t, "e"))?;
                 Ok(vec![k.fadd(cur[0].into_float_value(), ed)?.into()])
             })?;
             let sum = sum[0].into_float_value();
+            if log {
+                let ln = k.intrinsic("llvm.log", &[f64t.into()])?;
+                let log_sum = llvm(k.b.build_call(ln, &[sum.into()], "ls"))?
+                    .try_as_basic_value()
+                    .basic()
+                    .map(|v| v.into_float_value())
+                    .ok_or_else(|| CodegenError::Llvm("log returned no value".into()))?;
+                return d.loop_step(zero, len, 1, &mut |l| {
+                    let c = k.fsub(k.ld(px, at(l)?)?, mx)?;
+                    let c = llvm(k.b.build_float_ext(c, f64t, "c"))?;
+                    let y = llvm(k.b.build_float_sub(c, log_sum, "y"))?;
+                    let y = llvm(k.b.build_float_trunc(y, k.f32t, "y"))?;
+                    k.st(po, at(l)?, y)
+                });
+            }
             d.loop_step(zero, len, 1, &mut |l| {
                 let e = llvm(k.b.build_float_ext(k.ld(po, at(l)?)?, f64t, "e"))?;
                 let q = llvm(k.b.build_float_trunc(k.fdiv(e, sum)?, k.f32t, "q"))?;
@@ -808,7 +849,7 @@ fn matmul<'a, 'c>(
     let n_static = bsh[bsh.len() - 1].as_constant().map(|x| x as i64);
     // The static kernel takes the matrix-vector product when N is 1 and K at least a
     // vector: its order needs K known here.
-    if k_static.is_none() && n_static.is_none_or(|n| n == 1) {
+    if k_static.is_none() && n_static.map_or(true, |n| n == 1) {
         return Err(refuse(
             spec,
             func,
@@ -866,7 +907,8 @@ fn dgemm<'a, 'c>(
     epi: Epilogue<'c>,
 ) -> R<()> {
     let k = &d.k;
-    let gemv_possible = n_static.is_none_or(|n| n == 1) && k_static.is_some_and(|x| x >= w as i64);
+    let gemv_possible =
+        n_static.map_or(true, |n| n == 1) && k_static.is_some_and(|x| x >= w as i64);
     if !gemv_possible {
         return tiles(d, w, (a, b, c), (m, kk, nn), epi);
     }
@@ -1023,13 +1065,16 @@ pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize
     let mut held: HashMap<Value, Value> = HashMap::new();
     let mut allocs: Vec<Value> = Vec::new();
     for (_, op) in func.ops_in_order() {
-        if matches!(op.op, Op::AllocTensor { .. }) {
-            let inside = op.operands.first().is_some_and(|&h| {
-                !matches!(
-                    func.producer(h).map(|id| &func.ops[id].op),
-                    Some(Op::AllocSlab { .. })
-                )
-            });
+        if let Op::AllocTensor { offset } = op.op {
+            // A buffer at the start of another (a view's) moves with it; one further in
+            // (a concat's slice) would sit at an offset that depends on the shape.
+            let inside = offset != 0
+                && op.operands.first().is_some_and(|&h| {
+                    !matches!(
+                        func.producer(h).map(|id| &func.ops[id].op),
+                        Some(Op::AllocSlab { .. })
+                    )
+                });
             if inside {
                 return Err(format!(
                     "{} is placed inside another buffer, at an offset that depends on the shape",
@@ -1068,6 +1113,38 @@ pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize
 }
 
 impl<'a, 'ctx> Gen<'a, 'ctx> {
+    /// The copies of returned values that are not computed in their output (a view of a slab
+    /// buffer, an input, a value returned twice), `n` elements each at run time.
+    fn dyn_returns(&self, func: &Function, st: &Storage, spec: &'a DynSpec) -> R<Vec<Call<'ctx>>> {
+        let mut calls = Vec::new();
+        for (j, &v) in func.returns.iter().enumerate() {
+            let to = crate::storage::Loc {
+                base: Base::Output(j),
+                offset: 0,
+            };
+            let from = st.of(func, v)?;
+            if from == to {
+                continue;
+            }
+            if func.ty(v).map_or(true, |t| t.dtype != tir_ir::DType::F32) {
+                return Err(CodegenError::Unsupported {
+                    op: "return",
+                    value: func.value_name(v),
+                    why: "an output copy of a tensor that is not f32, with run-time dims, is not supported yet; give its dims values with --dim NAME=N".into(),
+                });
+            }
+            let bytes = func.ty(v).and_then(|t| t.byte_size()).unwrap_or(0);
+            let args = [Arg { loc: from, bytes }, Arg { loc: to, bytes }];
+            let d = self.dyn_kernel(&format!("ret{j}"), &args, &[false, true], &spec.symbols)?;
+            let n = d.prod(&d.dims_of(&spec.dims(func, v)?)?)?;
+            let (px, po) = (d.param(0)?, d.param(1)?);
+            let k = &d.k;
+            d.loop_step(k.c(0), n, 1, &mut |i| k.st(po, i, k.ld(px, i)?))?;
+            calls.push(finish_call(self, d.f, &args)?);
+        }
+        Ok(calls)
+    }
+
     /// The kernels of a dynamic compile and `<name>_run_dyn` (see the module's docs).
     pub(crate) fn build_dynamic(
         &self,
@@ -1089,37 +1166,37 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     dynamic.push(true);
                 }
                 None => {
-                    per_op.push(crate::dispatch::emit_op(
-                        self, func, &storage, id, &kname,
-                    )?);
+                    per_op.push(crate::dispatch::emit_op(self, func, &storage, id, &kname)?);
                     dynamic.push(false);
                 }
             }
         }
-        let returns = crate::kernels::copy::returns(self, func, &storage)?;
-        if !returns.is_empty() {
-            let sym_out = func.returns.iter().any(|&v| {
-                spec.dims(func, v)
-                    .map(|d| d.iter().any(|e| !e.is_constant()))
-                    .unwrap_or(true)
-            });
-            if sym_out {
-                return Err(CodegenError::Unsupported {
-                    op: "return",
-                    value: String::new(),
-                    why: "an output that is an input, a weight or returned twice, with a run-time dim, is not supported yet; give its dims values with --dim NAME=N".into(),
-                });
-            }
+        // The outputs not written in place: copied, with run-time extents when they have them.
+        let sym_out = func.returns.iter().any(|&v| {
+            spec.dims(func, v)
+                .map(|d| d.iter().any(|e| !e.is_constant()))
+                .unwrap_or(true)
+        });
+        if sym_out {
+            per_op.push(self.dyn_returns(func, &storage, spec)?);
+            dynamic.push(true);
+        } else {
+            per_op.push(crate::kernels::copy::returns(self, func, &storage)?);
+            dynamic.push(false);
         }
-        per_op.push(returns);
-        dynamic.push(false);
 
         let regs = regions(func, &storage);
         let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
         let i8pp = i8p.ptr_type(AddressSpace::default());
         let i64p = self.ctx.i64_type().ptr_type(AddressSpace::default());
         let ty = self.ctx.void_type().fn_type(
-            &[i8pp.into(), i8pp.into(), i8p.into(), i64p.into(), i64p.into()],
+            &[
+                i8pp.into(),
+                i8pp.into(),
+                i8p.into(),
+                i64p.into(),
+                i64p.into(),
+            ],
             false,
         );
         let f = self
@@ -1392,7 +1469,10 @@ pub fn main_c(
         col(&|r| format!("{:?}", r.name)),
     );
     // Dims pinned at compile time (`tirc compile --dim`): as if given with the executable's own.
-    let _ = write!(x, "static void tir_pin(long long *d, int *src) {{ (void)d; (void)src;");
+    let _ = write!(
+        x,
+        "static void tir_pin(long long *d, int *src) {{ (void)d; (void)src;"
+    );
     for &(i, v) in pinned {
         let _ = write!(x, " d[{i}] = {v}LL; src[{i}] = -1;");
     }
@@ -1423,18 +1503,25 @@ pub fn unsupported_op(f: &Function) -> Option<String> {
             && matches!(
                 op.op,
                 Op::Unary(_)
-                    | Op::Binary {
-                        op: BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div,
-                        ..
-                    }
+                    | Op::Clip { .. }
+                    | Op::Binary { .. }
                     | Op::Transpose { .. }
+                    | Op::Reshape { .. }
+                    | Op::Flatten { .. }
+                    | Op::Squeeze { .. }
+                    | Op::Unsqueeze { .. }
                     | Op::Softmax { .. }
+                    | Op::LogSoftmax { .. }
                     | Op::LayerNorm { .. }
                     | Op::MatMul { .. }
             );
         if !ok {
             let s = first_symbol(&spec, f, op);
-            let r = op.results.first().map(|&r| f.value_name(r)).unwrap_or_default();
+            let r = op
+                .results
+                .first()
+                .map(|&r| f.value_name(r))
+                .unwrap_or_default();
             return Some(format!(
                 "`{}` ({r}) has no kernel with the run-time dim `{s}` yet; give it a value with --dim {s}=N",
                 op.op.name()

@@ -332,7 +332,12 @@ fn compile_dynamic(
         spec.symbols
             .iter()
             .enumerate()
-            .map(|(i, s)| (s.clone(), dims.get(s).copied().unwrap_or(base + step * i as u64)))
+            .map(|(i, s)| {
+                (
+                    s.clone(),
+                    dims.get(s).copied().unwrap_or(base + step * i as u64),
+                )
+            })
             .collect()
     };
     let policy = PlanPolicy {
@@ -341,8 +346,13 @@ fn compile_dynamic(
     };
     let bufferize = |b: &tir_ir::Bindings| -> Result<tir_ir::Module, Failure> {
         let mut m = input::specialize(&o.model, source, module.clone(), b, Some("--dim"))?;
-        run_pipeline(&mut m, &[Pass::Plan(policy), Pass::Bufferize], false, |_, _| {})
-            .map_err(|e| err(e.to_string()))?;
+        run_pipeline(
+            &mut m,
+            &[Pass::Plan(policy), Pass::Bufferize],
+            false,
+            |_, _| {},
+        )
+        .map_err(|e| err(e.to_string()))?;
         Ok(m)
     };
     let mut probe_a = bufferize(&probe(17, 6))?;
