@@ -1284,14 +1284,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
 pub fn c_expr(e: &DimExpr, syms: &[String]) -> String {
     let mut terms: Vec<String> = Vec::new();
     for (atoms, coeff) in e.terms() {
-        let mut f: Vec<String> = vec![format!("{coeff}LL")];
+        let mut f: Vec<String> = vec![format!("(__int128){coeff}LL")];
         for a in atoms {
             f.push(c_atom(a, syms));
         }
         terms.push(format!("({})", f.join(" * ")));
     }
     if terms.is_empty() {
-        "0LL".into()
+        "(__int128)0".into()
     } else {
         format!("({})", terms.join(" + "))
     }
@@ -1366,6 +1366,9 @@ pub fn emit_dynamic(
     }
 }
 
+/// The run-time planner (greedy by size, cached per shape) of executables and libraries.
+const PLAN_C: &str = include_str!("dynamic_plan.c");
+
 /// The C source of a dynamic executable's `main`: `exe_main.c` with `DYNAMIC` on, the dims'
 /// names, which input axis gives which dim, the outputs' dims and the records' sizes as C
 /// expressions of the dims, the records' live intervals. Refused when an input axis is an
@@ -1429,10 +1432,14 @@ pub fn main_c(
     );
     let _ = writeln!(
         x,
-        "static long long tir_fdiv(long long a, long long b) {{ long long q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }}\n\
-         static long long tir_cdiv(long long a, long long b) {{ long long q = a / b; return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q; }}\n\
-         static long long tir_max(long long a, long long b) {{ return a > b ? a : b; }}\n\
-         static long long tir_min(long long a, long long b) {{ return a < b ? a : b; }}"
+        "/* Dim expressions in 128 bits (dims are below 2^63, products of a few stay exact); a\n   \
+         result outside 0..2^62 is clamped to TIR_TOO_BIG (refused by the planner). */\n\
+         typedef __int128 tir_i128;\n\
+         static tir_i128 tir_fdiv(tir_i128 a, tir_i128 b) {{ if (!b) return 0; tir_i128 q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }}\n\
+         static tir_i128 tir_cdiv(tir_i128 a, tir_i128 b) {{ if (!b) return 0; tir_i128 q = a / b; return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q; }}\n\
+         static tir_i128 tir_max(tir_i128 a, tir_i128 b) {{ return a > b ? a : b; }}\n\
+         static tir_i128 tir_min(tir_i128 a, tir_i128 b) {{ return a < b ? a : b; }}\n\
+         static unsigned long long tir_clamp(tir_i128 v) {{ return v < 0 || v > (tir_i128)(1ULL << 62) ? (1ULL << 62) + 1 : (unsigned long long)v; }}"
     );
     let _ = writeln!(
         x,
@@ -1442,7 +1449,7 @@ pub fn main_c(
         let dims = spec.dims(func, v).map_err(|e| e.to_string())?;
         let _ = write!(x, "    case {j}:");
         for (k, e) in dims.iter().enumerate() {
-            let _ = write!(x, " od[{k}] = (unsigned long long){};", c_expr(e, syms));
+            let _ = write!(x, " od[{k}] = tir_clamp({});", c_expr(e, syms));
         }
         let _ = writeln!(x, " break;");
     }
@@ -1452,11 +1459,7 @@ pub fn main_c(
         "static void tir_rec_bytes(const long long *d, unsigned long long *b) {{\n    (void)d; (void)b;"
     );
     for (r, rec) in records.iter().enumerate() {
-        let _ = writeln!(
-            x,
-            "    b[{r}] = (unsigned long long){};",
-            c_expr(&rec.bytes, syms)
-        );
+        let _ = writeln!(x, "    b[{r}] = tir_clamp({});", c_expr(&rec.bytes, syms));
     }
     let _ = writeln!(x, "}}");
     let col = |f: &dyn Fn(&DynRecord) -> String| list(records.iter().map(f).collect());
@@ -1481,6 +1484,7 @@ pub fn main_c(
         x,
         "void {name}_run_dyn(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims);\n#define MODEL_RUN_DYN {name}_run_dyn"
     );
+    x.push_str(PLAN_C);
     Ok(crate::exe::main_c_with(func, name, None, &x))
 }
 

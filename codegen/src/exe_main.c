@@ -736,82 +736,7 @@ static int parse_runs(const char *s, long *runs) {
     return v >= 1;
 }
 #if DYNAMIC
-/* ---- run-time planning -------------------------------------------------------------------
-   The paper's Greedy by Size for offsets (Pisarchyk & Lee 2020, Algorithm 3; tir_planner's
-   `greedy_by_size`, TFLite's GreedyBySizeAssignment): buffers by size descending (equal sizes
-   in record order), each into the smallest gap that fits among the placed buffers whose live
-   intervals intersect its own, else after the last of them. Sizes are 64-byte aligned, as
-   every offset. Plans are cached per shape (the least recently used of PLAN_CACHE replaced),
-   so a loop over one shape plans once. */
-#define PLAN_CACHE 4
-typedef struct {
-    int used; unsigned long long stamp;
-    long long dims[NSYM + 1];
-    unsigned long long offsets[NALLOC + 1], bytes[NREC + 1], size;
-    double ms;
-} plan_t;
-static plan_t plans[PLAN_CACHE];
-static unsigned long long plan_clock;
-static int plan_fresh;
-static void greedy_by_size(plan_t *p) {
-    unsigned long long raw[NREC + 1], size[NREC + 1], off[NREC + 1];
-    int order[NREC + 1], placed[NREC + 1], np = 0;
-    tir_rec_bytes(p->dims, raw);
-    for (int r = 0; r < NREC; r++) {
-        if (raw[r] > ULLONG_MAX - 63) out_of_memory((size_t)-1);
-        size[r] = (raw[r] + 63) / 64 * 64; off[r] = 0; order[r] = r; p->bytes[r] = raw[r];
-    }
-    /* Stable insertion sort by raw size, descending. */
-    for (int i = 1; i < NREC; i++) {
-        int x = order[i], j = i;
-        while (j > 0 && raw[order[j - 1]] < raw[x]) { order[j] = order[j - 1]; j--; }
-        order[j] = x;
-    }
-    unsigned long long total = 0;
-    for (int oi = 0; oi < NREC; oi++) {
-        int r = order[oi];
-        if (size[r] == 0) continue;
-        /* The placed buffers live at the same time, by offset. */
-        int live[NREC + 1], nl = 0;
-        for (int q = 0; q < np; q++) {
-            int o = placed[q];
-            if (rec_first[o] <= rec_last[r] && rec_first[r] <= rec_last[o]) {
-                int j = nl++;
-                while (j > 0 && (off[live[j - 1]] > off[o] || (off[live[j - 1]] == off[o] && size[live[j - 1]] > size[o]))) { live[j] = live[j - 1]; j--; }
-                live[j] = o;
-            }
-        }
-        unsigned long long reached = 0, best_gap = 0, best = 0; int found = 0;
-        for (int q = 0; q < nl; q++) {
-            unsigned long long o = off[live[q]], e = o + size[live[q]];
-            if (o >= reached) {
-                unsigned long long gap = o - reached;
-                if (gap >= size[r] && (!found || gap < best_gap)) { found = 1; best_gap = gap; best = reached; }
-            }
-            if (e > reached) reached = e;
-        }
-        off[r] = found ? best : (reached + 63) / 64 * 64;
-        if (off[r] + size[r] > total) total = off[r] + size[r];
-        placed[np++] = r;
-    }
-    for (int a = 0; a < NALLOC; a++) p->offsets[a] = 0;
-    for (int r = 0; r < NREC; r++) p->offsets[rec_alloc[r]] = off[r];
-    p->size = total;
-}
-static plan_t *plan_for(const long long *d) {
-    plan_t *victim = &plans[0];
-    for (int i = 0; i < PLAN_CACHE; i++) {
-        plan_t *p = &plans[i];
-        if (p->used && !memcmp(p->dims, d, sizeof p->dims)) { p->stamp = ++plan_clock; plan_fresh = 0; return p; }
-        if (!p->used || (victim->used && p->stamp < victim->stamp)) victim = p;
-    }
-    double t0 = now();
-    memcpy(victim->dims, d, sizeof victim->dims);
-    greedy_by_size(victim);
-    victim->ms = now() - t0;
-    victim->used = 1; victim->stamp = ++plan_clock; plan_fresh = 1;
-    return victim;
-}
+/* The planner (`dynamic_plan.c`) is above, with the model's tables. */
 /* --print-plan FILE: the records and offsets of a plan as CSV, written atomically. */
 static int print_plan(const char *path, const plan_t *p) {
     size_t cap = 256 + (size_t)NREC * 1200, n = 0;
@@ -968,7 +893,14 @@ int main(int argc, char **argv) {
     }
 #if DYNAMIC
     /* Plan at this shape (cached), growing the slab when the plan needs more. */
-    cur_plan = plan_for(dimv);
+    int fresh;
+    double plan_t0 = now();
+    cur_plan = plan_for(dimv, &fresh);
+    double plan_ms = now() - plan_t0;
+    if (!cur_plan) {
+        fprintf(stderr, "error: at this shape a buffer or the slab needs more than 2^62 bytes\n");
+        return 1;
+    }
     if (cur_plan->size > dyn_slab_size || !dyn_slab) {
         free(dyn_slab);
         dyn_slab = xalloc(cur_plan->size ? cur_plan->size : 1);
@@ -976,7 +908,7 @@ int main(int argc, char **argv) {
     }
     void *slab = dyn_slab;
     printf("slab: %llu bytes\n", cur_plan->size);
-    printf("plan: %d buffers planned in %.2f us at", NREC, cur_plan->ms * 1e3);
+    printf("plan: %d buffers planned in %.2f us at", NREC, plan_ms * 1e3);
     for (int s = 0; s < NSYM; s++) printf(" %s=%lld", sym_names[s], dimv[s]);
     printf("\n");
     if (plan_path && print_plan(plan_path, cur_plan)) {
