@@ -255,6 +255,124 @@ fn views_and_a_product_dim_run_at_every_shape_like_the_static_compile() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A C program against the `--emit lib` archive: plans at the dims it is given (twice: the
+/// second call comes from the cache and must agree), runs, writes the raw output.
+const LIB_MAIN: &str = r#"#include "libbert.h"
+#include <stdio.h>
+#include <stdlib.h>
+static float *load(const char *path, size_t n) {
+    float *p = malloc(n * sizeof(float) + 4);
+    FILE *f = fopen(path, "rb");
+    if (!f || fread(p, sizeof(float), n, f) != n) { fprintf(stderr, "cannot read %s\n", path); exit(1); }
+    fclose(f);
+    return p;
+}
+int main(int argc, char **argv) {
+    if (argc != 6) return 2;
+    int64_t dims[bert_NUM_DIMS] = {atoll(argv[1]), atoll(argv[2])};
+    size_t b = (size_t)dims[0], s = (size_t)dims[1];
+    const void *ins[2] = {load(argv[3], b * s * 64), load(argv[4], b * s)};
+    uint64_t offsets[bert_NUM_BUFFERS], again[bert_NUM_BUFFERS];
+    uint64_t size = bert_plan(dims, offsets);
+    if (size == UINT64_MAX || bert_plan(dims, again) != size) return 3;
+    for (int i = 0; i < bert_NUM_BUFFERS; i++) if (again[i] != offsets[i]) return 3;
+    void *slab = aligned_alloc(64, size ? (size + 63) / 64 * 64 : 64);
+    uint64_t shape[bert_OUTPUT0_RANK];
+    bert_output_shape(dims, 0, shape);
+    size_t n = 1;
+    for (int k = 0; k < bert_OUTPUT0_RANK; k++) n *= shape[k];
+    float *out = malloc(n * sizeof(float) + 4);
+    void *outs[1] = {out};
+    bert_run_dyn(ins, outs, slab, offsets, dims);
+    FILE *f = fopen(argv[5], "wb");
+    if (!f || fwrite(out, sizeof(float), n, f) != n) return 1;
+    fclose(f);
+    printf("slab %llu\n", (unsigned long long)size);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_static_library_plans_and_runs_every_shape_like_the_executable() {
+    let dir = scratch("lib");
+    let lib = dir.join("libbert.a");
+    let e = tirc(&[
+        "compile",
+        MODEL,
+        "--emit",
+        "lib",
+        "-o",
+        s(&lib),
+        "--opt-level",
+        "1",
+    ]);
+    let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
+    assert_eq!(e.status.code(), Some(0), "lib: {stderr}");
+    let header = std::fs::read_to_string(dir.join("libbert.h")).expect("header");
+    assert!(header.contains("uint64_t bert_plan(const int64_t *dims, uint64_t *offsets);"));
+    assert!(header.contains("static const int bert_input1_dim[] = {0, -1, 1};"));
+    std::fs::write(dir.join("main.c"), LIB_MAIN).expect("main.c");
+    let app = dir.join("app");
+    let cc = Command::new("cc")
+        .arg(dir.join("main.c"))
+        .arg(&lib)
+        .arg("-I")
+        .arg(&dir)
+        .args(["-lm", "-o"])
+        .arg(&app)
+        .output()
+        .expect("cc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    for (batch, seq) in [(2u64, 7u64), (1, 1), (3, 33)] {
+        let (x, mask) = (dir.join("x.npy"), dir.join("m.npy"));
+        write_npy(&x, &[batch, seq, 64], seq);
+        write_npy(&mask, &[batch, 1, seq], batch);
+        let raw = |npy_path: &Path, raw_path: &Path| {
+            let t = read(npy_path);
+            let bytes: Vec<u8> = t
+                .as_f32()
+                .expect("f32")
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            std::fs::write(raw_path, bytes).expect("raw");
+        };
+        let (xr, mr, out) = (dir.join("x.raw"), dir.join("m.raw"), dir.join("out.raw"));
+        raw(&x, &xr);
+        raw(&mask, &mr);
+        let (b, sq) = (batch.to_string(), seq.to_string());
+        ok(
+            Command::new(&app)
+                .args([b.as_str(), sq.as_str(), s(&xr), s(&mr), s(&out)])
+                .output()
+                .expect("app"),
+            "library program",
+        );
+        let want = dir.join("want.npy");
+        ok(
+            Command::new(dynamic_exe())
+                .args(["--input", &format!("x={}", s(&x))])
+                .args(["--input", &format!("mask={}", s(&mask))])
+                .args(["--output", s(&want)])
+                .output()
+                .expect("run"),
+            "dynamic executable",
+        );
+        let want: Vec<u8> = read(&want)
+            .as_f32()
+            .expect("f32")
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(std::fs::read(&out).expect("out"), want, "{batch}x{seq}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn inputs_that_disagree_on_a_dim_are_refused() {
     let dir = scratch("refused");

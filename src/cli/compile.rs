@@ -258,14 +258,14 @@ fn load_batched(path: &Path, dims: &tir_ir::Bindings, emit: Emit) -> Result<Load
         .collect();
     // Kernels with run-time extents: an executable runs any shape of the model when none of
     // its ops lacks them (a lone leading batch keeps the batch-1 program).
-    let run_time = (emit == Emit::Exe && !missing.is_empty())
+    let run_time = (matches!(emit, Emit::Exe | Emit::Lib) && !missing.is_empty())
         .then(|| module.entry().map(tir_codegen::dynamic::unsupported_op))
         .flatten();
     let leading_batch = match (missing.as_slice(), module.entry()) {
         ([b], Some(f)) => tir_ir::batch::check_leading_batch(f, b).is_ok(),
         _ => false,
     };
-    if run_time == Some(None) && !leading_batch {
+    if run_time == Some(None) && (!leading_batch || emit == Emit::Lib) {
         input::check_dim_names(&module, dims, "--dim")?;
         return Ok(Loaded::Dynamic(source, module));
     }
@@ -397,13 +397,38 @@ fn compile_dynamic(
         .enumerate()
         .filter_map(|(i, s)| dims.get(s).map(|&v| (i, v)))
         .collect();
-    let main = tir_codegen::dynamic::main_c(proof.func(), &symbol, &spec, &recs, n_allocs, &pinned)
+    if o.emit == Emit::Lib {
+        let dynamic = tir_codegen::dynamic::compile_c(
+            &tir_codegen::dynamic::lib_c(proof.func(), &symbol, &spec, &recs, n_allocs, &pinned)
+                .map_err(&err)?,
+        )
         .map_err(&err)?;
-    tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
+        let header =
+            tir_codegen::dynamic::header(proof.func(), &symbol, &spec, n_allocs).map_err(&err)?;
+        tir_codegen::embed::archive_objects(
+            &[
+                (&bytes, format!("{symbol}.o")),
+                (&dynamic, format!("{symbol}_plan.o")),
+            ],
+            &o.output,
+        )
+        .map_err(&err)?;
+        input::write_atomic(&o.output.with_extension("h"), header.as_bytes())?;
+    } else {
+        let main =
+            tir_codegen::dynamic::main_c(proof.func(), &symbol, &spec, &recs, n_allocs, &pinned)
+                .map_err(&err)?;
+        tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
+    }
     eprintln!(
-        "{}: run-time dims {}: slab planned by the executable per shape, compiled in {:.2} s",
+        "{}: run-time dims {}: slab planned by {} per shape, compiled in {:.2} s",
         o.output.display(),
         spec.symbols.join(", "),
+        if o.emit == Emit::Lib {
+            format!("`{symbol}_plan`")
+        } else {
+            "the executable".to_string()
+        },
         start.elapsed().as_secs_f64()
     );
     Ok(())
