@@ -5,7 +5,8 @@
 //! its batch and sequence length free runs it at every shape with outputs bitwise equal to
 //! the static compile at that shape (`--dim`) and within 1e-4 of the interpreter; every plan
 //! it makes passes the independent checker, with every buffer as large as its value at that
-//! shape; inputs that disagree on a dim are refused naming it and both values.
+//! shape; inputs that disagree on a dim are refused naming it and both values. The same for a
+//! static library (a C program against it) and an ONNX model with `dim_param` dims.
 
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
@@ -458,4 +459,85 @@ proptest! {
         check_shape(&dir, batch, seq);
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+#[path = "../onnx/tests/common/mod.rs"]
+mod common;
+
+/// MatMul, Add, Softmax along the sequence, Transpose, Relu: `[batch, seq, 16]` in, both dims
+/// `dim_param`s.
+fn onnx_bytes() -> Vec<u8> {
+    use common::*;
+    use prost::Message;
+    use tir_onnx::proto::tensor_proto::DataType;
+    model(
+        13,
+        vec![input_sym(
+            "x",
+            &[D::S("batch"), D::S("seq"), D::N(16)],
+            DataType::Float,
+        )],
+        &["y"],
+        vec![tseq("w", &[16, 16]), tseq("b", &[16])],
+        vec![
+            node("MatMul", &["x", "w"], &["h"], vec![]),
+            node("Add", &["h", "b"], &["a"], vec![]),
+            node("Softmax", &["a"], &["p"], vec![ai("axis", 1)]),
+            node("Transpose", &["p"], &["t"], vec![ais("perm", &[0, 2, 1])]),
+            node("Relu", &["t"], &["y"], vec![]),
+        ],
+    )
+    .encode_to_vec()
+}
+
+#[test]
+fn an_onnx_model_with_free_dims_compiles_to_one_executable() {
+    let dir = scratch("onnx");
+    let m = dir.join("m.onnx");
+    std::fs::write(&m, onnx_bytes()).expect("write model");
+    let dynamic = dir.join("dyn");
+    let e = tirc(&["compile", s(&m), "-o", s(&dynamic), "--opt-level", "1"]);
+    let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
+    assert_eq!(e.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("run-time dims batch, seq"), "{stderr}");
+    for (batch, seq) in [(2u64, 5u64), (1, 1), (3, 20)] {
+        let x = dir.join(format!("x{batch}x{seq}.npy"));
+        write_npy(&x, &[batch, seq, 16], seq);
+        let input = format!("x={}", s(&x));
+        let stat = dir.join(format!("s{batch}x{seq}"));
+        let dims = [format!("batch={batch}"), format!("seq={seq}")];
+        ok(
+            tirc(&[
+                "compile",
+                s(&m),
+                "-o",
+                s(&stat),
+                "--opt-level",
+                "1",
+                "--dim",
+                &dims[0],
+                "--dim",
+                &dims[1],
+            ]),
+            "static compile",
+        );
+        let mut outs = Vec::new();
+        for (exe, name) in [(&dynamic, "dyn.npy"), (&stat, "static.npy")] {
+            let out = dir.join(name);
+            ok(
+                Command::new(exe)
+                    .args(["--input", &input, "--output", s(&out)])
+                    .output()
+                    .expect("run"),
+                "executable",
+            );
+            outs.push(std::fs::read(&out).expect("output"));
+        }
+        assert_eq!(outs[0], outs[1], "{batch}x{seq}");
+        assert_eq!(
+            npy::read(&outs[0]).expect("npy").ty.shape,
+            vec![batch, 16, seq]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

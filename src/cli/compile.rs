@@ -82,6 +82,14 @@ pub fn run(o: Options) -> Result<(), Failure> {
     // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     // Kernels with run-time extents are not built yet: a dynamic model compiles at the values
     // `--dim` gives its dims, and without them is refused.
+    if import::is_onnx(&o.model) && matches!(o.emit, Emit::Exe | Emit::Lib) {
+        if let Some((m, w)) = import::load_onnx_dynamic(&o.model, &dims, o.emit == Emit::Lib) {
+            // The import pinned the `--dim` values already.
+            let source = tir_ir::print(&m);
+            let none = tir_ir::Bindings::new();
+            return compile_dynamic(&o, &source, m, &none, w.as_deref(), start);
+        }
+    }
     let onnx_batched = (import::is_onnx(&o.model) && o.emit == Emit::Exe)
         .then(|| import::load_onnx_batched(&o.model, &dims))
         .flatten();
@@ -100,7 +108,9 @@ pub fn run(o: Options) -> Result<(), Failure> {
     } else {
         let (m, b) = match load_batched(&o.model, &dims, o.emit)? {
             Loaded::Static(m, b) => (m, b),
-            Loaded::Dynamic(source, m) => return compile_dynamic(&o, &source, m, &dims, start),
+            Loaded::Dynamic(source, m) => {
+                return compile_dynamic(&o, &source, m, &dims, None, start)
+            }
         };
         batch = b;
         (m, None)
@@ -310,6 +320,7 @@ fn compile_dynamic(
     source: &str,
     module: tir_ir::Module,
     dims: &tir_ir::Bindings,
+    embedded: Option<&[u8]>,
     start: Instant,
 ) -> Result<(), Failure> {
     let name = o.model.display().to_string();
@@ -375,7 +386,7 @@ fn compile_dynamic(
             "the model's buffers are shared differently at different shapes, so one executable cannot run them all; give its dims values with --dim NAME=N".into(),
         ));
     }
-    let weights = input::load_weights(&probe_a, &o.model, o.weights.as_deref(), None, o.seed)?;
+    let weights = input::load_weights(&probe_a, &o.model, o.weights.as_deref(), embedded, o.seed)?;
     let symbol = tir_codegen::symbol_name(
         o.model
             .file_stem()

@@ -228,3 +228,37 @@ pub fn load_onnx_batched(
     };
     Some((module, weights, batch))
 }
+
+/// `tirc compile MODEL.onnx` with run-time dims: the model imported with its symbols kept
+/// (`--dim` pins some at import), when dims are left free, every op with a symbolic extent has
+/// a kernel with run-time extents (`tir_codegen::dynamic::unsupported_op`) and, for an
+/// executable, the dims are not a lone leading batch (that keeps the batch-1 program of
+/// [`load_onnx_batched`]). `None` for any other model (the other loaders' rules apply).
+pub fn load_onnx_dynamic(
+    path: &Path,
+    dims: &tir_ir::Bindings,
+    lib: bool,
+) -> Option<(tir_ir::Module, Option<Vec<u8>>)> {
+    let opts = tir_onnx::ImportOptions {
+        dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
+        keep_symbols: true,
+        ..tir_onnx::ImportOptions::default()
+    };
+    let imported = tir_onnx::import_file(path, &opts).ok()?;
+    let syms = tir_ir::specialize::module_symbols(&imported.module);
+    let f = imported.module.entry()?;
+    if syms.is_empty() || tir_codegen::dynamic::unsupported_op(f).is_some() {
+        return None;
+    }
+    if let [b] = syms.as_slice() {
+        if !lib && tir_ir::batch::check_leading_batch(f, b).is_ok() {
+            return None;
+        }
+    }
+    let weights = if imported.weights.is_empty() {
+        None
+    } else {
+        Some(imported.weights.to_safetensors().ok()?)
+    };
+    Some((imported.module, weights))
+}
