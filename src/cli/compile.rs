@@ -82,16 +82,22 @@ pub fn run(o: Options) -> Result<(), Failure> {
     // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     // Kernels with run-time extents are not built yet: a dynamic model compiles at the values
     // `--dim` gives its dims, and without them is refused.
+    // An ONNX model is imported once with its symbols kept: compiled with run-time dims, or
+    // at batch 1 for a lone leading batch (or by `load_onnx`'s rules).
+    let mut kept = None;
     if import::is_onnx(&o.model) && matches!(o.emit, Emit::Exe | Emit::Lib) {
-        if let Some((m, w)) = import::load_onnx_dynamic(&o.model, &dims, o.emit == Emit::Lib) {
-            // The import pinned the `--dim` values already.
-            let source = tir_ir::print(&m);
-            let none = tir_ir::Bindings::new();
-            return compile_dynamic(&o, &source, m, &none, w.as_deref(), start);
+        match import::load_onnx_dynamic(&o.model, &dims, o.emit == Emit::Lib) {
+            Ok((m, w)) => {
+                // The import pinned the `--dim` values already.
+                let source = tir_ir::print(&m);
+                let none = tir_ir::Bindings::new();
+                return compile_dynamic(&o, &source, m, &none, w.as_deref(), start);
+            }
+            Err(imported) => kept = imported,
         }
     }
     let onnx_batched = (import::is_onnx(&o.model) && o.emit == Emit::Exe)
-        .then(|| import::load_onnx_batched(&o.model, &dims))
+        .then(|| kept.and_then(|k| import::batched_from(*k)))
         .flatten();
     let (mut module, model_weights) = if let Some((m, w, b)) = onnx_batched {
         batch = b;
