@@ -11,7 +11,9 @@
 # sequence length free (kernels with run-time extents, planned by the executable) against the
 # static compile at each sequence length of SEQS (batch 1): median latency and CPU time, their
 # ratio (goal <= 1.10), the run-time planning time for that new shape against the inference
-# time (goal < 1%), and both slabs (goal: equal).
+# time (goal < 1%): the process's first plan ("plan", which also maps the planner's code) and
+# the median of planning it again in the warm process ("replan", a library serving shapes),
+# and both slabs (goal: equal).
 #
 #   SEQS="8 16 32 64 128 256 512" bash bench/dynamic.sh
 set -euo pipefail
@@ -75,8 +77,8 @@ for model in bert cnn; do
 done
 
 echo
-printf '%-5s %12s %12s %7s %12s %12s %7s %10s %8s %10s %10s\n' seq "static ms" "dynamic ms" ratio \
-  "static cpu" "dynamic cpu" ratio "plan us" "plan %" "static slab" "dyn slab"
+printf '%-5s %12s %12s %7s %12s %12s %7s %9s %8s %9s %8s %10s %10s\n' seq "static ms" "dynamic ms" ratio \
+  "static cpu" "dynamic cpu" ratio "plan us" "plan %" "replan us" "replan %" "static slab" "dyn slab"
 "$tirc" compile tests/dynamic/bert.tir -o "$work/bert-rt" > /dev/null 2>&1
 for s in ${SEQS:-8 16 32 64 128 256 512}; do
   "$tirc" compile tests/dynamic/bert.tir -o "$work/bert-s$s" --dim batch=1 --dim "seq=$s" > /dev/null 2>&1
@@ -91,14 +93,15 @@ for s in ${SEQS:-8 16 32 64 128 256 512}; do
       cpu=$(sed -n 's/.*cpu \([0-9.]*\) ms per run.*/\1/p' "$work/out")
       slab=$(sed -n 's/^slab: \([0-9]*\) bytes/\1/p' "$work/out")
       plan=$(sed -n 's/^plan: .* planned in \([0-9.]*\) us.*/\1/p' "$work/out")
-      echo "$lat $cpu $slab ${plan:-0}" >> "$work/$which"
+      replan=$(sed -n 's/^re-plan over .* median \([0-9.]*\) us.*/\1/p' "$work/out")
+      echo "$lat $cpu $slab ${plan:-0} ${replan:-0}" >> "$work/$which"
     done
   done
   sl=$(cut -d' ' -f1 "$work/s" | median); dl=$(cut -d' ' -f1 "$work/d" | median)
   sc=$(cut -d' ' -f2 "$work/s" | median); dc=$(cut -d' ' -f2 "$work/d" | median)
   ss=$(cut -d' ' -f3 "$work/s" | head -1); ds=$(cut -d' ' -f3 "$work/d" | head -1)
-  pu=$(cut -d' ' -f4 "$work/d" | median)
-  printf '%-5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %10.2f %8.4f %10s %10s\n' "$s" "$sl" "$dl" \
+  pu=$(cut -d' ' -f4 "$work/d" | median); ru=$(cut -d' ' -f5 "$work/d" | median)
+  printf '%-5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %9.2f %8.3f %9.3f %8.3f %10s %10s\n' "$s" "$sl" "$dl" \
     "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$pu" \
-    "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ss" "$ds"
+    "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ru" "$(echo "100 * $ru / 1000 / $dl" | bc -l)" "$ss" "$ds"
 done
