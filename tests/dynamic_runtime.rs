@@ -541,3 +541,70 @@ fn an_onnx_model_with_free_dims_compiles_to_one_executable() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `tests/dynamic/reshape_check.tir`: a dim that is a floor division of the dims (in the
+/// kernels, the record sizes and the output's shape) and the run-time check that it divides
+/// exactly, which the executable makes with `tirc`'s own message.
+#[test]
+fn the_models_run_time_checks_are_the_executables() {
+    let dir = scratch("checks");
+    let model = "tests/dynamic/reshape_check.tir";
+    let exe = dir.join("dyn");
+    ok(
+        tirc(&["compile", model, "-o", s(&exe), "--opt-level", "1"]),
+        "dynamic compile",
+    );
+    for (batch, seq) in [(2u64, 3u64), (1, 4), (4, 5)] {
+        let dims = [format!("batch={batch}"), format!("seq={seq}")];
+        let stat = dir.join(format!("s{batch}x{seq}"));
+        ok(
+            tirc(&[
+                "compile",
+                model,
+                "-o",
+                s(&stat),
+                "--opt-level",
+                "1",
+                "--dim",
+                &dims[0],
+                "--dim",
+                &dims[1],
+            ]),
+            "static compile",
+        );
+        let (a, b) = (dir.join("a.npy"), dir.join("b.npy"));
+        ok(
+            Command::new(&stat)
+                .args(["--output", s(&a)])
+                .output()
+                .expect("run"),
+            "static",
+        );
+        ok(
+            Command::new(&exe)
+                .args(["--dim", &dims[0], "--dim", &dims[1], "--output", s(&b)])
+                .output()
+                .expect("run"),
+            "dynamic",
+        );
+        let (a, b) = (std::fs::read(&a).expect("a"), std::fs::read(&b).expect("b"));
+        assert_eq!(a, b, "{batch}x{seq}");
+        assert_eq!(
+            npy::read(&b).expect("npy").ty.shape,
+            vec![batch * seq * 3 / 2, 32]
+        );
+    }
+    let e = fails(
+        Command::new(&exe)
+            .args(["--dim", "batch=3", "--dim", "seq=5"])
+            .output()
+            .expect("run"),
+        1,
+        "odd product",
+    );
+    assert!(
+        e.contains("(the run-time check 32*batch*seq + 32*((batch*seq) / 2) == 48*batch*seq fails at batch = 3, seq = 5: 704 vs 720)"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -48,6 +48,9 @@ use tir_ir::{Activation, BinaryOp, Function, Op, OpData, UnaryOp, Value};
 pub struct DynSpec {
     pub symbols: Vec<String>,
     pub types: HashMap<String, SymTensorType>,
+    /// The conditions verification left to run time: the executable and `<model>_plan` check
+    /// them once the dims are known.
+    pub checks: Vec<tir_ir::RuntimeCheck>,
 }
 
 impl DynSpec {
@@ -61,6 +64,11 @@ impl DynSpec {
         DynSpec {
             symbols: tir_ir::specialize::symbols(f),
             types,
+            checks: f
+                .dynamic
+                .as_ref()
+                .map(|d| d.checks.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -1460,6 +1468,44 @@ fn tables_c(
         let _ = writeln!(x, "    b[{r}] = tir_clamp({});", c_expr(&rec.bytes, syms));
     }
     let _ = writeln!(x, "}}");
+    // The run-time checks, with `specialize`'s message: 0, or 1 with the message in `msg`.
+    let _ = writeln!(
+        x,
+        "static int tir_checks(const long long *d, char *msg, unsigned long n) {{\n    (void)d; (void)msg; (void)n;"
+    );
+    for c in &spec.checks {
+        let cmp = match c.cond.kind {
+            tir_ir::sym::CondKind::Eq => "==",
+            tir_ir::sym::CondKind::Ge => ">=",
+        };
+        let mut names: Vec<String> = Vec::new();
+        for e in [&c.cond.lhs, &c.cond.rhs] {
+            for n in e.symbols() {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        let fmt: Vec<String> = names
+            .iter()
+            .map(|n| format!("{} = %lld", c_string_body(n, true)))
+            .collect();
+        let args: String = names
+            .iter()
+            .map(|n| format!(", d[{}]", syms.iter().position(|x| x == n).unwrap_or(0)))
+            .collect();
+        let _ = writeln!(
+            x,
+            "    {{ tir_i128 l = {}, r = {};\n      if (!(l {cmp} r)) {{ snprintf(msg, n, \"`%s`: %s (the run-time check %s fails at {}: %lld vs %lld)\", \"{}\", \"{}\", \"{}\"{args}, (long long)l, (long long)r); return 1; }} }}",
+            c_expr(&c.cond.lhs, syms),
+            c_expr(&c.cond.rhs, syms),
+            fmt.join(", "),
+            c_string_body(c.op, false),
+            c_string_body(&c.cond.message, false),
+            c_string_body(&c.cond.to_string(), false),
+        );
+    }
+    let _ = writeln!(x, "    return 0;\n}}");
     let col = |f: &dyn Fn(&DynRecord) -> String| list(records.iter().map(f).collect());
     let _ = writeln!(
         x,
@@ -1562,12 +1608,14 @@ pub fn lib_c(
         .iter()
         .map(|(i, v)| format!("    if (dims[{i}] != {v}LL) return UINT64_MAX;\n"))
         .collect();
-    let mut x = String::from("#include <stdint.h>\n#include <string.h>\n#define MAXR 8\n");
+    let mut x = String::from(
+        "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n#define MAXR 8\n",
+    );
     x += &tables_c(func, spec, records, n_allocs)?;
     x += PLAN_C;
     x += &format!(
         "uint64_t {name}_plan(const int64_t *dims, uint64_t *offsets) {{\n    \
-         int fresh;\n{pins}    plan_t *p = plan_for((const long long *)dims, &fresh);\n    \
+         int fresh;\n    char msg[512];\n{pins}    if (tir_checks((const long long *)dims, msg, sizeof msg)) return UINT64_MAX;\n    plan_t *p = plan_for((const long long *)dims, &fresh);\n    \
          if (!p) return UINT64_MAX;\n    \
          if (offsets) memcpy(offsets, p->offsets, sizeof(uint64_t) * NALLOC);\n    \
          return p->size;\n}}\n\
@@ -1666,8 +1714,8 @@ pub fn header(
         "/* Plans the working memory at `dims` (greedy by size for offsets; the last few shapes'\n   \
          plans are cached per thread): fills `offsets` ({name}_NUM_BUFFERS entries, may be NULL)\n   \
          and returns the slab's bytes (allocate them 64-byte aligned), or UINT64_MAX when a\n   \
-         buffer would exceed 2^62 bytes or a dim differs from the value the compile's --dim\n   \
-         gave it. */\n\
+         buffer would exceed 2^62 bytes, a dim differs from the value the compile's --dim\n   \
+         gave it, or the dims fail a run-time check of the model. */\n\
          uint64_t {name}_plan(const int64_t *dims, uint64_t *offsets);\n\n\
          /* The shape of output `output` at `dims` ({name}_OUTPUTj_RANK entries). */\n\
          void {name}_output_shape(const int64_t *dims, int output, uint64_t *shape);\n\n\
@@ -1696,4 +1744,20 @@ pub fn compile_c(source: &str) -> Result<Vec<u8>, String> {
         "cc",
     )?;
     obj.contents()
+}
+
+/// `text` as the body of a C string literal: quotes, backslashes and non-ASCII bytes escaped
+/// (octal); with `format`, `%` doubled (the literal is a printf format).
+fn c_string_body(text: &str, format: bool) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'%' if format => out.push_str("%%"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out
 }

@@ -892,7 +892,12 @@ int main(int argc, char **argv) {
         outs[j] = xalloc(bytes_of(count(odims[j], out_rank[j]), (size_t)codes[out_code[j]].size));
     }
 #if DYNAMIC
-    /* Plan at this shape (cached), growing the slab when the plan needs more. */
+    /* The model's run-time checks at these dims, then the plan at this shape (cached),
+       growing the slab when the plan needs more. */
+    {
+        char msg[2048];
+        if (tir_checks(dimv, msg, sizeof msg)) { fprintf(stderr, "error: %s\n", msg); return 1; }
+    }
     int fresh;
     double plan_t0 = now();
     cur_plan = plan_for(dimv, &fresh);

@@ -372,8 +372,28 @@ fn compile_dynamic(
         .map_err(|e| err(e.to_string()))?;
         Ok(m)
     };
-    let mut probe_a = bufferize(&probe(17, 6))?;
-    let probe_b = bufferize(&probe(29, 8))?;
+    // The first two probes the model's run-time checks accept (a reshape may need the dims'
+    // product even); without two, the first one's failure is the message.
+    let candidates = [
+        (18, 6),
+        (30, 8),
+        (16, 16),
+        (24, 24),
+        (32, 32),
+        (64, 64),
+        (17, 6),
+        (29, 8),
+    ];
+    let mut accepted = candidates
+        .iter()
+        .map(|&(base, step)| probe(base, step))
+        .filter(|b| tir_ir::specialize(&module, b).is_ok());
+    let (pa, pb) = match (accepted.next(), accepted.next()) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (probe(18, 6), probe(30, 8)),
+    };
+    let mut probe_a = bufferize(&pa)?;
+    let probe_b = bufferize(&pb)?;
     let structure = |m: &tir_ir::Module| m.entry().map(tir_codegen::relocate::structure);
     let records = |m: &tir_ir::Module| {
         m.entry()
