@@ -1069,8 +1069,10 @@ pub struct DynRecord {
 pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize), String> {
     let st = Storage::analyze(func).map_err(|e| e.to_string())?;
     let regs = regions(func, &st);
-    // The value written into each alloc_tensor (through `outs`).
-    let mut held: HashMap<Value, Value> = HashMap::new();
+    // The values written into each alloc_tensor (through `outs`), and each nested buffer's
+    // host (a view's buffer at offset 0 of its source's).
+    let mut held: HashMap<Value, Vec<Value>> = HashMap::new();
+    let mut host: HashMap<Value, Value> = HashMap::new();
     let mut allocs: Vec<Value> = Vec::new();
     for (_, op) in func.ops_in_order() {
         if let Op::AllocTensor { offset } = op.op {
@@ -1089,18 +1091,21 @@ pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize
                     func.value_name(op.results[0])
                 ));
             }
+            if let Some(&h) = op.operands.first() {
+                if let Some(&root) = host.get(&h).or(allocs.contains(&h).then_some(&h)) {
+                    host.insert(op.results[0], root);
+                }
+            }
             allocs.push(op.results[0]);
         }
         for (i, &o) in op.outs.iter().enumerate() {
             if let Some(&r) = op.results.get(i) {
-                held.entry(o).or_insert(r);
+                let root = host.get(&o).copied().unwrap_or(o);
+                held.entry(root).or_default().push(r);
             }
         }
     }
-    let mut out = Vec::new();
-    for r in &regs {
-        let alloc = allocs[r.alloc];
-        let v = held.get(&alloc).copied().unwrap_or(alloc);
+    let bytes_of = |v: Value| -> Result<DimExpr, String> {
         let dims = spec.dims(func, v).map_err(|e| e.to_string())?;
         let elem = func.ty(v).map(|t| t.dtype.byte_size()).unwrap_or(4) as i128;
         let mut bytes = DimExpr::constant(elem);
@@ -1108,6 +1113,25 @@ pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize
             bytes = bytes
                 .checked_mul(e)
                 .ok_or_else(|| format!("the size of {} overflows", func.value_name(v)))?;
+        }
+        Ok(bytes)
+    };
+    let mut out = Vec::new();
+    for r in &regs {
+        let alloc = allocs[r.alloc];
+        let vals = held.get(&alloc).cloned().unwrap_or_else(|| vec![alloc]);
+        let v = vals[0];
+        let bytes = bytes_of(v)?;
+        // Values that share a buffer (written in place, views) must have its size at every
+        // shape, not only at the probe's.
+        for &o in &vals[1..] {
+            if bytes_of(o)? != bytes {
+                return Err(format!(
+                    "{} and {} share a buffer at the compiled shape but differ in size at others; give the dims values with --dim NAME=N",
+                    func.value_name(v),
+                    func.value_name(o)
+                ));
+            }
         }
         out.push(DynRecord {
             alloc: r.alloc,
