@@ -711,7 +711,11 @@ static void profile(const void *const *ins, void *const *outs, void *slab, long 
    a whole number from 1 to MAX_RUNS) is refused with a message and exit code 2. */
 
 static const char *prog = "model";
+#if DYNAMIC
+#define USAGE "usage: %s [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--output DIR|FILE.npy] [--print-plan FILE.csv] [--bench N] [--threads N]\n"
+#else
 #define USAGE "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N] [--threads N]\n"
+#endif
 static int usage(void) {
     fprintf(stderr, USAGE, prog);
     return 2;
