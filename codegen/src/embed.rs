@@ -104,3 +104,20 @@ pub fn archive(object: &[u8], name: &str, out: &Path) -> Result<(), String> {
     crate::toolchain::publish(out, bytes.get_ref(), 0o666)
         .map_err(|e| format!("{}: {e}", out.display()))
 }
+
+/// [`archive`] of several objects (a dynamic model's kernels and its run-time planner), each
+/// with its member name.
+pub fn archive_objects(objects: &[(&[u8], String)], out: &Path) -> Result<(), String> {
+    use ar_archive_writer::{write_archive_to_stream, ArchiveKind, NewArchiveMember};
+    let members: Vec<NewArchiveMember> = objects
+        .iter()
+        .map(|(o, n)| {
+            NewArchiveMember::new(*o, &ar_archive_writer::DEFAULT_OBJECT_READER, n.clone())
+        })
+        .collect();
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    write_archive_to_stream(&mut bytes, &members, ArchiveKind::Gnu, false, None)
+        .map_err(|e| format!("cannot build the archive: {e}"))?;
+    crate::toolchain::publish(out, bytes.get_ref(), 0o666)
+        .map_err(|e| format!("{}: {e}", out.display()))
+}

@@ -34,6 +34,12 @@ pub fn main_c(func: &Function, name: &str) -> String {
 /// model it comes from, independent along it (`tir_ir::batch`): the program takes any batch
 /// from its input files and runs the function once per sample.
 pub fn main_c_batched(func: &Function, name: &str, batch: Option<&str>) -> String {
+    main_c_with(func, name, batch, "")
+}
+
+/// [`main_c_batched`] with `extra` C text placed after the model's tables and before the
+/// body (a dynamic model's tables and functions, `crate::dynamic::main_c`).
+pub(crate) fn main_c_with(func: &Function, name: &str, batch: Option<&str>, extra: &str) -> String {
     let mut s = String::new();
     if let Some(b) = batch {
         let _ = writeln!(s, "#define BATCHED 1\n#define BATCH_NAME {b:?}");
@@ -155,6 +161,7 @@ pub fn main_c_batched(func: &Function, name: &str, batch: Option<&str>) -> Strin
          #define MODEL_RUN {name}_run\n#define MODEL_SLAB {name}_slab_size\n\
          #define MODEL_RUN_PROFILED {name}_run_profiled\n#define MODEL_RUN_PARALLEL {name}_run_parallel\n#define MODEL_PROFILE_INFO {name}_profile_info"
     );
+    s.push_str(extra);
     s.push_str(MAIN_C);
     // The guard helpers (called only by modules compiled with a guard).
     s.push_str(crate::guard::GUARD_C);

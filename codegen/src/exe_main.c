@@ -282,6 +282,21 @@ static char *type_str(const uint64_t *d, size_t r, const char *dtype) {
 #endif
 static uint64_t batch = 1;
 static const char *batch_from = NULL;
+/* A model with run-time dims (DYNAMIC, see `tir_codegen::dynamic`): each dim takes its value
+   from the first input file (or `--dim NAME=N`) that has it; the others must agree. */
+#ifndef DYNAMIC
+#define DYNAMIC 0
+#endif
+#if DYNAMIC
+static long long dimv[NSYM + 1];
+/* Where each dim got its value: -2 nowhere yet, -1 `--dim`, else the input's index. */
+static int dim_src[NSYM + 1];
+static unsigned long long cur_in_dims[NI + 1][MAXR];
+static void dim_origin(int s, char *buf, size_t n) {
+    if (dim_src[s] == -1) snprintf(buf, n, "--dim");
+    else snprintf(buf, n, "the input `%%%s`", in_names[dim_src[s]]);
+}
+#endif
 static void *read_npy(int input, const char *path) {
     npy_file = path; npy_input = input;
     uint64_t want[MAXR];
@@ -373,6 +388,24 @@ static void *read_npy(int input, const char *path) {
         free(expected);
         expected = type_str(want, (size_t)in_rank[input], codes[in_code[input]].name);
     }
+#endif
+#if DYNAMIC
+    if (code == in_code[input] && rank == (size_t)in_rank[input]) {
+        for (size_t k = 0; k < rank; k++) {
+            int s = in_sym[input][k];
+            if (s < 0) continue;
+            if (dim_src[s] == -2) { dimv[s] = (long long)shape[k]; dim_src[s] = input; }
+            else if ((unsigned long long)dimv[s] != shape[k]) {
+                char from[1100]; dim_origin(s, from, sizeof from);
+                npy_fail("the dim `%s` is %llu (from %s), but this file gives it %llu", sym_names[s],
+                         (unsigned long long)dimv[s], from, (unsigned long long)shape[k]);
+            }
+            want[k] = (uint64_t)dimv[s];
+        }
+        free(expected);
+        expected = type_str(want, (size_t)in_rank[input], codes[in_code[input]].name);
+    }
+    for (int k = 0; k < in_rank[input]; k++) cur_in_dims[input][k] = want[k];
 #endif
     int same = code == in_code[input] && rank == (size_t)in_rank[input];
     for (size_t k = 0; same && k < rank; k++) same = shape[k] == want[k];
@@ -649,6 +682,7 @@ static void prof_tick(int i) {
     if (i > 0) prof_t[i - 1] = t - prof_last;
     prof_last = t;
 }
+#if !DYNAMIC
 /* --profile N: per op, the median over N runs of the time between its tick and the next. */
 static void profile(const void *const *ins, void *const *outs, void *slab, long runs) {
     const char *info = MODEL_PROFILE_INFO;
@@ -695,13 +729,18 @@ static void profile(const void *const *ins, void *const *outs, void *slab, long 
     for (int k = 0; k < nk; k++) printf("  %-22s %9.3f ms %6.1f%%\n", kinds[k], ktime[k], total > 0 ? 100 * ktime[k] / total : 0);
     free(all); free(prof_t); free(med);
 }
+#endif
 
 /* ---- the command line ------------------------------------------------------------------
    Every misuse (an unknown flag, a flag without its value or given twice, a count that is not
    a whole number from 1 to MAX_RUNS) is refused with a message and exit code 2. */
 
 static const char *prog = "model";
+#if DYNAMIC
+#define USAGE "usage: %s [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--output DIR|FILE.npy] [--print-plan FILE.csv] [--bench N] [--threads N]\n"
+#else
 #define USAGE "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N] [--threads N]\n"
+#endif
 static int usage(void) {
     fprintf(stderr, USAGE, prog);
     return 2;
@@ -725,6 +764,23 @@ static int parse_runs(const char *s, long *runs) {
     *runs = v;
     return v >= 1;
 }
+#if DYNAMIC
+/* The planner (`dynamic_plan.c`) is above, with the model's tables. */
+/* --print-plan FILE: the records and offsets of a plan as CSV, written atomically. */
+static int print_plan(const char *path, const plan_t *p) {
+    size_t cap = 256 + (size_t)NREC * 1200, n = 0;
+    char *buf = xmalloc(cap);
+    n += (size_t)snprintf(buf + n, cap - n, "name,first_op,last_op,size,offset\n");
+    for (int r = 0; r < NREC; r++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s,%d,%d,%llu,%llu\n", rec_name[r], rec_first[r], rec_last[r],
+                              p->bytes[r], p->offsets[rec_alloc[r]]);
+    n += (size_t)snprintf(buf + n, cap - n, "# slab,%llu\n", p->size);
+    int rc = publish(path, buf, n, "", 0);
+    free(buf);
+    return rc;
+}
+static void *dyn_slab; static unsigned long long dyn_slab_size; static plan_t *cur_plan;
+#endif
 /* One run of the model: at batch 1 once per sample (BATCHED), each operand advanced by its
    per-sample size; else once. */
 static void run_model(const void *const *ins, void *const *outs, void *slab) {
@@ -735,6 +791,9 @@ static void run_model(const void *const *ins, void *const *outs, void *slab) {
         for (int j = 0; j < NO; j++) bo[j] = (char *)outs[j] + b * count(out_dims[j], out_rank[j]) * codes[out_code[j]].size;
         MODEL_RUN_PARALLEL(bi, bo, slab, pool_parallel_for, &pool);
     }
+#elif DYNAMIC
+    (void)slab;
+    MODEL_RUN_DYN(ins, outs, dyn_slab, cur_plan->offsets, dimv);
 #else
     MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool);
 #endif
@@ -744,12 +803,40 @@ int main(int argc, char **argv) {
     const char *paths[NI + 1] = {0};
     const char *out = NULL;
     long bench = 0, prof = 0, threads = 0;
+#if DYNAMIC
+    const char *plan_path = NULL;
+    for (int s = 0; s < NSYM; s++) dim_src[s] = -2;
+    tir_pin(dimv, dim_src);
+#endif
     for (int a = 1; a < argc; a++) {
         const char *flag = argv[a];
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
             printf(USAGE, prog);
             return 0;
         }
+#if DYNAMIC
+        if (!strcmp(flag, "--dim") || !strcmp(flag, "--print-plan")) {
+            if (a + 1 >= argc) return misuse("%s needs a value", flag);
+            const char *value = argv[++a];
+            if (!strcmp(flag, "--print-plan")) {
+                if (plan_path) return misuse("--print-plan is given more than once");
+                if (!*value) return misuse("--print-plan wants a file");
+                plan_path = value;
+                continue;
+            }
+            const char *eq = strchr(value, '=');
+            long v = 0;
+            if (!eq || eq == value) return misuse("--dim `%s`: expected NAME=N", value);
+            int found = -1;
+            for (int s = 0; s < NSYM; s++) if (strlen(sym_names[s]) == (size_t)(eq - value) && !strncmp(sym_names[s], value, (size_t)(eq - value))) found = s;
+            if (found < 0) return misuse("--dim `%s`: the model has no dim `%.*s`", value, (int)(eq - value), value);
+            if (dim_src[found] != -2) return misuse("--dim: `%s` is given more than once", sym_names[found]);
+            if (!parse_runs(eq + 1, &v) && strcmp(eq + 1, "0")) return misuse("--dim `%s`: expected a whole number from 0 to %ld", value, MAX_RUNS);
+            dimv[found] = v; dim_src[found] = -1;
+            continue;
+        }
+        if (!strcmp(flag, "--profile")) return misuse("--profile is not available for a model with run-time dims (compile it with --dim NAME=N to profile it)");
+#endif
         int takes_value = !strcmp(flag, "--input") || !strcmp(flag, "--output") || !strcmp(flag, "--bench") || !strcmp(flag, "--profile") || !strcmp(flag, "--threads");
         if (!takes_value) return misuse("unknown argument `%s`", flag);
         if (a + 1 >= argc) return misuse("%s needs a value", flag);
@@ -782,9 +869,26 @@ int main(int argc, char **argv) {
     const void *ins[NI + 1]; void *outs[NO + 1];
     /* Files first: a BATCHED model's batch comes from them. */
     for (int i = 0; i < NI; i++) if (paths[i]) ins[i] = read_npy(i, paths[i]);
+#if DYNAMIC
     for (int i = 0; i < NI; i++) {
         if (paths[i]) continue;
+        for (int k = 0; k < in_rank[i]; k++) {
+            int s = in_sym[i][k];
+            if (s >= 0 && dim_src[s] == -2) {
+                fprintf(stderr, "error: the dim `%s` has no value: give an input file that has it (--input NAME=FILE.npy) or --dim %s=N\n", sym_names[s], sym_names[s]);
+                return 1;
+            }
+            cur_in_dims[i][k] = s >= 0 ? (unsigned long long)dimv[s] : in_dims[i][k];
+        }
+    }
+#endif
+    for (int i = 0; i < NI; i++) {
+        if (paths[i]) continue;
+#if DYNAMIC
+        uint64_t n = count(cur_in_dims[i], in_rank[i]);
+#else
         uint64_t n = count(in_dims[i], in_rank[i]) * (BATCHED ? batch : 1);
+#endif
         int c = in_code[i];
         void *x = xalloc(bytes_of(n, (size_t)codes[c].size));
         char key[1024]; snprintf(key, sizeof key, "input:%s", in_names[i]);
@@ -811,11 +915,46 @@ int main(int argc, char **argv) {
     for (int j = 0; j < NO; j++) {
         for (int k = 0; k < out_rank[j]; k++) odims[j][k] = out_dims[j][k];
         if (BATCHED && out_rank[j] > 0) odims[j][0] = batch;
+#if DYNAMIC
+        tir_out_dims(dimv, j, odims[j]);
+#endif
         outs[j] = xalloc(bytes_of(count(odims[j], out_rank[j]), (size_t)codes[out_code[j]].size));
     }
+#if DYNAMIC
+    /* The model's run-time checks at these dims, then the plan at this shape (cached),
+       growing the slab when the plan needs more. */
+    {
+        char msg[2048];
+        if (tir_checks(dimv, msg, sizeof msg)) { fprintf(stderr, "error: %s\n", msg); return 1; }
+    }
+    int fresh;
+    double plan_t0 = now();
+    cur_plan = plan_for(dimv, &fresh);
+    double plan_ms = now() - plan_t0;
+    if (!cur_plan) {
+        fprintf(stderr, "error: at this shape a buffer or the slab needs more than 2^62 bytes\n");
+        return 1;
+    }
+    if (cur_plan->size > dyn_slab_size || !dyn_slab) {
+        free(dyn_slab);
+        dyn_slab = xalloc(cur_plan->size ? cur_plan->size : 1);
+        dyn_slab_size = cur_plan->size;
+    }
+    void *slab = dyn_slab;
+    printf("slab: %llu bytes\n", cur_plan->size);
+    printf("plan: %d buffers planned in %.2f us at", NREC, plan_ms * 1e3);
+    for (int s = 0; s < NSYM; s++) printf(" %s=%lld", sym_names[s], dimv[s]);
+    printf("\n");
+    if (plan_path && print_plan(plan_path, cur_plan)) {
+        int e = errno;
+        fprintf(stderr, "%s: error: cannot write it: %s (os error %d)\n", plan_path, strerror(e), e);
+        return 1;
+    }
+#else
     unsigned long long slab_size = MODEL_SLAB();
     void *slab = slab_alloc(slab_size);
     printf("slab: %llu bytes\n", slab_size);
+#endif
     pool_start(threads ? (int)threads : cpus_allowed());
     run_model(ins, outs, slab);
     if (bench > 0) {
@@ -825,9 +964,33 @@ int main(int argc, char **argv) {
         double cpu = (cpu_now() - c0) / (double)bench;
         qsort(t, bench, sizeof(double), cmpd);
         printf("latency over %ld runs: median %.3f ms, min %.3f ms, cpu %.3f ms per run\n", bench, t[bench / 2], t[0], cpu);
+#if DYNAMIC
+        /* What planning a new shape costs once the program is warm (the first plan above also
+           paid for mapping the planner's code): the plan made again, outside the cache. */
+        /* 100 plans per sample (a plan takes about as long as reading the clock); every plan's
+           size and offsets go to a volatile sum so that none is optimised away. */
+        plan_t *scratch = xmalloc(sizeof *scratch);
+        volatile unsigned long long sink = 0;
+        for (long r = 0; r < bench; r++) {
+            double t0 = now();
+            for (int i = 0; i < 100; i++) {
+                memcpy(scratch->dims, cur_plan->dims, sizeof scratch->dims);
+                greedy_by_size(scratch);
+                unsigned long long sum = scratch->size;
+                for (int a = 0; a < NALLOC; a++) sum += scratch->offsets[a];
+                sink += sum;
+            }
+            t[r] = (now() - t0) / 100;
+        }
+        qsort(t, bench, sizeof(double), cmpd);
+        printf("re-plan over %ld runs: median %.3f us, min %.3f us\n", bench, t[bench / 2] * 1e3, t[0] * 1e3);
+        free(scratch);
+#endif
         free(t);
     }
+#if !DYNAMIC
     if (prof > 0) profile(ins, outs, slab, prof);
+#endif
     size_t out_len = out ? strlen(out) : 0;
     int single = out && NO == 1 && out_len > 4 && !strcmp(out + out_len - 4, ".npy");
     for (int j = 0; j < NO && out; j++) {

@@ -18,6 +18,7 @@
 //! the slab.
 
 mod dispatch;
+pub mod dynamic;
 pub mod embed;
 pub mod exe;
 pub mod guard;

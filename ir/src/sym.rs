@@ -983,6 +983,15 @@ impl Dim for DimExpr {
     }
 }
 
+/// Read access to the canonical form, for code generators that evaluate dims at run time
+/// (`tir_codegen::dynamic`): each term's atoms (a product; none is the constant 1) and its
+/// coefficient; the expression is their sum.
+impl DimExpr {
+    pub fn terms(&self) -> impl Iterator<Item = (&[Atom], i128)> {
+        self.terms.iter().map(|(m, c)| (m.as_slice(), *c))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

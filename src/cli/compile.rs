@@ -82,8 +82,22 @@ pub fn run(o: Options) -> Result<(), Failure> {
     // An `.onnx` or `.tflite` model is imported in memory and brings its own weights.
     // Kernels with run-time extents are not built yet: a dynamic model compiles at the values
     // `--dim` gives its dims, and without them is refused.
+    // An ONNX model is imported once with its symbols kept: compiled with run-time dims, or
+    // at batch 1 for a lone leading batch (or by `load_onnx`'s rules).
+    let mut kept = None;
+    if import::is_onnx(&o.model) && matches!(o.emit, Emit::Exe | Emit::Lib) {
+        match import::load_onnx_dynamic(&o.model, &dims, o.emit == Emit::Lib) {
+            Ok((m, w)) => {
+                // The import pinned the `--dim` values already.
+                let source = tir_ir::print(&m);
+                let none = tir_ir::Bindings::new();
+                return compile_dynamic(&o, &source, m, &none, w.as_deref(), start);
+            }
+            Err(imported) => kept = imported,
+        }
+    }
     let onnx_batched = (import::is_onnx(&o.model) && o.emit == Emit::Exe)
-        .then(|| import::load_onnx_batched(&o.model, &dims))
+        .then(|| kept.and_then(|k| import::batched_from(*k)))
         .flatten();
     let (mut module, model_weights) = if let Some((m, w, b)) = onnx_batched {
         batch = b;
@@ -98,7 +112,12 @@ pub fn run(o: Options) -> Result<(), Failure> {
         }
         import::load_tflite(&o.model)?
     } else {
-        let (m, b) = load_batched(&o.model, &dims, o.emit)?;
+        let (m, b) = match load_batched(&o.model, &dims, o.emit)? {
+            Loaded::Static(m, b) => (m, b),
+            Loaded::Dynamic(source, m) => {
+                return compile_dynamic(&o, &source, m, &dims, None, start)
+            }
+        };
         batch = b;
         (m, None)
     };
@@ -233,24 +252,50 @@ pub fn run(o: Options) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What `load_batched` gives: a static module (with the symbolic batch it runs at 1), or a
+/// dynamic one (with its source) to compile with run-time dims.
+enum Loaded {
+    Static(tir_ir::Module, Option<String>),
+    Dynamic(String, tir_ir::Module),
+}
+
 /// A `.tir` model specialized at `dims`. A dynamic model left with exactly one dim without a
 /// value, built as an executable, compiles at batch 1 when it is independent along that dim
 /// as its leading one (`tir_ir::batch`): the executable then runs every batch size. Any other
-/// dynamic model needs every dim given (refused naming the dims, or why the one left is not a
-/// batch).
-fn load_batched(
-    path: &Path,
-    dims: &tir_ir::Bindings,
-    emit: Emit,
-) -> Result<(tir_ir::Module, Option<String>), Failure> {
+/// dynamic executable whose ops all have kernels with run-time extents is compiled with
+/// run-time dims (`Loaded::Dynamic`, see `compile_dynamic`); else every dim must be given
+/// (refused naming the dims, or why the one left is not a batch, and the op that has no
+/// run-time kernel).
+fn load_batched(path: &Path, dims: &tir_ir::Bindings, emit: Emit) -> Result<Loaded, Failure> {
     let (source, module) = input::load_module(path)?;
     let missing: Vec<String> = tir_ir::specialize::module_symbols(&module)
         .into_iter()
         .filter(|s| !dims.contains_key(s))
         .collect();
+    // Kernels with run-time extents: an executable runs any shape of the model when none of
+    // its ops lacks them (a lone leading batch keeps the batch-1 program).
+    let run_time = (matches!(emit, Emit::Exe | Emit::Lib) && !missing.is_empty())
+        .then(|| module.entry().map(tir_codegen::dynamic::unsupported_op))
+        .flatten();
+    let leading_batch = match (missing.as_slice(), module.entry()) {
+        ([b], Some(f)) => tir_ir::batch::check_leading_batch(f, b).is_ok(),
+        _ => false,
+    };
+    if run_time == Some(None) && (!leading_batch || emit == Emit::Lib) {
+        input::check_dim_names(&module, dims, "--dim")?;
+        return Ok(Loaded::Dynamic(source, module));
+    }
+    let note = |r: Result<Loaded, Failure>| {
+        if let (Err(_), Some(Some(why))) = (&r, &run_time) {
+            eprintln!("{}: note: {why}", path.display());
+        }
+        r
+    };
     let [b] = missing.as_slice() else {
-        let m = input::specialize(path, &source, module, dims, Some("--dim"))?;
-        return Ok((m, None));
+        return note(
+            input::specialize(path, &source, module, dims, Some("--dim"))
+                .map(|m| Loaded::Static(m, None)),
+        );
     };
     let name = path.display().to_string();
     if emit != Emit::Exe {
@@ -262,11 +307,166 @@ fn load_batched(
     if let Some(f) = module.entry() {
         if let Err(why) = tir_ir::batch::check_leading_batch(f, b) {
             eprintln!("{name}: error: the dim `{b}` has no value, and it cannot be a run-time batch: {why}; give it one with --dim {b}=N");
-            return Err(Failure::Reported);
+            return note(Err(Failure::Reported));
         }
     }
     let mut at_one = dims.clone();
     at_one.insert(b.clone(), 1);
     let m = input::specialize(path, &source, module, &at_one, Some("--dim"))?;
-    Ok((m, Some(b.clone())))
+    Ok(Loaded::Static(m, Some(b.clone())))
+}
+
+/// `tirc compile` of a dynamic `.tir` model to an executable that runs any shape
+/// (`tir_codegen::dynamic`): planned and bufferized at a probe shape for its structure
+/// (checked equal at a second probe), kernels with run-time extents, and a `main` that binds
+/// the dims from the input files, plans at run time and caches plans per shape. Dims given
+/// with `--dim` stay run-time dims whose value is pinned (a file that disagrees is refused).
+fn compile_dynamic(
+    o: &Options,
+    source: &str,
+    module: tir_ir::Module,
+    dims: &tir_ir::Bindings,
+    embedded: Option<&[u8]>,
+    start: Instant,
+) -> Result<(), Failure> {
+    let name = o.model.display().to_string();
+    let err = |msg: String| {
+        eprintln!("{name}: error: {msg}");
+        Failure::Reported
+    };
+    if o.guard || o.reorder.is_some() || o.strategy.is_some() {
+        return Err(Failure::Usage(
+            "--guard, --reorder and --strategy need every dim given a value with --dim NAME=N (a model with run-time dims is planned by its executable, greedy by size)".into(),
+        ));
+    }
+    let f = module
+        .entry()
+        .ok_or_else(|| err("the module has no entry function".into()))?;
+    let spec = tir_codegen::dynamic::DynSpec::of(f);
+    // Two probe shapes, every dim distinct from the others (and from small constants), so
+    // that a structure that depends on the shape shows as a difference.
+    let probe = |base: u64, step: u64| -> tir_ir::Bindings {
+        spec.symbols
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    s.clone(),
+                    dims.get(s).copied().unwrap_or(base + step * i as u64),
+                )
+            })
+            .collect()
+    };
+    let policy = PlanPolicy {
+        sharing: !o.no_sharing,
+        ..PlanPolicy::compile()
+    };
+    let bufferize = |b: &tir_ir::Bindings| -> Result<tir_ir::Module, Failure> {
+        let mut m = input::specialize(&o.model, source, module.clone(), b, Some("--dim"))?;
+        run_pipeline(
+            &mut m,
+            &[Pass::Plan(policy), Pass::Bufferize],
+            false,
+            |_, _| {},
+        )
+        .map_err(|e| err(e.to_string()))?;
+        Ok(m)
+    };
+    // The first two probes the model's run-time checks accept (a reshape may need the dims'
+    // product even); without two, the first one's failure is the message.
+    let candidates = [
+        (18, 6),
+        (30, 8),
+        (16, 16),
+        (24, 24),
+        (32, 32),
+        (64, 64),
+        (17, 6),
+        (29, 8),
+    ];
+    let mut accepted = candidates
+        .iter()
+        .map(|&(base, step)| probe(base, step))
+        .filter(|b| tir_ir::specialize(&module, b).is_ok());
+    let (pa, pb) = match (accepted.next(), accepted.next()) {
+        (Some(a), Some(b)) => (a, b),
+        _ => (probe(18, 6), probe(30, 8)),
+    };
+    let mut probe_a = bufferize(&pa)?;
+    let probe_b = bufferize(&pb)?;
+    let structure = |m: &tir_ir::Module| m.entry().map(tir_codegen::relocate::structure);
+    let records = |m: &tir_ir::Module| {
+        m.entry()
+            .ok_or_else(|| "no entry".to_string())
+            .and_then(|f| tir_codegen::dynamic::records(f, &spec))
+    };
+    let (recs, n_allocs) = records(&probe_a).map_err(&err)?;
+    let (recs_b, _) = records(&probe_b).map_err(&err)?;
+    let same_lives = recs.len() == recs_b.len()
+        && recs
+            .iter()
+            .zip(&recs_b)
+            .all(|(x, y)| (x.alloc, x.first, x.last) == (y.alloc, y.first, y.last));
+    if structure(&probe_a) != structure(&probe_b) || !same_lives {
+        return Err(err(
+            "the model's buffers are shared differently at different shapes, so one executable cannot run them all; give its dims values with --dim NAME=N".into(),
+        ));
+    }
+    let weights = input::load_weights(&probe_a, &o.model, o.weights.as_deref(), embedded, o.seed)?;
+    let symbol = tir_codegen::symbol_name(
+        o.model
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(&module.name),
+    );
+    let proof = Bufferized::new(&mut probe_a).map_err(|e| err(e.to_string()))?;
+    let cg = CgOptions {
+        name: symbol.clone(),
+        target_cpu: o.target_cpu.clone(),
+        opt_level: o.opt_level,
+        ..CgOptions::native(&symbol)
+    };
+    let bytes = tir_codegen::dynamic::emit_dynamic(&proof, &weights, &cg, &spec, Artifact::Object)
+        .map_err(|e| err(e.to_string()))?;
+    let pinned: Vec<(usize, u64)> = spec
+        .symbols
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| dims.get(s).map(|&v| (i, v)))
+        .collect();
+    if o.emit == Emit::Lib {
+        let dynamic = tir_codegen::dynamic::compile_c(
+            &tir_codegen::dynamic::lib_c(proof.func(), &symbol, &spec, &recs, n_allocs, &pinned)
+                .map_err(&err)?,
+        )
+        .map_err(&err)?;
+        let header =
+            tir_codegen::dynamic::header(proof.func(), &symbol, &spec, n_allocs).map_err(&err)?;
+        tir_codegen::embed::archive_objects(
+            &[
+                (&bytes, format!("{symbol}.o")),
+                (&dynamic, format!("{symbol}_plan.o")),
+            ],
+            &o.output,
+        )
+        .map_err(&err)?;
+        input::write_atomic(&o.output.with_extension("h"), header.as_bytes())?;
+    } else {
+        let main =
+            tir_codegen::dynamic::main_c(proof.func(), &symbol, &spec, &recs, n_allocs, &pinned)
+                .map_err(&err)?;
+        tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
+    }
+    eprintln!(
+        "{}: run-time dims {}: slab planned by {} per shape, compiled in {:.2} s",
+        o.output.display(),
+        spec.symbols.join(", "),
+        if o.emit == Emit::Lib {
+            format!("`{symbol}_plan`")
+        } else {
+            "the executable".to_string()
+        },
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
 }

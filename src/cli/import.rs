@@ -197,18 +197,12 @@ pub fn load_onnx(
 /// `tirc compile MODEL.onnx -o EXE`, the model imported with its symbols kept: static once
 /// `--dim` has pinned them (by `dim_param` or derived name), or with one input dim left that
 /// is a leading batch it is independent along (`tir_ir::batch`), then specialized at batch 1
-/// and the batch's name returned. `None` for any other model (then [`load_onnx`]'s rules
+/// and the batch's name returned (the model imported with its symbols kept, as
+/// [`load_onnx_dynamic`] gives it back). `None` for any other model (then [`load_onnx`]'s rules
 /// apply, with its messages).
-pub fn load_onnx_batched(
-    path: &Path,
-    dims: &tir_ir::Bindings,
+pub fn batched_from(
+    imported: tir_onnx::Imported,
 ) -> Option<(tir_ir::Module, Option<Vec<u8>>, Option<String>)> {
-    let opts = tir_onnx::ImportOptions {
-        dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
-        keep_symbols: true,
-        ..tir_onnx::ImportOptions::default()
-    };
-    let imported = tir_onnx::import_file(path, &opts).ok()?;
     let syms = tir_ir::specialize::module_symbols(&imported.module);
     let (module, batch) = match syms.as_slice() {
         [] => (imported.module, None),
@@ -227,4 +221,40 @@ pub fn load_onnx_batched(
         Some(imported.weights.to_safetensors().ok()?)
     };
     Some((module, weights, batch))
+}
+
+/// `tirc compile MODEL.onnx` with run-time dims: the model imported with its symbols kept
+/// (`--dim` pins some at import), when dims are left free, every op with a symbolic extent has
+/// a kernel with run-time extents (`tir_codegen::dynamic::unsupported_op`) and, for an
+/// executable, the dims are not a lone leading batch (that keeps the batch-1 program of
+/// [`batched_from`]). Otherwise `Err` with the import, if it succeeded, for
+/// [`batched_from`] (one import either way), and the other loaders' rules apply.
+#[allow(clippy::type_complexity)]
+pub fn load_onnx_dynamic(
+    path: &Path,
+    dims: &tir_ir::Bindings,
+    lib: bool,
+) -> Result<(tir_ir::Module, Option<Vec<u8>>), Option<Box<tir_onnx::Imported>>> {
+    let opts = tir_onnx::ImportOptions {
+        dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
+        keep_symbols: true,
+        ..tir_onnx::ImportOptions::default()
+    };
+    let imported = tir_onnx::import_file(path, &opts).map_err(|_| None)?;
+    let syms = tir_ir::specialize::module_symbols(&imported.module);
+    let run_time = match imported.module.entry() {
+        Some(f) if !syms.is_empty() && tir_codegen::dynamic::unsupported_op(f).is_none() => {
+            lib || !matches!(syms.as_slice(), [b] if tir_ir::batch::check_leading_batch(f, b).is_ok())
+        }
+        _ => false,
+    };
+    if !run_time {
+        return Err(Some(Box::new(imported)));
+    }
+    let weights = if imported.weights.is_empty() {
+        None
+    } else {
+        Some(imported.weights.to_safetensors().map_err(|_| None)?)
+    };
+    Ok((imported.module, weights))
 }

@@ -44,7 +44,7 @@ pub(crate) fn unary<'a, 'c>(
 }
 
 /// `0.5 x erfc(-x / √2)` in f64, with the reference's erfc (Numerical Recipes `erfcc`).
-fn gelu<'a, 'c>(k: &K<'a, 'c>, x: FloatValue<'c>) -> R<FloatValue<'c>> {
+pub(crate) fn gelu<'a, 'c>(k: &K<'a, 'c>, x: FloatValue<'c>) -> R<FloatValue<'c>> {
     let d = k.ctx.f64_type();
     let c = |v: f64| d.const_float(v);
     let xd = llvm(k.b.build_float_ext(x, d, "xd"))?;

@@ -114,3 +114,16 @@ fn lane_sum<'a, 'c>(k: &K<'a, 'c>, w: u32, v: VectorValue<'c>) -> R<FloatValue<'
     }
     Ok(parts[0])
 }
+
+/// [`emit`]'s rows one at a time up to a run-time row count (kernels with run-time extents,
+/// `crate::dynamic`): each row is summed exactly as [`emit`] sums it (a row's accumulators
+/// do not depend on how many rows share its block), so the outputs are bitwise equal.
+pub(crate) fn emit_rows<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    rows: IntValue<'c>,
+) -> R<()> {
+    k.loop_between(k.c(0), rows, &mut |i| block(k, w, gm, epi, i, 1))
+}

@@ -6,6 +6,8 @@ mod gemv;
 mod spec;
 mod tile;
 pub(crate) use tile::{acc_regs, wide};
+// The matrix-vector product's rows at a run-time count (`crate::dynamic`).
+pub(crate) use gemv::emit_rows as gemv_rows;
 
 use crate::nest::{K, R};
 pub(crate) use spec::{Epilogue, Gemm};
