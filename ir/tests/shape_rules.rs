@@ -327,7 +327,9 @@ fn grid_sample_takes_its_output_size_from_the_grid() {
                 return %1\n  }\n}\n";
     let printed = tir_ir::print(&tir_ir::parse_and_verify(text).expect("valid"));
     assert!(
-        printed.contains("grid_sample(%x, %g) {mode = nearest, padding_mode = reflection, align_corners = true}"),
+        printed.contains(
+            "grid_sample(%x, %g) {mode = nearest, padding_mode = reflection, align_corners = true}"
+        ),
         "{printed}"
     );
     assert!(printed.contains("grid_sample(%0, %g) :"), "{printed}");
