@@ -932,7 +932,7 @@ fn trilu_both_triangles_and_offsets() {
 fn grid_sample_every_mode_and_padding_bitwise() {
     let mut rng = Rng::new(83);
     let mut case = 0;
-    for mode in ["bilinear", "nearest"] {
+    for mode in ["bilinear", "nearest", "bicubic"] {
         for padding in ["zeros", "border", "reflection"] {
             for align in [false, true] {
                 let (n, c) = (rng.r(1, 2), rng.r(1, 3));

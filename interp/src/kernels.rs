@@ -974,6 +974,44 @@ pub fn grid_tap(gs: &GridSample, i: i64, len: usize) -> Option<usize> {
     }
 }
 
+/// Keys' cubic convolution weights (`a = -0.75`, ONNX GridSample's) of the pixels at
+/// `floor(x) - 1 ..= floor(x) + 2` for the fraction `t = x - floor(x)`, in the reference's
+/// order of operations.
+pub fn cubic_weights(t: f64) -> [f64; 4] {
+    const A: f64 = -0.75;
+    let t = t.abs();
+    let (t1, u, u1) = (t + 1.0, 1.0 - t, 2.0 - t);
+    [
+        ((A * t1 - 5.0 * A) * t1 + 8.0 * A) * t1 - 4.0 * A,
+        ((A + 2.0) * t - (A + 3.0)) * t * t + 1.0,
+        ((A + 2.0) * u - (A + 3.0)) * u * u + 1.0,
+        ((A * u1 - 5.0 * A) * u1 + 8.0 * A) * u1 - 4.0 * A,
+    ]
+}
+
+/// The taps of source coordinate `cc` on an axis of `len` pixels: (pixel or `None` for a
+/// zero, weight); one for nearest (weight 1), two for bilinear, four for bicubic.
+pub fn grid_taps(gs: &GridSample, cc: f64, len: usize) -> Vec<(Option<usize>, f64)> {
+    match gs.mode {
+        SampleMode::Nearest => vec![(grid_tap(gs, cc as i64, len), 1.0)],
+        SampleMode::Bilinear => {
+            let f = cc.floor();
+            let w1 = cc - f;
+            vec![
+                (grid_tap(gs, f as i64, len), 1.0 - w1),
+                (grid_tap(gs, (f + 1.0) as i64, len), w1),
+            ]
+        }
+        SampleMode::Bicubic => {
+            let f = cc.floor();
+            let ws = cubic_weights(cc - f);
+            (0..4)
+                .map(|k| (grid_tap(gs, (f + (k as f64 - 1.0)) as i64, len), ws[k]))
+                .collect()
+        }
+    }
+}
+
 /// ONNX GridSample on NCHW (see [`GridSample`]): per output pixel, the grid's `(x, y)` gives a
 /// source position; bilinear weights are `1 - f` and `f` of its fractional part, the rows
 /// interpolated along x first, all in `f64`.
@@ -986,21 +1024,7 @@ pub fn grid_sample(gs: &GridSample, x: View, grid: View, out: &mut Out) {
                 let gi = ((b * oh + oy) * ow + ox) * 2;
                 let cx = grid_coord(gs, grid.data[gi], w);
                 let cy = grid_coord(gs, grid.data[gi + 1], h);
-                // Taps as (row/column index or None for zero, weight).
-                let taps = |cc: f64, len: usize| -> [(Option<usize>, f64); 2] {
-                    match gs.mode {
-                        SampleMode::Nearest => [(grid_tap(gs, cc as i64, len), 1.0), (None, 0.0)],
-                        SampleMode::Bilinear => {
-                            let f = cc.floor();
-                            let w1 = cc - f;
-                            [
-                                (grid_tap(gs, f as i64, len), 1.0 - w1),
-                                (grid_tap(gs, (f + 1.0) as i64, len), w1),
-                            ]
-                        }
-                    }
-                };
-                let (tx, ty) = (taps(cx, w), taps(cy, h));
+                let (tx, ty) = (grid_taps(gs, cx, w), grid_taps(gs, cy, h));
                 for ch in 0..c {
                     let plane = &x.data[(b * c + ch) * h * w..][..h * w];
                     let v = |r: Option<usize>, col: Option<usize>| match (r, col) {
@@ -1008,14 +1032,21 @@ pub fn grid_sample(gs: &GridSample, x: View, grid: View, out: &mut Out) {
                         _ => 0.0,
                     };
                     let o = &mut out.data[((b * c + ch) * oh + oy) * ow + ox];
-                    *o = match gs.mode {
-                        SampleMode::Nearest => v(ty[0].0, tx[0].0) as f32,
-                        SampleMode::Bilinear => {
-                            let row = |r: Option<usize>| {
-                                tx[0].1 * v(r, tx[0].0) + tx[1].1 * v(r, tx[1].0)
-                            };
-                            (ty[0].1 * row(ty[0].0) + ty[1].1 * row(ty[1].0)) as f32
-                        }
+                    *o = if gs.mode == SampleMode::Nearest {
+                        v(ty[0].0, tx[0].0) as f32
+                    } else {
+                        // Σ_j wy_j · (Σ_i wx_i · x[y_j, x_i]): along x first, each sum
+                        // left to right from its first term.
+                        let row = |r: Option<usize>| {
+                            tx.iter()
+                                .map(|&(col, wx)| wx * v(r, col))
+                                .reduce(|a, b| a + b)
+                                .unwrap_or(0.0)
+                        };
+                        ty.iter()
+                            .map(|&(r, wy)| wy * row(r))
+                            .reduce(|a, b| a + b)
+                            .unwrap_or(0.0) as f32
                     };
                 }
             }

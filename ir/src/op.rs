@@ -451,13 +451,15 @@ word_enum!(NearestMode {
     Floor => "floor", Ceil => "ceil",
 });
 
-/// How `grid_sample` reads between pixels (ONNX GridSample `mode`; `bicubic` is not supported).
+/// How `grid_sample` reads between pixels (ONNX GridSample `mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SampleMode {
     Bilinear,
     Nearest,
+    /// Keys' cubic convolution with `a = -0.75` over 4×4 pixels.
+    Bicubic,
 }
-word_enum!(SampleMode { Bilinear => "bilinear", Nearest => "nearest" });
+word_enum!(SampleMode { Bilinear => "bilinear", Nearest => "nearest", Bicubic => "bicubic" });
 
 /// What `grid_sample` reads outside the input (ONNX GridSample `padding_mode`): zeros, the
 /// nearest border pixel, or the input mirrored at its border.
@@ -1577,7 +1579,7 @@ impl Op {
             "grid_sample" => (
                 Op::GridSample(GridSample {
                     mode: r
-                        .word("mode", "`bilinear` or `nearest`")
+                        .word("mode", "`bilinear`, `nearest` or `bicubic`")
                         .unwrap_or(SampleMode::Bilinear),
                     padding: r
                         .word("padding_mode", "`zeros`, `border` or `reflection`")

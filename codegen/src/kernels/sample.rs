@@ -147,6 +147,65 @@ fn tap<'a, 'c>(
     }
 }
 
+/// One tap on an axis: the pixel index, whether it is a real pixel, its weight (`f64`).
+type Tap<'c> = (IntValue<'c>, IntValue<'c>, FloatValue<'c>);
+
+/// The interpreter's `cubic_weights` of the fraction `t` (Keys, `a = -0.75`).
+fn cubic_weights<'a, 'c>(k: &K<'a, 'c>, t: FloatValue<'c>) -> R<[FloatValue<'c>; 4]> {
+    let d = k.ctx.f64_type();
+    let a = -0.75f64;
+    let cst = |v: f64| d.const_float(v);
+    let t = f64_call(k, "llvm.fabs", t)?;
+    let (t1, u, u1) = (
+        k.fadd(t, cst(1.0))?,
+        k.fsub(cst(1.0), t)?,
+        k.fsub(cst(2.0), t)?,
+    );
+    // ((A·s - 5A)·s + 8A)·s - 4A, the outer taps.
+    let outer = |s: FloatValue<'c>| -> R<FloatValue<'c>> {
+        let p = k.fsub(k.fmul(cst(a), s)?, cst(5.0 * a))?;
+        let p = k.fadd(k.fmul(p, s)?, cst(8.0 * a))?;
+        k.fsub(k.fmul(p, s)?, cst(4.0 * a))
+    };
+    // ((A + 2)·s - (A + 3))·s·s + 1, the inner taps.
+    let inner = |s: FloatValue<'c>| -> R<FloatValue<'c>> {
+        let p = k.fsub(k.fmul(cst(a + 2.0), s)?, cst(a + 3.0))?;
+        k.fadd(k.fmul(k.fmul(p, s)?, s)?, cst(1.0))
+    };
+    Ok([outer(t1)?, inner(t)?, inner(u)?, outer(u1)?])
+}
+
+/// The interpreter's `grid_taps`: one tap for nearest, two for bilinear, four for bicubic.
+fn taps<'a, 'c>(k: &K<'a, 'c>, gs: &GridSample, cc: FloatValue<'c>, len: i64) -> R<Vec<Tap<'c>>> {
+    let d = k.ctx.f64_type();
+    match gs.mode {
+        SampleMode::Nearest => {
+            let (i, ok) = tap(k, gs, to_index(k, cc)?, len)?;
+            Ok(vec![(i, ok, d.const_float(1.0))])
+        }
+        SampleMode::Bilinear => {
+            let fl = f64_call(k, "llvm.floor", cc)?;
+            let w1 = k.fsub(cc, fl)?;
+            let w0 = k.fsub(d.const_float(1.0), w1)?;
+            let (i0, ok0) = tap(k, gs, to_index(k, fl)?, len)?;
+            let f1 = k.fadd(fl, d.const_float(1.0))?;
+            let (i1, ok1) = tap(k, gs, to_index(k, f1)?, len)?;
+            Ok(vec![(i0, ok0, w0), (i1, ok1, w1)])
+        }
+        SampleMode::Bicubic => {
+            let fl = f64_call(k, "llvm.floor", cc)?;
+            let ws = cubic_weights(k, k.fsub(cc, fl)?)?;
+            let mut out = Vec::with_capacity(4);
+            for (j, wj) in ws.into_iter().enumerate() {
+                let at = k.fadd(fl, d.const_float(j as f64 - 1.0))?;
+                let (i, ok) = tap(k, gs, to_index(k, at)?, len)?;
+                out.push((i, ok, wj));
+            }
+            Ok(out)
+        }
+    }
+}
+
 /// The kernel: per image, output row and column, the two coordinates and their taps; then per
 /// channel the (up to) four reads and the interpolation.
 pub(crate) fn grid_sample<'a, 'c>(
@@ -189,7 +248,7 @@ pub(crate) fn grid_sample<'a, 'c>(
     let k = g.k(f);
     let (px, pg, po) = (g.param(f, 0)?, g.param(f, 1)?, g.param(f, 2)?);
     let d = k.ctx.f64_type();
-    let bilinear = gs.mode == SampleMode::Bilinear;
+    let nearest = gs.mode == SampleMode::Nearest;
     k.loop_(0, n, &mut |b| {
         k.loop_(0, oh, &mut |oy| {
             k.loop_(0, ow, &mut |ox| {
@@ -197,44 +256,37 @@ pub(crate) fn grid_sample<'a, 'c>(
                 let gi = k.mul(pix, 2)?;
                 let cx = coord(&k, gs, k.ld(pg, gi)?, w)?;
                 let cy = coord(&k, gs, k.ld(pg, k.add(gi, k.c(1))?)?, h)?;
-                // Per axis: [(index, real pixel, weight)], one tap for nearest, two for bilinear.
-                let taps = |cc: FloatValue<'c>, len: i64| -> R<Vec<(IntValue<'c>, IntValue<'c>, FloatValue<'c>)>> {
-                    if !bilinear {
-                        let (i, ok) = tap(&k, gs, to_index(&k, cc)?, len)?;
-                        return Ok(vec![(i, ok, d.const_float(1.0))]);
-                    }
-                    let fl = f64_call(&k, "llvm.floor", cc)?;
-                    let w1 = k.fsub(cc, fl)?;
-                    let w0 = k.fsub(d.const_float(1.0), w1)?;
-                    let (i0, ok0) = tap(&k, gs, to_index(&k, fl)?, len)?;
-                    let f1 = k.fadd(fl, d.const_float(1.0))?;
-                    let (i1, ok1) = tap(&k, gs, to_index(&k, f1)?, len)?;
-                    Ok(vec![(i0, ok0, w0), (i1, ok1, w1)])
-                };
-                let (tx, ty) = (taps(cx, w)?, taps(cy, h)?);
+                let (tx, ty) = (taps(&k, gs, cx, w)?, taps(&k, gs, cy, h)?);
                 k.loop_(0, c, &mut |ch| {
                     let plane = k.mul(k.add(k.mul(b, c)?, ch)?, h * w)?;
-                    let v = |row: &(IntValue<'c>, IntValue<'c>, FloatValue<'c>),
-                             col: &(IntValue<'c>, IntValue<'c>, FloatValue<'c>)|
-                     -> R<FloatValue<'c>> {
+                    let v = |row: &Tap<'c>, col: &Tap<'c>| -> R<FloatValue<'c>> {
                         let at = k.add(plane, k.add(k.mul(row.0, w)?, col.0)?)?;
                         let val = llvm(k.b.build_float_ext(k.ld(px, at)?, d, "v"))?;
                         let ok = llvm(k.b.build_and(row.1, col.1, "ok"))?;
                         k.fsel(ok, val, d.const_float(0.0))
                     };
-                    let y = if !bilinear {
+                    // Σ_j wy_j · (Σ_i wx_i · x[y_j, x_i]), each sum left to right from its
+                    // first term, as the interpreter folds it.
+                    let y = if nearest {
                         v(&ty[0], &tx[0])?
                     } else {
-                        let row = |rr: &(IntValue<'c>, IntValue<'c>, FloatValue<'c>)| -> R<FloatValue<'c>> {
-                            let a = k.fmul(tx[0].2, v(rr, &tx[0])?)?;
-                            let b2 = k.fmul(tx[1].2, v(rr, &tx[1])?)?;
-                            k.fadd(a, b2)
+                        let row = |rr: &Tap<'c>| -> R<FloatValue<'c>> {
+                            let mut acc = k.fmul(tx[0].2, v(rr, &tx[0])?)?;
+                            for t in &tx[1..] {
+                                acc = k.fadd(acc, k.fmul(t.2, v(rr, t)?)?)?;
+                            }
+                            Ok(acc)
                         };
-                        let top = k.fmul(ty[0].2, row(&ty[0])?)?;
-                        let bottom = k.fmul(ty[1].2, row(&ty[1])?)?;
-                        k.fadd(top, bottom)?
+                        let mut acc = k.fmul(ty[0].2, row(&ty[0])?)?;
+                        for t in &ty[1..] {
+                            acc = k.fadd(acc, k.fmul(t.2, row(t)?)?)?;
+                        }
+                        acc
                     };
-                    let out = k.add(k.mul(k.add(k.mul(k.add(k.mul(b, c)?, ch)?, oh)?, oy)?, ow)?, ox)?;
+                    let out = k.add(
+                        k.mul(k.add(k.mul(k.add(k.mul(b, c)?, ch)?, oh)?, oy)?, ow)?,
+                        ox,
+                    )?;
                     k.st(po, out, llvm(k.b.build_float_trunc(y, k.f32t, "y"))?)
                 })
             })

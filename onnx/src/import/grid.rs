@@ -1,5 +1,4 @@
-//! GridSample: the IR's `grid_sample` (two spatial axes; `bicubic` and volumetric grids are
-//! refused by name).
+//! GridSample: the IR's `grid_sample` (two spatial axes; volumetric grids are refused).
 
 use super::attrs::Attrs;
 use super::{Importer, R};
@@ -14,11 +13,12 @@ impl Importer {
         let mode = match a.string("mode")?.as_deref().unwrap_or("linear") {
             "linear" | "bilinear" => SampleMode::Bilinear,
             "nearest" => SampleMode::Nearest,
+            "cubic" | "bicubic" => SampleMode::Bicubic,
             other => {
                 return Err(NodeError::StringValue {
                     what: "mode",
                     value: other.to_string(),
-                    text: " (linear or nearest)",
+                    text: " (linear, nearest or cubic)",
                 })
             }
         };
