@@ -24,6 +24,8 @@ import sys
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+import mediapipe_ops
+
 TOL = 1e-4
 # Small models run in CI (`.ci/run`), between them every family of operators the importer maps
 # (strided and depthwise convolutions with padding, resize, concatenation, fully connected
@@ -32,6 +34,9 @@ SUBSET = ["face_detection_full_range_sparse", "face_detection_short_range", "han
 
 
 def litert(path, inputs, resolver):
+    if mediapipe_ops.custom_ops(path):
+        # LiteRT cannot resolve these custom operators: LiteRT runs the rest, NumPy them.
+        return mediapipe_ops.run(path, inputs, resolver), None
     it = Interpreter(model_path=path, experimental_op_resolver_type=resolver, num_threads=1)
     it.allocate_tensors()
     for d, x in zip(it.get_input_details(), inputs):

@@ -23,6 +23,8 @@ import sys
 
 import numpy as np
 
+import mediapipe_ops
+
 LITERT = r"""
 import sys, time, resource
 import numpy as np
@@ -98,17 +100,24 @@ def main():
             cores = "1" if threads == 1 else ",".join(str(c) for c in range(threads))
             tir_argv = [exe, "--bench", str(a.runs)] + (["--threads", str(threads)] if has_threads else [])
             lit_argv = [py, "-c", LITERT, path, str(a.runs), str(threads)]
+            # LiteRT cannot resolve mediapipe's attention operators: tir is timed alone.
+            lit_ok = not mediapipe_ops.custom_ops(path)
             rows = []
             for _ in range(a.rounds):
                 m = re.search(r"median ([0-9.]+) ms.*cpu ([0-9.]+) ms per run", run_pinned(cores, tir_argv))
                 tms, tcpu = float(m.group(1)), float(m.group(2))
-                lms, lcpu = (float(v) for v in run_pinned(cores, lit_argv).split())
+                if lit_ok:
+                    lms, lcpu = (float(v) for v in run_pinned(cores, lit_argv).split())
+                else:
+                    lms, lcpu = float("nan"), float("nan")
                 rows.append((tms, tcpu, lms, lcpu, tms / lms))
             med = [statistics.median(c) for c in zip(*rows)]
             tir_rss = rss_of(tir_argv[:1] + ["--bench", "1"], cores)
-            lit_rss = rss_of([py, "-c", LITERT, path, "1", str(threads)], cores)
-            base = rss_of([py, "-c", LITERT, path, "0", str(threads)], cores)
+            nan = float("nan")
+            lit_rss = rss_of([py, "-c", LITERT, path, "1", str(threads)], cores) if lit_ok else nan
+            base = rss_of([py, "-c", LITERT, path, "0", str(threads)], cores) if lit_ok else nan
             note = "" if has_threads or threads == 1 else " (tir 1 thread)"
+            note += "" if lit_ok else " (LiteRT cannot run its custom operators)"
             print(f"{name:28s} {threads:3d} {med[0]:8.3f} {med[1]:7.3f} {med[2]:9.3f} {med[3]:7.3f} {med[4]:10.2f}"
                   f" {tir_rss:8.1f} {lit_rss:10.1f} {base:7.1f} {plan_mib(plan):8.2f} {plan_bound(plan):6.3f}{note}",
                   flush=True)

@@ -4,6 +4,7 @@
 
 use crate::kernels::common::unsupported;
 use crate::kernels::common::Call;
+use crate::kernels::sample;
 use crate::kernels::{conv, copy, elementwise, gather, matmul, norm, pool, typed};
 use crate::nest::R;
 use crate::storage::Storage;
@@ -79,6 +80,7 @@ pub(crate) fn emit_op<'a, 'c>(
         | Op::Not
         | Op::ArgReduce { .. }
         | Op::Mod { .. } => typed_op(g, func, st, op, name),
+        Op::GridSample(gs) => sample::grid_sample(g, func, st, op, gs, name),
     }
 }
 

@@ -92,7 +92,8 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::ArgReduce { .. }
         | Op::Mod { .. }
         | Op::AllocSlab { .. }
-        | Op::AllocTensor { .. } => 0,
+        | Op::AllocTensor { .. }
+        | Op::GridSample(_) => 0,
     }
 }
 

@@ -946,3 +946,61 @@ fn trilu_both_triangles_and_offsets() {
     let text = model(&[("x", vec![2, 2])], &[], "trilu(%x)");
     check_with(&text, Some(vec![Tensor::f32(vec![2, 2], odd).unwrap()]));
 }
+
+/// `grid_sample` computes its coordinates at run time in `f64`, in the interpreter's order:
+/// the generated kernel must give the reference's bits, on grids reaching well outside
+/// `[-1, 1]` (every padding mode's outside branch), at exact pixel centres and half-way points
+/// (nearest's ties), and on one-pixel axes.
+#[test]
+fn grid_sample_every_mode_and_padding_bitwise() {
+    let mut rng = Rng::new(83);
+    let mut case = 0;
+    for mode in ["bilinear", "nearest", "bicubic"] {
+        for padding in ["zeros", "border", "reflection"] {
+            for align in [false, true] {
+                let (n, c) = (rng.r(1, 2), rng.r(1, 3));
+                let (h, w) = if case % 4 == 3 {
+                    (1, rng.r(1, 4))
+                } else {
+                    (rng.r(2, 6), rng.r(2, 6))
+                };
+                let (oh, ow) = (rng.r(1, 5), rng.r(1, 5));
+                case += 1;
+                let x: Vec<f32> = (0..n * c * h * w)
+                    .map(|_| rng.r(0, 2000) as f32 / 100.0 - 10.0)
+                    .collect();
+                // Random positions in [-2.5, 2.5] on a 1/8 lattice (ties and exact corners),
+                // and some off the lattice.
+                let grid: Vec<f32> = (0..n * oh * ow * 2)
+                    .map(|i| {
+                        let q = rng.r(0, 40) as f32 / 8.0 - 2.5;
+                        if i % 3 == 0 {
+                            q + rng.r(0, 999) as f32 / 7919.0
+                        } else {
+                            q
+                        }
+                    })
+                    .collect();
+                let text = model(
+                    &[("x", vec![n, c, h, w]), ("g", vec![n, oh, ow, 2])],
+                    &[],
+                    &format!(
+                        "grid_sample(%x, %g) {{mode = {mode}, padding_mode = {padding}, align_corners = {align}}}"
+                    ),
+                );
+                let given = vec![
+                    Tensor::f32(vec![n, c, h, w], x).unwrap(),
+                    Tensor::f32(vec![n, oh, ow, 2], grid).unwrap(),
+                ];
+                let (expected, got) = both_with(&text, "sharing=true", Some(given));
+                for (e, g) in expected[0].iter().zip(&got[0]) {
+                    assert_eq!(
+                        e.to_bits(),
+                        g.to_bits(),
+                        "reference {e}, generated {g}\n{text}"
+                    );
+                }
+            }
+        }
+    }
+}

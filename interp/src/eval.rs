@@ -383,5 +383,6 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
         Op::Mod { .. } => {}
         // Buffers only: a bufferized op's `outs` say where its result lives, not what it is.
         Op::AllocSlab { .. } | Op::AllocTensor { .. } => {}
+        Op::GridSample(gs) => kernels::grid_sample(gs, ins[0], ins[1], out),
     }
 }

@@ -16,6 +16,7 @@ use tir_ir::op::{
     Activation, BinaryOp, Conv2d, ConvTranspose, CoordMode, Gemm, NearestMode, PadMode, Pool2d,
     ReduceKind, Resize, ResizeMode, Slice, UnaryOp,
 };
+use tir_ir::op::{GridPadding, GridSample, SampleMode};
 
 /// An operand: its shape and elements.
 #[derive(Clone, Copy)]
@@ -889,5 +890,166 @@ pub fn trilu(upper: bool, k: i64, x: View, out: &mut Out) {
         let (i, j) = (((e / m.max(1)) % n.max(1)) as i64, (e % m.max(1)) as i64);
         let keep = if upper { j - i >= k } else { j - i <= k };
         *o = if keep { v } else { 0.0 };
+    }
+}
+
+/// ONNX GridSample's reflection of a coordinate into `[lo, hi]`: mirrored at the nearer border
+/// until inside (the reference's `_gs_reflect`). A one-pixel axis with `align_corners` has
+/// `lo == hi`; every coordinate then reflects to it.
+pub fn grid_reflect(c: f64, lo: f64, hi: f64) -> f64 {
+    let rng = hi - lo;
+    if rng <= 0.0 {
+        return lo;
+    }
+    if c < lo {
+        let dx = lo - c;
+        let n = (dx / rng).trunc();
+        let r = dx - n * rng;
+        if n % 2.0 == 0.0 {
+            lo + r
+        } else {
+            hi - r
+        }
+    } else if c > hi {
+        let dx = c - hi;
+        let n = (dx / rng).trunc();
+        let r = dx - n * rng;
+        if n % 2.0 == 0.0 {
+            hi - r
+        } else {
+            lo + r
+        }
+    } else {
+        c
+    }
+}
+
+/// The source coordinate, in pixels, of grid entry `g` on an axis of `len` pixels, after the
+/// padding mode has moved an outside coordinate in (`border` clamps it to the pixel centres,
+/// `reflection` mirrors it into the sampled extent); nearest mode rounds half to even first.
+/// Computed in `f64`, in this order, by the generated kernel too.
+pub fn grid_coord(gs: &GridSample, g: f32, len: usize) -> f64 {
+    let (g, l) = (f64::from(g), len as f64);
+    let mut c = if gs.align_corners {
+        (g + 1.0) / 2.0 * (l - 1.0)
+    } else {
+        ((g + 1.0) * l - 1.0) / 2.0
+    };
+    if gs.mode == SampleMode::Nearest {
+        c = c.round_ties_even();
+    }
+    let (lo, hi) = grid_bounds(gs.align_corners, len);
+    if c < lo || c > hi {
+        c = match gs.padding {
+            GridPadding::Zeros => c,
+            GridPadding::Border => c.clamp(0.0, l - 1.0),
+            GridPadding::Reflection => grid_reflect(c, lo, hi),
+        };
+    }
+    c
+}
+
+/// The extent a grid spans on an axis of `len` pixels: the corner pixels' centres with
+/// `align_corners`, their outer edges without.
+pub fn grid_bounds(align_corners: bool, len: usize) -> (f64, f64) {
+    let l = len as f64;
+    if align_corners {
+        (0.0, l - 1.0)
+    } else {
+        (-0.5, l - 0.5)
+    }
+}
+
+/// The pixel read for integer position `i` (`i64::MIN`..`MAX`, saturated from the float) on
+/// an axis of `len` pixels, or `None` for a zero (padding `zeros` outside the image).
+pub fn grid_tap(gs: &GridSample, i: i64, len: usize) -> Option<usize> {
+    let last = len as i64 - 1;
+    match gs.padding {
+        GridPadding::Zeros => (0..=last).contains(&i).then_some(i as usize),
+        GridPadding::Border => Some(i.clamp(0, last) as usize),
+        GridPadding::Reflection => {
+            let (lo, hi) = grid_bounds(gs.align_corners, len);
+            Some(((grid_reflect(i as f64, lo, hi) as i64).clamp(0, last)) as usize)
+        }
+    }
+}
+
+/// Keys' cubic convolution weights (`a = -0.75`, ONNX GridSample's) of the pixels at
+/// `floor(x) - 1 ..= floor(x) + 2` for the fraction `t = x - floor(x)`, in the reference's
+/// order of operations.
+pub fn cubic_weights(t: f64) -> [f64; 4] {
+    const A: f64 = -0.75;
+    let t = t.abs();
+    let (t1, u, u1) = (t + 1.0, 1.0 - t, 2.0 - t);
+    [
+        ((A * t1 - 5.0 * A) * t1 + 8.0 * A) * t1 - 4.0 * A,
+        ((A + 2.0) * t - (A + 3.0)) * t * t + 1.0,
+        ((A + 2.0) * u - (A + 3.0)) * u * u + 1.0,
+        ((A * u1 - 5.0 * A) * u1 + 8.0 * A) * u1 - 4.0 * A,
+    ]
+}
+
+/// The taps of source coordinate `cc` on an axis of `len` pixels: (pixel or `None` for a
+/// zero, weight); one for nearest (weight 1), two for bilinear, four for bicubic.
+pub fn grid_taps(gs: &GridSample, cc: f64, len: usize) -> Vec<(Option<usize>, f64)> {
+    match gs.mode {
+        SampleMode::Nearest => vec![(grid_tap(gs, cc as i64, len), 1.0)],
+        SampleMode::Bilinear => {
+            let f = cc.floor();
+            let w1 = cc - f;
+            vec![
+                (grid_tap(gs, f as i64, len), 1.0 - w1),
+                (grid_tap(gs, (f + 1.0) as i64, len), w1),
+            ]
+        }
+        SampleMode::Bicubic => {
+            let f = cc.floor();
+            let ws = cubic_weights(cc - f);
+            (0..4)
+                .map(|k| (grid_tap(gs, (f + (k as f64 - 1.0)) as i64, len), ws[k]))
+                .collect()
+        }
+    }
+}
+
+/// ONNX GridSample on NCHW (see [`GridSample`]): per output pixel, the grid's `(x, y)` gives a
+/// source position; bilinear weights are `1 - f` and `f` of its fractional part, the rows
+/// interpolated along x first, all in `f64`.
+pub fn grid_sample(gs: &GridSample, x: View, grid: View, out: &mut Out) {
+    let [n, c, h, w] = dims4(x.shape);
+    let [_, oh, ow, _] = dims4(grid.shape);
+    for b in 0..n {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let gi = ((b * oh + oy) * ow + ox) * 2;
+                let cx = grid_coord(gs, grid.data[gi], w);
+                let cy = grid_coord(gs, grid.data[gi + 1], h);
+                let (tx, ty) = (grid_taps(gs, cx, w), grid_taps(gs, cy, h));
+                for ch in 0..c {
+                    let plane = &x.data[(b * c + ch) * h * w..][..h * w];
+                    let v = |r: Option<usize>, col: Option<usize>| match (r, col) {
+                        (Some(r), Some(col)) => f64::from(plane[r * w + col]),
+                        _ => 0.0,
+                    };
+                    let o = &mut out.data[((b * c + ch) * oh + oy) * ow + ox];
+                    *o = if gs.mode == SampleMode::Nearest {
+                        v(ty[0].0, tx[0].0) as f32
+                    } else {
+                        // Σ_j wy_j · (Σ_i wx_i · x[y_j, x_i]): along x first, each sum
+                        // left to right from its first term.
+                        let row = |r: Option<usize>| {
+                            tx.iter()
+                                .map(|&(col, wx)| wx * v(r, col))
+                                .reduce(|a, b| a + b)
+                                .unwrap_or(0.0)
+                        };
+                        ty.iter()
+                            .map(|&(r, wy)| wy * row(r))
+                            .reduce(|a, b| a + b)
+                            .unwrap_or(0.0) as f32
+                    };
+                }
+            }
+        }
     }
 }

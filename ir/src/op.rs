@@ -451,6 +451,26 @@ word_enum!(NearestMode {
     Floor => "floor", Ceil => "ceil",
 });
 
+/// How `grid_sample` reads between pixels (ONNX GridSample `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SampleMode {
+    Bilinear,
+    Nearest,
+    /// Keys' cubic convolution with `a = -0.75` over 4×4 pixels.
+    Bicubic,
+}
+word_enum!(SampleMode { Bilinear => "bilinear", Nearest => "nearest", Bicubic => "bicubic" });
+
+/// What `grid_sample` reads outside the input (ONNX GridSample `padding_mode`): zeros, the
+/// nearest border pixel, or the input mirrored at its border.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GridPadding {
+    Zeros,
+    Border,
+    Reflection,
+}
+word_enum!(GridPadding { Zeros => "zeros", Border => "border", Reflection => "reflection" });
+
 /// 2-D convolution (ONNX Conv on NCHW). Operands: input `[N, C, H, W]`, weight
 /// `[M, C/groups, kH, kW]`, optional bias `[M]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -566,6 +586,17 @@ pub struct Resize {
     pub mode: ResizeMode,
     pub coord: CoordMode,
     pub nearest: NearestMode,
+}
+
+/// ONNX GridSample on NCHW: operands input `[N, C, H, W]` and grid `[N, Ho, Wo, 2]`, result
+/// `[N, C, Ho, Wo]`. Grid entry `(x, y)` is a position normalised to `[-1, 1]`: with
+/// `align_corners` -1 and 1 are the centres of the corner pixels (`x_in = (x + 1) / 2 · (W - 1)`),
+/// without it their outer edges (`x_in = ((x + 1) · W - 1) / 2`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridSample {
+    pub mode: SampleMode,
+    pub padding: GridPadding,
+    pub align_corners: bool,
 }
 
 /// One operation. The enum is closed: every pass matches on it exhaustively.
@@ -704,6 +735,7 @@ pub enum Op {
     AllocTensor {
         offset: u64,
     },
+    GridSample(GridSample),
 }
 
 /// How many operands an op takes.
@@ -863,6 +895,7 @@ pub const OP_NAMES: &[&str] = &[
     "mod",
     "alloc_slab",
     "alloc_tensor",
+    "grid_sample",
 ];
 
 impl Op {
@@ -908,6 +941,7 @@ impl Op {
             Op::Mod { .. } => "mod",
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
+            Op::GridSample(_) => "grid_sample",
         }
     }
 
@@ -921,6 +955,7 @@ impl Op {
             Op::BatchNorm { .. } => Arity::Exactly(5),
             Op::Compare(_) | Op::Logical(_) | Op::Mod { .. } => Arity::Exactly(2),
             Op::Where => Arity::Exactly(3),
+            Op::GridSample(_) => Arity::Exactly(2),
             Op::Cast { .. } | Op::Not | Op::ArgReduce { .. } => Arity::Exactly(1),
             Op::Concat { .. } => Arity::AtLeast(1),
             Op::Unary(_)
@@ -985,7 +1020,8 @@ impl Op {
             | Op::ArgReduce { .. }
             | Op::Mod { .. }
             | Op::AllocSlab { .. }
-            | Op::AllocTensor { .. } => 1,
+            | Op::AllocTensor { .. }
+            | Op::GridSample(_) => 1,
         }
     }
 
@@ -1028,7 +1064,8 @@ impl Op {
             | Op::ArgReduce { .. }
             | Op::Mod { .. }
             | Op::AllocSlab { .. }
-            | Op::AllocTensor { .. } => None,
+            | Op::AllocTensor { .. }
+            | Op::GridSample(_) => None,
         }
     }
 
@@ -1078,6 +1115,8 @@ impl Op {
             Op::Mod { .. } => (Operator, InPlace, false),
             Op::AllocSlab { .. } => (Buffer, Own, false),
             Op::AllocTensor { .. } => (Buffer, Own, true),
+            // An output pixel reads input pixels anywhere in its image.
+            Op::GridSample(_) => (Operator, Own, false),
         };
         OpProps {
             role,
@@ -1537,6 +1576,18 @@ impl Op {
                     &["offset"],
                 )
             }
+            "grid_sample" => (
+                Op::GridSample(GridSample {
+                    mode: r
+                        .word("mode", "`bilinear`, `nearest` or `bicubic`")
+                        .unwrap_or(SampleMode::Bilinear),
+                    padding: r
+                        .word("padding_mode", "`zeros`, `border` or `reflection`")
+                        .unwrap_or(GridPadding::Zeros),
+                    align_corners: r.bool("align_corners", false),
+                }),
+                &["mode", "padding_mode", "align_corners"],
+            ),
             _ => unreachable!("every name in OP_NAMES is handled"),
         };
         let errors = r.finish(known);
@@ -1669,6 +1720,15 @@ impl Op {
                 if r.nearest != NearestMode::RoundPreferFloor {
                     w.word("nearest_mode", r.nearest);
                 }
+            }
+            Op::GridSample(g) => {
+                if g.mode != SampleMode::Bilinear {
+                    w.word("mode", g.mode);
+                }
+                if g.padding != GridPadding::Zeros {
+                    w.word("padding_mode", g.padding);
+                }
+                w.bool("align_corners", g.align_corners, false);
             }
         }
         w.items

@@ -646,6 +646,47 @@ pub fn infer_dims<D: Dim>(
             }
             one(TensorTypeOf::new(s, DType::I64))
         }
+        Op::GridSample(_) => {
+            let (x, g) = (ins[0], ins[1]);
+            float(x.dtype, 0)?;
+            if x.rank() != 4 {
+                return err_at(0, format!("`grid_sample` samples NCHW tensors, got {x}"));
+            }
+            if g.dtype != x.dtype || g.rank() != 4 {
+                return err_at(
+                    1,
+                    format!("the grid must be [N, Ho, Wo, 2] of the input's element type, got {g}"),
+                );
+            }
+            cx.require_eq(&g.shape[3], &D::lit(2), || {
+                shape_error_at(
+                    1,
+                    format!("the grid's last axis holds (x, y): it must be 2, got {g}"),
+                )
+            })?;
+            cx.require_eq(&g.shape[0], &x.shape[0], || {
+                shape_error_at(1, format!("the grid {g} and the input {x} differ in batch"))
+            })?;
+            let out = TensorTypeOf::new(
+                vec![
+                    x.shape[0].clone(),
+                    x.shape[1].clone(),
+                    g.shape[1].clone(),
+                    g.shape[2].clone(),
+                ],
+                x.dtype,
+            );
+            // As for `resize`: an empty image has no pixel to give a non-empty output.
+            let one_d = D::lit(1);
+            let nonempty = out.num_elements().map_or(one_d.clone(), |n| n.min(&one_d));
+            cx.require_ge(&x.shape[2].min(&x.shape[3]), &nonempty, || {
+                shape_error_at(
+                    0,
+                    format!("nothing to sample: the input {x} is empty along its spatial axes, the output {out} is not"),
+                )
+            })?;
+            one(out)
+        }
     }
 }
 

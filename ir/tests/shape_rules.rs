@@ -295,3 +295,42 @@ fn new_ops_print_and_parse_back() {
         "{printed}"
     );
 }
+
+#[test]
+fn grid_sample_takes_its_output_size_from_the_grid() {
+    use tir_ir::op::{GridPadding, GridSample, SampleMode};
+    let gs = Op::GridSample(GridSample {
+        mode: SampleMode::Bilinear,
+        padding: GridPadding::Zeros,
+        align_corners: false,
+    });
+    assert_eq!(
+        out(gs.clone(), &[t(&[2, 32, 48, 48]), t(&[2, 16, 12, 2])]),
+        [2, 32, 16, 12]
+    );
+    assert_eq!(
+        refused(gs.clone(), &[t(&[1, 3, 4, 4]), t(&[1, 5, 5, 3])]),
+        "the grid's last axis holds (x, y): it must be 2, got tensor<1x5x5x3xf32>"
+    );
+    assert_eq!(
+        refused(gs.clone(), &[t(&[1, 3, 4, 4]), t(&[2, 5, 5, 2])]),
+        "the grid tensor<2x5x5x2xf32> and the input tensor<1x3x4x4xf32> differ in batch"
+    );
+    assert_eq!(
+        refused(gs, &[t(&[1, 3, 4]), t(&[1, 5, 5, 2])]),
+        "`grid_sample` samples NCHW tensors, got tensor<1x3x4xf32>"
+    );
+    // Attributes print only when not the default, and parse back.
+    let text = "module @m {\n  func @main(%x: tensor<1x2x3x3xf32>, %g: tensor<1x4x5x2xf32>) -> tensor<1x2x4x5xf32> {\n    \
+                %0 = grid_sample(%x, %g) {mode = nearest, padding_mode = reflection, align_corners = true} : tensor<1x2x4x5xf32>\n    \
+                %1 = grid_sample(%0, %g) : tensor<1x2x4x5xf32>\n    \
+                return %1\n  }\n}\n";
+    let printed = tir_ir::print(&tir_ir::parse_and_verify(text).expect("valid"));
+    assert!(
+        printed.contains(
+            "grid_sample(%x, %g) {mode = nearest, padding_mode = reflection, align_corners = true}"
+        ),
+        "{printed}"
+    );
+    assert!(printed.contains("grid_sample(%0, %g) :"), "{printed}");
+}

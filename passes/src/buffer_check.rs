@@ -4,9 +4,9 @@
 //! 1. Root buffers (`alloc_tensor(%slab)`) whose lifetimes intersect must not overlap: their
 //!    usage records and offsets go through the planner's independent checker.
 //! 2. Within a buffer, when an op writes its destination, every value stored in overlapping
-//!    bytes that is still to be read must be one the write leaves intact: the operand of a view
-//!    (same bytes), a concat operand already in its slice, or the operand an element-wise op
-//!    consumes in place.
+//!    bytes that is still to be read must be one the write leaves intact: anything under a view
+//!    placed in its operand's bytes (it writes nothing), a concat operand already in its slice,
+//!    or the operand an element-wise op consumes in place.
 
 use crate::planner::checker::check_offsets;
 use crate::planner::{OffsetsPlan, UsageRecord};
@@ -162,7 +162,12 @@ pub fn check_bufferized(func: &Function) -> Result<Option<BufferCheck>, Vec<Stri
                     continue;
                 }
                 let is_operand = d.operands.contains(&v);
-                let intact = (d.op.is_view() && is_operand && b == w)
+                // A view in its operand's own bytes writes nothing (codegen emits no kernel
+                // for it), so every value there stays intact: the operand, and also what the
+                // operand is a view of and the operand's other views.
+                let aliased_view =
+                    d.op.is_view() && d.operands.first().and_then(|&x| bytes[x.index()]) == Some(w);
+                let intact = aliased_view
                     || (matches!(d.op, Op::Concat { .. })
                         && is_operand
                         && concat_slice(func, d, v, w) == Some(b))

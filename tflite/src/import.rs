@@ -16,6 +16,9 @@ use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, Value};
 use tir_onnx::Tensor as WTensor;
 use tir_onnx::{identifier_chars, sanitize_symbol};
 
+#[path = "mediapipe.rs"]
+mod mediapipe;
+
 /// NHWC → NCHW: NCHW dimension `i` is NHWC dimension `TO_NCHW[i]`.
 const TO_NCHW: [usize; 4] = [0, 3, 1, 2];
 /// NCHW → NHWC.
@@ -742,10 +745,22 @@ impl<'a> Importer<'a> {
 
     fn operator(&mut self, op: &schema::Operator<'a>, _name: &str) -> R<()> {
         let (code, custom) = self.opcode(op)?;
-        // Mediapipe's transposed convolution is the one custom operator tir implements.
+        // Mediapipe's transposed convolution is a custom operator tir implements.
         let mediapipe_transpose_conv =
             code == BuiltinOperator::CUSTOM && custom == Some(MEDIAPIPE_TRANSPOSE_CONV);
-        if code == BuiltinOperator::CUSTOM && !mediapipe_transpose_conv {
+        // And face_landmark_with_attention's three (mediapipe.rs).
+        let mediapipe_attention = match custom {
+            Some(
+                c @ (mediapipe::LANDMARKS_TO_MATRIX
+                | mediapipe::TRANSFORM_TENSOR
+                | mediapipe::TRANSFORM_LANDMARKS),
+            ) if code == BuiltinOperator::CUSTOM => Some(c),
+            _ => None,
+        };
+        if code == BuiltinOperator::CUSTOM
+            && !mediapipe_transpose_conv
+            && mediapipe_attention.is_none()
+        {
             return Err("custom operators are not supported".into());
         }
         let ins: Vec<i32> = op.inputs().into_iter().flatten().collect();
@@ -786,6 +801,10 @@ impl<'a> Importer<'a> {
         let out = outs[0] as usize;
         let outs: Vec<usize> = outs.iter().map(|&t| t as usize).collect();
         type B = BuiltinOperator;
+        if let Some(custom) = mediapipe_attention {
+            let ins: Vec<usize> = (0..ins.len()).map(input).collect::<R<_>>()?;
+            return self.mediapipe_op(op, custom, &ins, out);
+        }
         if mediapipe_transpose_conv {
             // Options: TfLiteTransposeConvParams's first three int32 fields, raw
             // (mediapipe reads `custom_initial_data` as that struct): padding (1 SAME,

@@ -16,6 +16,8 @@
 //! - [`typed`]: the ops on tensors that are not all `f32` (cast, comparisons, where, logic,
 //!   argmax/argmin, integer arithmetic, copies), each operand with its own element type.
 //!
+//! - [`sample`]: grid_sample, its source coordinates computed per output pixel from the grid.
+//!
 //! The families share [`common`], which imports none of them; no family imports the dispatch.
 
 pub(crate) mod common;
@@ -28,4 +30,5 @@ pub(crate) mod math;
 pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;
+pub(crate) mod sample;
 pub(crate) mod typed;

@@ -13,6 +13,7 @@ mod conv;
 mod decompose;
 mod elementwise;
 mod fold;
+mod grid;
 mod linear;
 mod norm;
 mod resize;
@@ -945,6 +946,7 @@ impl Importer {
             "CenterCropPad" => self.center_crop_pad(node, &a),
             "RotaryEmbedding" => self.rotary_embedding(node, &a),
             "AffineGrid" => self.affine_grid(node, &a),
+            "GridSample" => self.grid_sample(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),

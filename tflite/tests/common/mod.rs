@@ -104,6 +104,8 @@ pub struct Spec {
     pub ops: Vec<OpSpec>,
     pub inputs: Vec<i32>,
     pub outputs: Vec<i32>,
+    /// The operator-code version of a custom operator, by name (1 when absent).
+    pub custom_versions: Vec<(String, i32)>,
 }
 
 impl Spec {
@@ -232,13 +234,17 @@ impl Spec {
         let codes: Vec<_> = codes
             .iter()
             .map(|(code, custom)| {
-                let custom = custom.as_ref().map(|c| fbb.create_string(c));
+                let version = custom
+                    .as_ref()
+                    .and_then(|c| self.custom_versions.iter().find(|(n, _)| n == c))
+                    .map_or(1, |(_, v)| *v);
+                let custom_name = custom.as_ref().map(|c| fbb.create_string(c));
                 s::OperatorCode::create(
                     &mut fbb,
                     &s::OperatorCodeArgs {
                         deprecated_builtin_code: code.0.min(127) as i8,
-                        custom_code: custom,
-                        version: 1,
+                        custom_code: custom_name,
+                        version,
                         builtin_code: *code,
                     },
                 )
