@@ -98,7 +98,9 @@ fn main() -> ExitCode {
                 eprintln!("{file}: error: planning failed");
                 return ExitCode::FAILURE;
             };
-            let checked = timed(&mut phases[4], || check_offsets(&records, &plan, DEFAULT_ALIGNMENT));
+            let checked = timed(&mut phases[4], || {
+                check_offsets(&records, &plan, DEFAULT_ALIGNMENT)
+            });
             if checked.is_err() {
                 eprintln!("{file}: error: the checker refused the plan");
                 return ExitCode::FAILURE;

@@ -517,7 +517,11 @@ impl TimeIndex {
         let mut first_read_of = vec![NO_UNION; 2 * blocks];
         let mut parent_read = Vec::new();
         for v in 1..2 * blocks {
-            let above = if v > 1 { first_read_of[v / 2] } else { NO_UNION };
+            let above = if v > 1 {
+                first_read_of[v / 2]
+            } else {
+                NO_UNION
+            };
             first_read_of[v] = if read[v] {
                 let id = parent_read.len() as u32;
                 read_id[v] = id;
