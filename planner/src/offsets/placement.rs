@@ -48,7 +48,7 @@ pub(crate) enum Fit {
 }
 
 /// Tensors spanning more timeline points than this are *long*; see the module comment.
-const SHORT_SPAN: usize = 16;
+const SHORT_SPAN: usize = 32;
 
 /// Queries spanning more points than this read the start-block tree instead of scanning.
 const LONG_QUERY: usize = 64;
@@ -59,6 +59,36 @@ const BLOCK: usize = 16;
 /// Points per block of the long tensors' block unions ([`TimeIndex::covering`]): the
 /// stabbing tree keeps only its nodes spanning fewer points.
 const COVER_BLOCK: usize = 1024;
+
+/// How many steps ahead of the placement [`TimeIndex::prefetch`] requests a step's lines.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Cache lines of a step's scan requested ahead, at most (a point where many tensors start
+/// is scanned anyway; past this the hardware prefetcher has the stream).
+const PREFETCH_LINES: usize = 8;
+
+/// Asks the processor to bring the cache line at `address` in, without waiting for it.
+#[inline(always)]
+fn prefetch<T>(address: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint that never faults and changes no memory, whatever the
+    // address. SSE, which it needs, is part of every x86_64 target.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(address.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
+/// [`prefetch`] of the cache lines of `slice`, at most `PREFETCH_LINES` of them.
+#[inline(always)]
+fn prefetch_lines<T>(slice: &[T]) {
+    let per_line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+    for value in slice.iter().step_by(per_line).take(PREFETCH_LINES) {
+        prefetch(value);
+    }
+}
 
 /// Places `items` in `order`; items of size 0 occupy nothing and stay at offset 0.
 pub(crate) fn place(
@@ -109,12 +139,30 @@ pub(crate) fn place_around(
     // stabbing-tree union) is gathered up front in one independent pass, whose cache misses
     // overlap, so that the placement loop, where each step waits for the last, reads it
     // sequentially instead of missing the cache at each of those random accesses.
+    // Computed in input order first, where start points mostly ascend so the index's arrays
+    // are read as streams, then gathered in placement order: one random read per step
+    // instead of one per array.
+    let steps: Vec<Step> = (0..items.len())
+        .map(|i| index.step(i, items[i].size, spans[i]))
+        .collect();
     let sequence: Vec<Step> = order
         .iter()
         .filter(|&&i| items[i].size > 0)
-        .map(|&i| index.step(i, items[i].size, spans[i]))
+        .map(|&i| steps[i])
         .collect();
-    for step in &sequence {
+    drop(steps);
+    for (k, step) in sequence.iter().enumerate() {
+        // The steps come in size order, so each reads the index at a random timeline point:
+        // the placement is bound by those cache misses. Their addresses are known ahead, so
+        // the lines a step will read are requested `PREFETCH_AHEAD` steps early (what the
+        // unions' headers point to, half as early, once those headers have arrived).
+        if let Some(ahead) = sequence.get(k + PREFETCH_AHEAD) {
+            index.prefetch(ahead);
+            prefetch(&offsets[ahead.item as usize]);
+        }
+        if let Some(ahead) = sequence.get(k + PREFETCH_AHEAD / 2) {
+            index.prefetch_unions(ahead);
+        }
         let block = index.intersecting(step, &mut gather);
         let ranges = gather.merged_with(&index.covering[block]);
         let offset = find_gap(ranges, step.size, fit, align)?;
@@ -264,6 +312,7 @@ impl Gather {
 /// One placement of the loop in [`place`], gathered before the loop starts. Indices in 32
 /// bits (`place` refuses more records than that; points and slots are no more than records):
 /// a million steps are 40 MB instead of 64, written once and read once.
+#[derive(Clone, Copy)]
 struct Step {
     size: u64,
     item: u32,
@@ -275,6 +324,9 @@ struct Step {
     scan_last: u32,
     /// The first union met walking up the stabbing tree from `lo` (`NO_UNION`: none).
     union: u32,
+    /// The first node some long query reads walking up the start-block tree from `lo`'s
+    /// block ([`TimeIndex::first_read`]; `NO_UNION`: none).
+    read: u32,
 }
 
 const NO_UNION: u32 = u32::MAX;
@@ -388,10 +440,18 @@ struct TimeIndex {
     /// the last one; recomputing a stale union from its children's instead cost, on long
     /// skip connections, the whole subtree's unions at every read. Record sets without long
     /// queries (chains) never touch it.
+    ///
+    /// The nodes read are numbered densely (`read_id[v]`, `NO_UNION`: not read), and a
+    /// placement walks only those above its block, through `first_read[leaf]` and
+    /// `parent_read[id]` (as the stabbing tree's unions are walked), instead of checking every
+    /// level: with the pending lists indexed by id, that walk is short and its lines can be
+    /// requested ahead.
     blocks: usize,
+    read_id: Vec<u32>,
+    first_read: Vec<u32>,
+    parent_read: Vec<u32>,
     block_unions: Vec<Vec<(u64, u64)>>,
     pending: Vec<Vec<(u64, u64)>>,
-    read: Vec<bool>,
 }
 
 impl TimeIndex {
@@ -444,10 +504,6 @@ impl TimeIndex {
         let mut covering = Vec::new();
         covering.resize_with(points.div_ceil(COVER_BLOCK).max(1), Vec::new);
         let blocks = points.div_ceil(BLOCK).max(1).next_power_of_two();
-        let mut block_unions = Vec::new();
-        block_unions.resize_with(2 * blocks, Vec::new);
-        let mut pending = Vec::new();
-        pending.resize_with(2 * blocks, Vec::new);
         // The nodes `starting_in` reads for each long query (its span past `lo`, whole
         // blocks only).
         let mut read = vec![false; 2 * blocks];
@@ -457,6 +513,29 @@ impl TimeIndex {
                 cover(first_block, end_block - 1, blocks, |node| read[node] = true);
             }
         }
+        let mut read_id = vec![NO_UNION; 2 * blocks];
+        let mut first_read_of = vec![NO_UNION; 2 * blocks];
+        let mut parent_read = Vec::new();
+        for v in 1..2 * blocks {
+            let above = if v > 1 {
+                first_read_of[v / 2]
+            } else {
+                NO_UNION
+            };
+            first_read_of[v] = if read[v] {
+                let id = parent_read.len() as u32;
+                read_id[v] = id;
+                parent_read.push(above);
+                id
+            } else {
+                above
+            };
+        }
+        let first_read = first_read_of.split_off(blocks);
+        let mut block_unions = Vec::new();
+        block_unions.resize_with(parent_read.len(), Vec::new);
+        let mut pending = Vec::new();
+        pending.resize_with(parent_read.len(), Vec::new);
         TimeIndex {
             reach: vec![0; slots.len()],
             slots,
@@ -469,9 +548,11 @@ impl TimeIndex {
             long_unions,
             covering,
             blocks,
+            read_id,
+            first_read,
+            parent_read,
             block_unions,
             pending,
-            read,
         }
     }
 
@@ -488,6 +569,48 @@ impl TimeIndex {
             scan_first: self.bucket[window] as u32,
             scan_last: self.bucket[scan_end] as u32,
             union: self.first_union[lo + self.size],
+            read: self.first_read[lo / BLOCK],
+        }
+    }
+
+    /// Requests the lines [`Self::intersecting`] and [`Self::place`] will read for `step`
+    /// whose addresses do not depend on what is placed before it: the scan's slots, the
+    /// union headers.
+    fn prefetch(&self, step: &Step) {
+        let (first, last) = (step.scan_first as usize, step.scan_last as usize);
+        prefetch_lines(&self.reach[first..last.max(step.slot as usize + 1)]);
+        prefetch_lines(&self.slots[first..last.max(step.slot as usize + 1)]);
+        if step.union != NO_UNION {
+            prefetch(&self.long_unions[step.union as usize]);
+            prefetch(&self.parent_union[step.union as usize]);
+        }
+        prefetch(&self.covering[step.lo as usize / COVER_BLOCK]);
+        let mut id = step.read;
+        for _ in 0..PREFETCH_LINES {
+            if id == NO_UNION {
+                break;
+            }
+            prefetch(&self.pending[id as usize]);
+            id = self.parent_read[id as usize];
+        }
+    }
+
+    /// The second stage of [`Self::prefetch`]: the first lines of the unions whose headers
+    /// it requested.
+    fn prefetch_unions(&self, step: &Step) {
+        if step.union != NO_UNION {
+            prefetch_lines(&self.long_unions[step.union as usize][..]);
+        }
+        prefetch_lines(&self.covering[step.lo as usize / COVER_BLOCK][..]);
+        // Where the placement will append to the pending lists.
+        let mut id = step.read;
+        for _ in 0..PREFETCH_LINES {
+            if id == NO_UNION {
+                break;
+            }
+            let pending = &self.pending[id as usize];
+            prefetch(pending.as_ptr().wrapping_add(pending.len()));
+            id = self.parent_read[id as usize];
         }
     }
 
@@ -497,12 +620,10 @@ impl TimeIndex {
         let slot = &mut self.slots[step.slot as usize];
         slot.offset = offset;
         slot.end = end;
-        let mut node = self.blocks + lo / BLOCK;
-        while node >= 1 {
-            if self.read[node] {
-                self.pending[node].push((offset, end));
-            }
-            node /= 2;
+        let mut id = step.read;
+        while id != NO_UNION {
+            self.pending[id as usize].push((offset, end));
+            id = self.parent_read[id as usize];
         }
         if hi - lo > SHORT_SPAN {
             let (union_of, long_unions) = (&self.union_of, &mut self.long_unions);
@@ -578,15 +699,15 @@ impl TimeIndex {
         let (mut l, mut r) = (first_block + self.blocks, end_block + self.blocks);
         while l < r {
             if l & 1 == 1 {
-                self.refresh_block(l);
-                g.unions.extend_from_slice(&self.block_unions[l]);
+                let id = self.refresh_block(l);
+                g.unions.extend_from_slice(&self.block_unions[id]);
                 g.union_ends.push(g.unions.len());
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
-                self.refresh_block(r);
-                g.unions.extend_from_slice(&self.block_unions[r]);
+                let id = self.refresh_block(r);
+                g.unions.extend_from_slice(&self.block_unions[id]);
                 g.union_ends.push(g.unions.len());
             }
             l /= 2;
@@ -595,16 +716,19 @@ impl TimeIndex {
         debug_assert_eq!(scanned, g.ranges.len());
     }
 
-    /// Merges the ranges placed under `node` since its last read into its union.
-    fn refresh_block(&mut self, node: usize) {
-        let pending = &mut self.pending[node];
+    /// Merges the ranges placed under `node` since its last read into its union; returns
+    /// the union's id. Only nodes some long query reads are read (`read_id`).
+    fn refresh_block(&mut self, node: usize) -> usize {
+        let id = self.read_id[node] as usize;
+        let pending = &mut self.pending[id];
         if pending.is_empty() {
-            return;
+            return id;
         }
         pending.sort_unstable();
-        let mut merged = Vec::with_capacity(self.block_unions[node].len() + pending.len());
-        merge_unions(&self.block_unions[node], pending, &mut merged);
+        let mut merged = Vec::with_capacity(self.block_unions[id].len() + pending.len());
+        merge_unions(&self.block_unions[id], pending, &mut merged);
         pending.clear();
-        self.block_unions[node] = merged;
+        self.block_unions[id] = merged;
+        id
     }
 }
