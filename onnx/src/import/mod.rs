@@ -9,6 +9,7 @@
 
 mod attention;
 mod attrs;
+mod compose;
 mod conv;
 mod decompose;
 mod elementwise;
@@ -48,6 +49,9 @@ fn stable_since(op_type: &str) -> Option<i64> {
         // Logic on bool: unchanged since broadcasting arrived (opset 7); Not since opset 1.
         "And" | "Or" | "Xor" => Some(7),
         "Not" => Some(1),
+        // Shrink has one version (9); Scatter's (9, removed in 11) is ScatterElements-11
+        // without negative indices, which only widen what it accepts.
+        "Shrink" | "Scatter" => Some(9),
         _ => None,
     }
 }
@@ -917,7 +921,7 @@ impl Importer {
                 let fmod = a.int("fmod")?.unwrap_or(0) != 0;
                 self.emit(node, Op::Mod { fmod }, &[x, y])
             }
-            "Gather" | "ConstantOfShape" | "Expand" | "Range" => Err(NodeError::OnlyOnConstants {
+            "ConstantOfShape" | "Range" => Err(NodeError::OnlyOnConstants {
                 op_type: op_type.to_string(),
             }),
             // Compositions of existing IR ops (decompose.rs).
@@ -945,6 +949,21 @@ impl Importer {
             "CenterCropPad" => self.center_crop_pad(node, &a),
             "RotaryEmbedding" => self.rotary_embedding(node, &a),
             "AffineGrid" => self.affine_grid(node, &a),
+            // More compositions (compose.rs).
+            "Hardmax" => self.hardmax(node, &a),
+            "IsInf" => self.is_inf(node, &a),
+            "IsNaN" => self.is_nan(node),
+            "Shrink" => self.shrink(node, &a),
+            "EyeLike" => self.eye_like(node, &a),
+            "OneHot" => self.one_hot(node, &a),
+            "Expand" => self.expand(node),
+            "LpPool" => self.lp_pool(node, &a),
+            "Gather" => self.gather(node, &a),
+            "GatherElements" => self.gather_elements(node, &a),
+            "GatherND" => self.gather_nd(node, &a),
+            "ScatterElements" => self.scatter_elements(node, &a, "ScatterElements"),
+            "Scatter" => self.scatter_elements(node, &a, "Scatter"),
+            "ScatterND" => self.scatter_nd(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
