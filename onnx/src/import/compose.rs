@@ -366,7 +366,10 @@ impl Importer {
         if !matches!(shape.len(), 3 | 4) {
             return Err(refuse(
                 "LpPool",
-                format!("1-D and 2-D pooling only (rank 3 or 4), got rank {}", shape.len()),
+                format!(
+                    "1-D and 2-D pooling only (rank 3 or 4), got rank {}",
+                    shape.len()
+                ),
             ));
         }
         let kernel = a.ints("kernel_shape")?.unwrap_or_default();
@@ -378,12 +381,11 @@ impl Importer {
             let pc = self.scalar_of_type(node, "p", dtype, p as f64);
             self.push_op(bin(BinaryOp::Pow), &[ax, pc])?
         };
-        let mut attrs: Vec<AttributeProto> = a
-            .0
-            .iter()
-            .filter(|at| !matches!(at.name.as_deref(), Some("p" | "count_include_pad")))
-            .cloned()
-            .collect();
+        let mut attrs: Vec<AttributeProto> =
+            a.0.iter()
+                .filter(|at| !matches!(at.name.as_deref(), Some("p" | "count_include_pad")))
+                .cloned()
+                .collect();
         attrs.push(AttributeProto {
             name: Some("count_include_pad".into()),
             i: Some(1),
@@ -391,7 +393,10 @@ impl Importer {
             ..Default::default()
         });
         let hint = node.output.first().map_or("lp_pool", |s| s);
-        let (inner_in, inner_out) = (self.fresh_env_name(hint, "in"), self.fresh_env_name(hint, "out"));
+        let (inner_in, inner_out) = (
+            self.fresh_env_name(hint, "in"),
+            self.fresh_env_name(hint, "out"),
+        );
         self.env.insert(inner_in.clone(), Val::Ir(pw));
         let inner = NodeProto {
             input: vec![inner_in],
@@ -439,7 +444,10 @@ impl Importer {
         let ty = self.em.ty(x)?.clone();
         let r = ty.rank();
         if r < 2 {
-            return Err(refuse("Trilu", format!("the input needs rank 2 or more, got {r}")));
+            return Err(refuse(
+                "Trilu",
+                format!("the input needs rank 2 or more, got {r}"),
+            ));
         }
         let (n, m) = (ty.shape[r - 2], ty.shape[r - 1]);
         let keep: Vec<i64> = (0..n as i64)
@@ -447,7 +455,11 @@ impl Importer {
                 (0..m as i64).map(move |j| i64::from(if upper { j - i >= k } else { j - i <= k }))
             })
             .collect();
-        let mask = self.konst_for(node, "mask", Tensor::from_i64s(DType::Bool, vec![n, m], &keep));
+        let mask = self.konst_for(
+            node,
+            "mask",
+            Tensor::from_i64s(DType::Bool, vec![n, m], &keep),
+        );
         let zero = self.scalar_of_type(node, "zero", ty.dtype, 0.0);
         self.emit(node, Op::Where, &[mask, x, zero])
     }
@@ -491,7 +503,11 @@ impl Importer {
         for (row, &s) in src.iter().enumerate() {
             mask[row * n as usize + s] = 1;
         }
-        let mask = self.konst_for(node, "select", Tensor::from_i64s(DType::Bool, vec![j, n], &mask));
+        let mask = self.konst_for(
+            node,
+            "select",
+            Tensor::from_i64s(DType::Bool, vec![j, n], &mask),
+        );
         let row = self.push_op(
             Op::Reshape {
                 shape: vec![1, n as i64],
@@ -511,17 +527,9 @@ impl Importer {
         self.emit(node, Op::Reshape { shape: out }, &[sum])
     }
 
-    fn data_and_indices(
-        &mut self,
-        node: &NodeProto,
-        op: &'static str,
-    ) -> R<(Value, Vec<u64>, Tensor)> {
-        let indices = self.const_in(node, 1, "indices")?.ok_or_else(|| {
-            refuse(
-                op,
-                "the indices must be constants (an initializer, or bound with `tirc import --bind`): the IR has no gather or scatter kernel",
-            )
-        })?;
+    fn data_and_indices(&mut self, node: &NodeProto) -> R<(Value, Vec<u64>, Tensor)> {
+        // Run-time indices are refused by name (the IR has no gather or scatter kernel).
+        let indices = self.req_const_in(node, 1, "indices")?;
         let data = self.in_value(node, 0)?;
         let shape = self.em.ty(data)?.shape.clone();
         Ok((data, shape, (*indices).clone()))
@@ -529,7 +537,7 @@ impl Importer {
 
     /// Gather with constant indices along `axis` (data computed at run time).
     pub(super) fn gather(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
-        let (data, ds, idx) = self.data_and_indices(node, "Gather")?;
+        let (data, ds, idx) = self.data_and_indices(node)?;
         if ds.is_empty() {
             return Err(refuse("Gather", "the data needs rank 1 or more"));
         }
@@ -568,7 +576,7 @@ impl Importer {
     /// has `indices × C` elements, not `indices × data`.
     pub(super) fn gather_elements(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
         const OP: &str = "GatherElements";
-        let (data, ds, idx) = self.data_and_indices(node, OP)?;
+        let (data, ds, idx) = self.data_and_indices(node)?;
         let axis = norm_axis(a.int("axis")?.unwrap_or(0), ds.len().max(1))?;
         // Checks the shapes and every index.
         self.element_targets(OP, &ds, &idx, axis)?;
@@ -645,11 +653,19 @@ impl Importer {
         axis: usize,
     ) -> R<Vec<usize>> {
         if idx.shape.len() != ds.len()
-            || idx.shape.iter().zip(ds).enumerate().any(|(d, (&i, &n))| d != axis && i > n)
+            || idx
+                .shape
+                .iter()
+                .zip(ds)
+                .enumerate()
+                .any(|(d, (&i, &n))| d != axis && i > n)
         {
             return Err(refuse(
                 op,
-                format!("indices of shape {:?} do not fit data of shape {ds:?}", idx.shape),
+                format!(
+                    "indices of shape {:?} do not fit data of shape {ds:?}",
+                    idx.shape
+                ),
             ));
         }
         let st = tensor::strides(ds);
@@ -690,7 +706,9 @@ impl Importer {
         if q < 1 + batch || k == 0 || batch + k > ds.len() || is[..batch] != ds[..batch] {
             return Err(refuse(
                 op,
-                format!("indices of shape {is:?} do not fit data of shape {ds:?} (batch_dims {batch})"),
+                format!(
+                    "indices of shape {is:?} do not fit data of shape {ds:?} (batch_dims {batch})"
+                ),
             ));
         }
         let st = tensor::strides(ds);
@@ -727,7 +745,7 @@ impl Importer {
 
     /// GatherND with constant indices.
     pub(super) fn gather_nd(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
-        let (data, ds, idx) = self.data_and_indices(node, "GatherND")?;
+        let (data, ds, idx) = self.data_and_indices(node)?;
         let batch = a.int("batch_dims")?.unwrap_or(0);
         let batch = usize::try_from(batch)
             .map_err(|_| refuse("GatherND", format!("batch_dims {batch} is negative")))?;
@@ -746,7 +764,7 @@ impl Importer {
         a: &Attrs,
         op: &'static str,
     ) -> R<()> {
-        let (data, ds, idx) = self.data_and_indices(node, op)?;
+        let (data, ds, idx) = self.data_and_indices(node)?;
         let axis = norm_axis(a.int("axis")?.unwrap_or(0), ds.len().max(1))?;
         let red = Reduction::parse(op, a)?;
         let targets = self.element_targets(op, &ds, &idx, axis)?;
@@ -756,7 +774,7 @@ impl Importer {
 
     /// ScatterND with constant indices and updates.
     pub(super) fn scatter_nd(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
-        let (data, ds, idx) = self.data_and_indices(node, "ScatterND")?;
+        let (data, ds, idx) = self.data_and_indices(node)?;
         let red = Reduction::parse("ScatterND", a)?;
         let tuples = self.nd_targets("ScatterND", &ds, &idx, 0)?;
         self.scatter_const(node, "ScatterND", data, &ds, &tuples, red)
@@ -774,12 +792,7 @@ impl Importer {
         targets: &[Vec<usize>],
         red: Reduction,
     ) -> R<()> {
-        let updates = self.const_in(node, 2, "updates")?.ok_or_else(|| {
-            refuse(
-                op,
-                "the updates must be constants (an initializer, or bound with `tirc import --bind`): the IR has no scatter kernel",
-            )
-        })?;
+        let updates = self.req_const_in(node, 2, "updates")?;
         let dtype = self.em.ty(data)?.dtype;
         let n = tensor::numel(ds).unwrap_or(0) as usize;
         let count: usize = targets.iter().map(Vec::len).sum();
@@ -797,7 +810,11 @@ impl Importer {
             let u = updates.ints();
             let mut c = vec![0i64; n];
             for (i, &t) in targets.iter().flatten().enumerate() {
-                c[t] = if hit[t] == 0 { u[i] } else { red.fold_int(c[t], u[i]) };
+                c[t] = if hit[t] == 0 {
+                    u[i]
+                } else {
+                    red.fold_int(c[t], u[i])
+                };
                 hit[t] = 1;
             }
             Tensor::from_i64s(dtype, ds.to_vec(), &c)
@@ -805,12 +822,20 @@ impl Importer {
             let u = updates.floats();
             let mut c = vec![0f64; n];
             for (i, &t) in targets.iter().flatten().enumerate() {
-                c[t] = if hit[t] == 0 { u[i] } else { red.fold(c[t], u[i]) };
+                c[t] = if hit[t] == 0 {
+                    u[i]
+                } else {
+                    red.fold(c[t], u[i])
+                };
                 hit[t] = 1;
             }
             Tensor::from_f64s(dtype, ds.to_vec(), &c)
         };
-        let hit = self.konst_for(node, "hit", Tensor::from_i64s(DType::Bool, ds.to_vec(), &hit));
+        let hit = self.konst_for(
+            node,
+            "hit",
+            Tensor::from_i64s(DType::Bool, ds.to_vec(), &hit),
+        );
         let c = self.konst_for(node, "updates", c);
         let combined = match red {
             Reduction::None => c,
