@@ -16,6 +16,7 @@ mod elementwise;
 mod fold;
 mod linear;
 mod norm;
+mod quant;
 mod resize;
 mod shape;
 mod symshape;
@@ -52,6 +53,8 @@ fn stable_since(op_type: &str) -> Option<i64> {
         // Shrink has one version (9); Scatter's (9, removed in 11) is ScatterElements-11
         // without negative indices, which only widen what it accepts.
         "Shrink" | "Scatter" => Some(9),
+        // One version each since their introduction in opset 10.
+        "MatMulInteger" | "ConvInteger" => Some(10),
         _ => None,
     }
 }
@@ -964,6 +967,13 @@ impl Importer {
             "ScatterElements" => self.scatter_elements(node, &a, "ScatterElements"),
             "Scatter" => self.scatter_elements(node, &a, "Scatter"),
             "ScatterND" => self.scatter_nd(node, &a),
+            // Linear quantization (quant.rs).
+            "DequantizeLinear" => self.dequantize_linear(node, &a),
+            "QuantizeLinear" => self.quantize_linear(node, &a),
+            "DynamicQuantizeLinear" => self.dynamic_quantize_linear(node),
+            "QLinearMatMul" => self.qlinear_matmul(node),
+            "MatMulInteger" => self.matmul_integer(node),
+            "ConvInteger" => self.conv_integer(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
