@@ -502,3 +502,68 @@ fn what_the_index_compositions_cannot_express_is_refused() {
     );
     assert!(e.contains("rank 3 or 4"), "{e}");
 }
+
+#[test]
+fn compress_reverse_sequence_and_max_unpool_move_elements() {
+    let x = poisoned();
+    let d = [3, 3];
+    // Compress rows 0 and 2 (the condition shorter than the axis drops the rest).
+    let cond = || TensorProto {
+        name: Some("c".into()),
+        dims: vec![2],
+        data_type: Some(DataType::Bool as i32),
+        int32_data: vec![1, 0],
+        ..Default::default()
+    };
+    let (s, y) = run(
+        11,
+        "Compress",
+        vec![ai("axis", 1)],
+        &[fin("x", &d, &x)],
+        vec![cond()],
+        &["x", "c"],
+    );
+    assert_eq!(s, [3, 1]);
+    assert_eq!(y, [1.0, 4.0, 7.0]);
+    // Without an axis: the flattened elements 0 (only).
+    let (s, y) = run(
+        11,
+        "Compress",
+        vec![],
+        &[fin("x", &d, &x)],
+        vec![cond()],
+        &["x", "c"],
+    );
+    assert_eq!(s, [1]);
+    assert_eq!(y, [1.0]);
+    // ReverseSequence (opset 10), batch along axis 0: row 0 reversed over 3, row 1 over 2,
+    // row 2 over 1 (unchanged).
+    let (_, y) = run(
+        10,
+        "ReverseSequence",
+        vec![ai("batch_axis", 0), ai("time_axis", 1)],
+        &[fin("x", &d, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])],
+        vec![ti64("l", &[3], &[3, 2, 1])],
+        &["x", "l"],
+    );
+    assert_eq!(y, [3.0, 2.0, 1.0, 5.0, 4.0, 6.0, 7.0, 8.0, 9.0]);
+    // MaxUnpool of a 2x2 map by a 2x2 window, stride 2, into a 5x5 output_shape.
+    let (s, y) = run(
+        22,
+        "MaxUnpool",
+        vec![ais("kernel_shape", &[2, 2]), ais("strides", &[2, 2])],
+        &[fin("x", &[1, 1, 2, 2], &[f32::INFINITY, 2.0, 3.0, 4.0])],
+        vec![
+            ti64("i", &[1, 1, 2, 2], &[5, 3, 8, 15]),
+            ti64("o", &[4], &[1, 1, 5, 5]),
+        ],
+        &["x", "i", "o"],
+    );
+    assert_eq!(s, [1, 1, 5, 5]);
+    let mut want = vec![0.0; 25];
+    // Flat indices into the 4x4 unpooled map, placed at the 5x5 output's top left.
+    for (i, v) in [(5, f64::INFINITY), (3, 2.0), (8, 3.0), (15, 4.0)] {
+        want[(i / 4) * 5 + i % 4] = v;
+    }
+    assert_eq!(y, want);
+}

@@ -465,14 +465,15 @@ impl Importer {
     }
 
     /// The output of a gather whose every element `j` (row-major over `out_shape`) is the
-    /// data element `src[j]` (row-major), emitted as the node's output.
+    /// data element `src[j]` (row-major), or 0 where `src[j]` is `None`, emitted as the
+    /// node's output.
     fn gather_const(
         &mut self,
         node: &NodeProto,
         op: &'static str,
         data: Value,
         out_shape: Vec<u64>,
-        src: &[usize],
+        src: &[Option<usize>],
     ) -> R<()> {
         let ty = self.em.ty(data)?.clone();
         let n = tensor::numel(&ty.shape).unwrap_or(u64::MAX);
@@ -500,8 +501,10 @@ impl Importer {
             ));
         }
         let mut mask = vec![0i64; (j * n) as usize];
-        for (row, &s) in src.iter().enumerate() {
-            mask[row * n as usize + s] = 1;
+        for (row, s) in src.iter().enumerate() {
+            if let Some(s) = s {
+                mask[row * n as usize + s] = 1;
+            }
         }
         let mask = self.konst_for(
             node,
@@ -558,7 +561,7 @@ impl Importer {
                     let mut d = o[..axis].to_vec();
                     d.push(i);
                     d.extend_from_slice(&o[axis + is.len()..]);
-                    src.push(flat(&st, &d));
+                    src.push(Some(flat(&st, &d)));
                 }
                 Err(e) => bad = Some(e),
             }
@@ -753,7 +756,7 @@ impl Importer {
         let k = *idx.shape.last().unwrap_or(&0) as usize;
         let mut out = idx.shape[..idx.shape.len() - 1].to_vec();
         out.extend_from_slice(&ds[batch + k..]);
-        let src: Vec<usize> = tuples.into_iter().flatten().collect();
+        let src: Vec<Option<usize>> = tuples.into_iter().flatten().map(Some).collect();
         self.gather_const(node, "GatherND", data, out, &src)
     }
 
@@ -845,5 +848,142 @@ impl Importer {
             Reduction::Min => self.push_op(bin(BinaryOp::Min), &[data, c])?,
         };
         self.emit(node, Op::Where, &[hit, combined, data])
+    }
+
+    /// Compress with a constant condition: the slices (or, without `axis`, the elements of
+    /// the flattened input) whose condition is true, in order.
+    pub(super) fn compress(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "Compress";
+        let cond = self.req_const_in(node, 1, "condition")?.ints();
+        let data = self.in_value(node, 0)?;
+        let ds = self.em.ty(data)?.shape.clone();
+        let (shape, axis) = match a.int("axis")? {
+            Some(ax) => (ds.clone(), norm_axis(ax, ds.len().max(1))?),
+            None => (vec![tensor::numel(&ds).unwrap_or(0)], 0),
+        };
+        if shape.is_empty() {
+            return Err(refuse(OP, "the input needs rank 1 or more"));
+        }
+        let keep: Vec<u64> = (0..shape[axis].min(cond.len() as u64))
+            .filter(|&i| cond[i as usize] != 0)
+            .collect();
+        let mut out = shape.clone();
+        out[axis] = keep.len() as u64;
+        let st = tensor::strides(&shape);
+        let mut src = Vec::new();
+        tensor::for_each_index(&out, |o| {
+            let mut d = o.to_vec();
+            d[axis] = keep[o[axis] as usize];
+            src.push(Some(flat(&st, &d)));
+        });
+        self.gather_const(node, OP, data, out, &src)
+    }
+
+    /// ReverseSequence (unchanged since opset 10) with constant lengths: along `time_axis`,
+    /// the first `sequence_lens[b]` elements of batch entry `b` reversed, the rest as they are.
+    pub(super) fn reverse_sequence(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "ReverseSequence";
+        let lens = self.req_const_in(node, 1, "sequence_lens")?.ints();
+        let data = self.in_value(node, 0)?;
+        let ds = self.em.ty(data)?.shape.clone();
+        if ds.len() < 2 {
+            return Err(refuse(OP, "the input needs rank 2 or more"));
+        }
+        let bax = norm_axis(a.int("batch_axis")?.unwrap_or(1), ds.len())?;
+        let tax = norm_axis(a.int("time_axis")?.unwrap_or(0), ds.len())?;
+        if bax == tax || lens.len() as u64 != ds[bax] {
+            return Err(refuse(
+                OP,
+                format!(
+                    "{} sequence lengths for batch axis {bax} and time axis {tax} of {ds:?}",
+                    lens.len()
+                ),
+            ));
+        }
+        if let Some(&l) = lens.iter().find(|&&l| l < 0 || l as u64 > ds[tax]) {
+            return Err(refuse(
+                OP,
+                format!("sequence length {l} is outside 0..={}", ds[tax]),
+            ));
+        }
+        let st = tensor::strides(&ds);
+        let mut src = Vec::new();
+        tensor::for_each_index(&ds, |o| {
+            let l = lens[o[bax] as usize] as u64;
+            let mut d = o.to_vec();
+            if d[tax] < l {
+                d[tax] = l - 1 - d[tax];
+            }
+            src.push(Some(flat(&st, &d)));
+        });
+        self.gather_const(node, OP, data, ds, &src)
+    }
+
+    /// MaxUnpool with constant indices: each input element written where its index (into the
+    /// unpooled shape `(in - 1) * stride - pads + kernel`) points, zeros elsewhere, and that
+    /// result placed at the start of `output_shape` when one is given.
+    pub(super) fn max_unpool(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
+        const OP: &str = "MaxUnpool";
+        let idx = self.req_const_in(node, 1, "indices")?;
+        let data = self.in_value(node, 0)?;
+        let xs = self.em.ty(data)?.shape.clone();
+        let kernel = a.ints("kernel_shape")?.unwrap_or_default();
+        let sp = xs.len().saturating_sub(2);
+        if sp == 0 || kernel.len() != sp || idx.shape != xs {
+            return Err(refuse(
+                OP,
+                format!(
+                    "kernel_shape {kernel:?} and indices {:?} do not fit the input {xs:?}",
+                    idx.shape
+                ),
+            ));
+        }
+        let strides = a.ints("strides")?.unwrap_or(vec![1; sp]);
+        let pads = a.ints("pads")?.unwrap_or(vec![0; 2 * sp]);
+        if strides.len() != sp || pads.len() != 2 * sp {
+            return Err(refuse(
+                OP,
+                "strides and pads must have one (two) entries per spatial axis",
+            ));
+        }
+        let mut inferred = xs[..2].to_vec();
+        for d in 0..sp {
+            let v = (xs[d + 2] as i64 - 1) * strides[d] - pads[d] - pads[sp + d] + kernel[d];
+            if v < 1 {
+                return Err(refuse(
+                    OP,
+                    format!("the unpooled axis {} would be {v} long", d + 2),
+                ));
+            }
+            inferred.push(v as u64);
+        }
+        let out = match self.const_in(node, 2, "output_shape")? {
+            Some(t) => super::attrs::to_u64s("output_shape", &t.ints())?,
+            None => inferred.clone(),
+        };
+        if out.len() != inferred.len() || out.iter().zip(&inferred).any(|(o, i)| o < i) {
+            return Err(refuse(
+                OP,
+                format!("output_shape {out:?} is smaller than the unpooled shape {inferred:?}"),
+            ));
+        }
+        let total = tensor::numel(&inferred).unwrap_or(0);
+        let mut at: Vec<Option<usize>> = vec![None; total as usize];
+        for (e, &i) in idx.ints().iter().enumerate() {
+            if !(0..total as i64).contains(&i) {
+                return Err(refuse(
+                    OP,
+                    format!("index {i} is outside the unpooled tensor of {total} elements"),
+                ));
+            }
+            at[i as usize] = Some(e);
+        }
+        let ist = tensor::strides(&inferred);
+        let mut src = Vec::new();
+        tensor::for_each_index(&out, |o| {
+            let inside = o.iter().zip(&inferred).all(|(&c, &n)| c < n);
+            src.push(if inside { at[flat(&ist, o)] } else { None });
+        });
+        self.gather_const(node, OP, data, out, &src)
     }
 }

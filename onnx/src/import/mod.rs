@@ -54,7 +54,7 @@ fn stable_since(op_type: &str) -> Option<i64> {
         // without negative indices, which only widen what it accepts.
         "Shrink" | "Scatter" => Some(9),
         // One version each since their introduction in opset 10.
-        "MatMulInteger" | "ConvInteger" => Some(10),
+        "MatMulInteger" | "ConvInteger" | "ReverseSequence" => Some(10),
         _ => None,
     }
 }
@@ -967,6 +967,9 @@ impl Importer {
             "ScatterElements" => self.scatter_elements(node, &a, "ScatterElements"),
             "Scatter" => self.scatter_elements(node, &a, "Scatter"),
             "ScatterND" => self.scatter_nd(node, &a),
+            "Compress" => self.compress(node, &a),
+            "ReverseSequence" => self.reverse_sequence(node, &a),
+            "MaxUnpool" => self.max_unpool(node, &a),
             // Linear quantization (quant.rs).
             "DequantizeLinear" => self.dequantize_linear(node, &a),
             "QuantizeLinear" => self.quantize_linear(node, &a),
