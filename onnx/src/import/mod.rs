@@ -17,6 +17,7 @@ mod fold;
 mod linear;
 mod norm;
 mod quant;
+mod recurrent;
 mod resize;
 mod shape;
 mod symshape;
@@ -970,6 +971,9 @@ impl Importer {
             "Compress" => self.compress(node, &a),
             "ReverseSequence" => self.reverse_sequence(node, &a),
             "MaxUnpool" => self.max_unpool(node, &a),
+            "RNN" => self.recurrent(node, &a, recurrent::Cell::Rnn),
+            "GRU" => self.recurrent(node, &a, recurrent::Cell::Gru),
+            "LSTM" => self.recurrent(node, &a, recurrent::Cell::Lstm),
             // Linear quantization (quant.rs).
             "DequantizeLinear" => self.dequantize_linear(node, &a),
             "QuantizeLinear" => self.quantize_linear(node, &a),
