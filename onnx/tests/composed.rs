@@ -567,3 +567,110 @@ fn compress_reverse_sequence_and_max_unpool_move_elements() {
     }
     assert_eq!(y, want);
 }
+
+fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+#[test]
+fn recurrent_cells_unroll_over_the_sequence() {
+    // One input, one hidden unit, three steps, batch 1: the cells' equations written out.
+    let xs = [0.5f32, -1.0, 2.0];
+    let d = [3, 1, 1];
+    let go = |op: &str, w: &[f32], r: &[f32], b: &[f32], g: i64, attrs| {
+        let inits = vec![
+            tf32("W", &[1, g, 1], w),
+            tf32("R", &[1, g, 1], r),
+            tf32("B", &[1, 2 * g], b),
+        ];
+        let m = model(
+            22,
+            vec![input("x", &d)],
+            &["Y", "Y_h"],
+            inits,
+            vec![node(op, &["x", "W", "R", "B"], &["Y", "Y_h"], attrs)],
+        );
+        let imp = import(&m).unwrap_or_else(|e| panic!("{op}: {e}"));
+        let st = imp.weights.to_safetensors().unwrap();
+        let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
+        let x = tir_interp::Tensor::f32(vec![3, 1, 1], xs.to_vec()).unwrap();
+        let got = tir_interp::run(&imp.module, &weights, &[x]).unwrap();
+        assert_eq!(got[0].shape(), [3, 1, 1, 1]);
+        assert_eq!(got[1].shape(), [1, 1, 1]);
+        (got[0].to_f64(), got[1].to_f64())
+    };
+    let (y, yh) = go(
+        "RNN",
+        &[0.7],
+        &[-0.4],
+        &[0.1, 0.2],
+        1,
+        vec![ai("hidden_size", 1)],
+    );
+    let mut h = 0.0f64;
+    let mut want = vec![];
+    for &x in &xs {
+        h = (0.7 * x as f64 + -0.4 * h + 0.3).tanh();
+        want.push(h);
+    }
+    assert_close(&y, &want, "RNN Y");
+    assert_close(&yh, &want[2..], "RNN Y_h");
+    // GRU, gates z, r, h.
+    let (w, r, b) = (
+        [0.5f32, -0.3, 0.8],
+        [0.2f32, 0.6, -0.5],
+        [0.1f32, 0.0, -0.2, 0.05, 0.3, 0.1],
+    );
+    let (y, _) = go("GRU", &w, &r, &b, 3, vec![ai("hidden_size", 1)]);
+    let f = |v: f32| v as f64;
+    let mut h = 0.0f64;
+    let mut want = vec![];
+    for &x in &xs {
+        let x = x as f64;
+        let z = sigmoid(f(w[0]) * x + f(r[0]) * h + f(b[0]) + f(b[3]));
+        let rg = sigmoid(f(w[1]) * x + f(r[1]) * h + f(b[1]) + f(b[4]));
+        let c = (f(w[2]) * x + f(r[2]) * (rg * h) + f(b[2]) + f(b[5])).tanh();
+        h = (1.0 - z) * c + z * h;
+        want.push(h);
+    }
+    assert_close(&y, &want, "GRU Y");
+    // LSTM, gates i, o, f, c.
+    let (w, r) = ([0.5f32, -0.3, 0.8, 0.4], [0.2f32, 0.6, -0.5, 0.3]);
+    let b = [0.1f32, 0.0, -0.2, 0.05, 0.3, 0.1, 0.0, -0.1];
+    let (y, _) = go("LSTM", &w, &r, &b, 4, vec![ai("hidden_size", 1)]);
+    let (mut h, mut c) = (0.0f64, 0.0f64);
+    let mut want = vec![];
+    for &x in &xs {
+        let x = x as f64;
+        let gate = |k: usize| f(w[k]) * x + f(r[k]) * h + f(b[k]) + f(b[4 + k]);
+        let (i, o, fg, cc) = (
+            sigmoid(gate(0)),
+            sigmoid(gate(1)),
+            sigmoid(gate(2)),
+            gate(3).tanh(),
+        );
+        c = fg * c + i * cc;
+        h = o * c.tanh();
+        want.push(h);
+    }
+    assert_close(&y, &want, "LSTM Y");
+    let e = error(&model(
+        22,
+        vec![input("x", &d)],
+        &["Y"],
+        vec![
+            tf32("W", &[2, 1, 1], &[1.0, 1.0]),
+            tf32("R", &[2, 1, 1], &[1.0, 1.0]),
+        ],
+        vec![node(
+            "RNN",
+            &["x", "W", "R"],
+            &["Y"],
+            vec![ai("hidden_size", 1), as_("direction", "bidirectional")],
+        )],
+    ));
+    assert!(
+        e.contains("direction `bidirectional` is not supported"),
+        "{e}"
+    );
+}
