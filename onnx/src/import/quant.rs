@@ -78,8 +78,7 @@ impl Importer {
         what: &str,
         t: &Tensor,
         xs: &[u64],
-        axis: i64,
-        block: i64,
+        (axis, block): (i64, i64),
     ) -> R<Value> {
         let v = t.floats();
         if v.len() == 1 {
@@ -135,7 +134,6 @@ impl Importer {
     /// Input `i`, a scale (`float`, f32 only) or zero point, shaped by [`Importer::q_param`]
     /// when constant; computed at run time it must hold one element and becomes an f32
     /// scalar. `None` when absent, or a zero point that is all zeros.
-    #[allow(clippy::too_many_arguments)]
     fn q_param_in(
         &mut self,
         node: &NodeProto,
@@ -143,8 +141,7 @@ impl Importer {
         i: usize,
         float: bool,
         xs: &[u64],
-        axis: i64,
-        block: i64,
+        ax: (i64, i64),
     ) -> R<Option<Value>> {
         let what = if float { "scale" } else { "zero_point" };
         let v = match self.opt_in(node, i)? {
@@ -159,7 +156,7 @@ impl Importer {
                 if !float && t.floats().iter().all(|&f| f == 0.0) {
                     return Ok(None);
                 }
-                return self.q_param(node, op, what, &t, xs, axis, block).map(Some);
+                return self.q_param(node, op, what, &t, xs, ax).map(Some);
             }
             Some(_) => self.in_value(node, i)?,
         };
@@ -188,17 +185,17 @@ impl Importer {
                 return Err(refuse(OP, "an output type other than f32 is not supported"));
             }
         }
-        let (axis, block) = (
+        let ax = (
             a.int("axis")?.unwrap_or(1),
             a.int("block_size")?.unwrap_or(0),
         );
         let xs = &ty.shape;
-        let s = self.q_param_in(node, OP, 1, true, xs, axis, block)?;
+        let s = self.q_param_in(node, OP, 1, true, xs, ax)?;
         let s = s.ok_or(NodeError::MissingInput {
             index: 1,
             what: Some("scale"),
         })?;
-        let z = self.q_param_in(node, OP, 2, false, xs, axis, block)?;
+        let z = self.q_param_in(node, OP, 2, false, xs, ax)?;
         let mut v = self.q_push(Op::Cast { to: DType::F32 }, &[x])?;
         if let Some(z) = z {
             v = self.q_push(bin(BinaryOp::Sub), &[v, z])?;
@@ -250,17 +247,17 @@ impl Importer {
                 format!("quantizing to {to} is not supported (u8, i8)"),
             ));
         }
-        let (axis, block) = (
+        let ax = (
             a.int("axis")?.unwrap_or(1),
             a.int("block_size")?.unwrap_or(0),
         );
         let xs = &ty.shape;
-        let s = self.q_param_in(node, OP, 1, true, xs, axis, block)?;
+        let s = self.q_param_in(node, OP, 1, true, xs, ax)?;
         let s = s.ok_or(NodeError::MissingInput {
             index: 1,
             what: Some("scale"),
         })?;
-        let z = self.q_param_in(node, OP, 2, false, xs, axis, block)?;
+        let z = self.q_param_in(node, OP, 2, false, xs, ax)?;
         let q = self.q_push(bin(BinaryOp::Div), &[x, s])?;
         let mut q = self.q_push(Op::Unary(UnaryOp::Round), &[q])?;
         if let Some(z) = z {
