@@ -229,13 +229,7 @@ fn error_messages() {
         ),
         (
             "runtime gather",
-            one(
-                "Gather",
-                &["x", "i"],
-                vec![],
-                vec![ti64("i", &[1], &[0])],
-                13,
-            ),
+            one("Gather", &["x", "x"], vec![], vec![], 13),
         ),
         (
             "gather out of range",

@@ -588,6 +588,9 @@ impl Importer {
             },
         };
         let x = self.in_value(node, 0)?;
+        if !self.em.ty(x)?.dtype.is_float() {
+            return self.trilu_masked(node, x, upper, k);
+        }
         self.emit(node, Op::Trilu { upper, k }, &[x])
     }
 

@@ -9,6 +9,7 @@
 
 mod attention;
 mod attrs;
+mod compose;
 mod conv;
 mod decompose;
 mod elementwise;
@@ -16,6 +17,8 @@ mod fold;
 mod grid;
 mod linear;
 mod norm;
+mod quant;
+mod recurrent;
 mod resize;
 mod shape;
 mod symshape;
@@ -49,6 +52,11 @@ fn stable_since(op_type: &str) -> Option<i64> {
         // Logic on bool: unchanged since broadcasting arrived (opset 7); Not since opset 1.
         "And" | "Or" | "Xor" => Some(7),
         "Not" => Some(1),
+        // Shrink has one version (9); Scatter's (9, removed in 11) is ScatterElements-11
+        // without negative indices, which only widen what it accepts.
+        "Shrink" | "Scatter" => Some(9),
+        // One version each since their introduction in opset 10.
+        "MatMulInteger" | "ConvInteger" | "ReverseSequence" => Some(10),
         _ => None,
     }
 }
@@ -918,7 +926,7 @@ impl Importer {
                 let fmod = a.int("fmod")?.unwrap_or(0) != 0;
                 self.emit(node, Op::Mod { fmod }, &[x, y])
             }
-            "Gather" | "ConstantOfShape" | "Expand" | "Range" => Err(NodeError::OnlyOnConstants {
+            "ConstantOfShape" | "Range" => Err(NodeError::OnlyOnConstants {
                 op_type: op_type.to_string(),
             }),
             // Compositions of existing IR ops (decompose.rs).
@@ -947,6 +955,34 @@ impl Importer {
             "RotaryEmbedding" => self.rotary_embedding(node, &a),
             "AffineGrid" => self.affine_grid(node, &a),
             "GridSample" => self.grid_sample(node, &a),
+            // More compositions (compose.rs).
+            "Hardmax" => self.hardmax(node, &a),
+            "IsInf" => self.is_inf(node, &a),
+            "IsNaN" => self.is_nan(node),
+            "Shrink" => self.shrink(node, &a),
+            "EyeLike" => self.eye_like(node, &a),
+            "OneHot" => self.one_hot(node, &a),
+            "Expand" => self.expand(node),
+            "LpPool" => self.lp_pool(node, &a),
+            "Gather" => self.gather(node, &a),
+            "GatherElements" => self.gather_elements(node, &a),
+            "GatherND" => self.gather_nd(node, &a),
+            "ScatterElements" => self.scatter_elements(node, &a, "ScatterElements"),
+            "Scatter" => self.scatter_elements(node, &a, "Scatter"),
+            "ScatterND" => self.scatter_nd(node, &a),
+            "Compress" => self.compress(node, &a),
+            "ReverseSequence" => self.reverse_sequence(node, &a),
+            "MaxUnpool" => self.max_unpool(node, &a),
+            "RNN" => self.recurrent(node, &a, recurrent::Cell::Rnn),
+            "GRU" => self.recurrent(node, &a, recurrent::Cell::Gru),
+            "LSTM" => self.recurrent(node, &a, recurrent::Cell::Lstm),
+            // Linear quantization (quant.rs).
+            "DequantizeLinear" => self.dequantize_linear(node, &a),
+            "QuantizeLinear" => self.quantize_linear(node, &a),
+            "DynamicQuantizeLinear" => self.dynamic_quantize_linear(node),
+            "QLinearMatMul" => self.qlinear_matmul(node),
+            "MatMulInteger" => self.matmul_integer(node),
+            "ConvInteger" => self.conv_integer(node, &a),
             "" => Err(NodeError::NoOpType),
             other => Err(NodeError::Unsupported {
                 op_type: other.to_string(),
