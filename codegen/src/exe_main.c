@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -60,30 +59,6 @@ static void *xalloc(size_t n) {
     if (posix_memalign(&p, 64, n ? n : 64) != 0) out_of_memory(n);
     memset(p, 0, n ? n : 64);
     return p;
-}
-
-/* The slab, when it spans at least one 2 MiB huge page: 2 MiB-aligned and advised to
-   transparent huge pages (`madvise` mode, the common default; advice only, 4 KiB pages when
-   the kernel declines). With 4 KiB pages each process gets its own scatter of physical
-   pages, so which slab lines collide in the physically indexed L2 changes from one run of
-   the same executable to the next (issue 20's bimodal speeds); huge pages make the slab's
-   placement in the cache the same every run, and cost fewer TLB misses. `TIR_HUGE_PAGES=0`
-   in the environment keeps 4 KiB pages (bench/bimodal.sh compares the two). */
-#define HUGE_PAGE ((size_t)2 << 20)
-static void *slab_alloc(size_t n) {
-    const char *env = getenv("TIR_HUGE_PAGES");
-    if (n < HUGE_PAGE || (env && strcmp(env, "0") == 0)) return xalloc(n);
-    size_t len = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (len < n || len > SIZE_MAX - HUGE_PAGE) out_of_memory(n);
-    size_t map = len + HUGE_PAGE;
-    char *p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) out_of_memory(n);
-    uintptr_t a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-    size_t head = a - (uintptr_t)p, tail = map - head - len;
-    if (head) munmap(p, head);
-    if (tail) munmap((char *)a + len, tail);
-    madvise((void *)a, len, MADV_HUGEPAGE);
-    return (void *)a;
 }
 
 /* ---- reading `.npy` inputs -------------------------------------------------------------
@@ -952,7 +927,7 @@ int main(int argc, char **argv) {
     }
 #else
     unsigned long long slab_size = MODEL_SLAB();
-    void *slab = slab_alloc(slab_size);
+    void *slab = xalloc(slab_size);
     printf("slab: %llu bytes\n", slab_size);
 #endif
     pool_start(threads ? (int)threads : cpus_allowed());
