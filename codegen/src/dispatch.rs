@@ -5,6 +5,7 @@
 use crate::kernels::common::unsupported;
 use crate::kernels::common::Call;
 use crate::kernels::sample;
+use crate::kernels::scan;
 use crate::kernels::{conv, copy, elementwise, gather, matmul, norm, pool, typed};
 use crate::nest::R;
 use crate::storage::Storage;
@@ -81,6 +82,9 @@ pub(crate) fn emit_op<'a, 'c>(
         | Op::ArgReduce { .. }
         | Op::Mod { .. } => typed_op(g, func, st, op, name),
         Op::GridSample(gs) => sample::grid_sample(g, func, st, op, gs, name),
+        Op::CumSum { .. } => scan::cumsum(g, func, st, op, name),
+        // Its indices are i64: always `typed_op`.
+        Op::TopK { .. } => scan::top_k(g, func, st, op, name),
     }
 }
 
@@ -100,6 +104,8 @@ fn typed_op<'a, 'c>(
         Op::Logical(l) => typed::logical(g, func, st, op, Some(*l), name),
         Op::Not => typed::logical(g, func, st, op, None, name),
         Op::ArgReduce { .. } => typed::arg_reduce(g, func, st, op, name),
+        Op::CumSum { .. } => scan::cumsum(g, func, st, op, name),
+        Op::TopK { .. } => scan::top_k(g, func, st, op, name),
         Op::Binary {
             op: b,
             activation: None,

@@ -384,5 +384,25 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
         // Buffers only: a bufferized op's `outs` say where its result lives, not what it is.
         Op::AllocSlab { .. } | Op::AllocTensor { .. } => {}
         Op::GridSample(gs) => kernels::grid_sample(gs, ins[0], ins[1], out),
+        Op::CumSum {
+            axis: a,
+            exclusive,
+            reverse,
+        } => {
+            let ax = axis(*a, ins[0].shape.len());
+            // Summed in f32, one rounding per step: NumPy's `cumsum` on float32.
+            let y = crate::scan::cumsum(
+                ins[0].data,
+                ins[0].shape,
+                ax,
+                *exclusive,
+                *reverse,
+                0.0f32,
+                |a, b| a + b,
+            );
+            out.data.copy_from_slice(&y)
+        }
+        // Its indices are i64, never f32: `typed` runs it.
+        Op::TopK { .. } => {}
     }
 }

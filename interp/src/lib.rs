@@ -16,6 +16,7 @@
 pub mod eval;
 pub mod kernels;
 pub mod npy;
+pub mod scan;
 pub mod tensor;
 pub mod typed;
 pub mod weights;

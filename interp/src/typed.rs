@@ -326,6 +326,39 @@ pub fn exec(op: &Op, ins: &[In], outs: &[&TensorType]) -> Option<Vec<Data>> {
             let w = widen(ins[0].data);
             Data::I64(arg_reduce(&w, &shape, ax, *max, *select_last_index))
         }
+        Op::CumSum {
+            axis,
+            exclusive,
+            reverse,
+        } => {
+            let shape = dims(ins[0].ty);
+            let ax = norm_axis(*axis, shape.len()).ok()?;
+            // Integers only (f32 runs the f32 kernel): wrapping in i64 and truncating is
+            // wrapping in the narrower type.
+            let Wide::I(x) = widen(ins[0].data) else {
+                return None;
+            };
+            let y = crate::scan::cumsum(&x, &shape, ax, *exclusive, *reverse, 0, i64::wrapping_add);
+            narrow(out.dtype, &Wide::I(y))
+        }
+        Op::TopK { axis, k, largest } => {
+            let shape = dims(ins[0].ty);
+            let ax = norm_axis(*axis, shape.len()).ok()?;
+            let k = usize::try_from(*k).ok()?;
+            let (values, indices) = match widen(ins[0].data) {
+                // Widening to f64 is exact, so f64's order is the element type's.
+                Wide::F(x) => {
+                    let (v, i) =
+                        crate::scan::top_k(&x, &shape, ax, k, *largest, crate::scan::float_order);
+                    (Wide::F(v), i)
+                }
+                Wide::I(x) => {
+                    let (v, i) = crate::scan::top_k(&x, &shape, ax, k, *largest, |a, b| a.cmp(&b));
+                    (Wide::I(v), i)
+                }
+            };
+            return Some(vec![narrow(out.dtype, &values), Data::I64(indices)]);
+        }
         _ => return None,
     };
     Some(vec![data])

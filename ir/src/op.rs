@@ -736,6 +736,24 @@ pub enum Op {
         offset: u64,
     },
     GridSample(GridSample),
+    /// The running sum along `axis` (ONNX CumSum), summed sequentially in the element type:
+    /// `y[0] = x[0]`, `y[j] = y[j-1] + x[j]` (f32: one rounding per step, NumPy's
+    /// `cumsum`; integers wrap). With `exclusive` element `j` leaves out `x[j]` (`y[0] = 0`,
+    /// `y[j] = y[j-1] + x[j-1]`); with `reverse` the sum runs from the end of the axis.
+    CumSum {
+        axis: i64,
+        exclusive: bool,
+        reverse: bool,
+    },
+    /// The `k` largest (`largest`) or smallest elements along `axis` and their indices (ONNX
+    /// TopK with a constant K): two results, the values (the operand's type) and the `i64`
+    /// indices, in order, best first. Equal values keep the lower index first; a NaN is
+    /// greater than every number (NumPy's sort order), so it comes first when `largest`.
+    TopK {
+        axis: i64,
+        k: u64,
+        largest: bool,
+    },
 }
 
 /// How many operands an op takes.
@@ -896,6 +914,8 @@ pub const OP_NAMES: &[&str] = &[
     "alloc_slab",
     "alloc_tensor",
     "grid_sample",
+    "cumsum",
+    "top_k",
 ];
 
 impl Op {
@@ -942,6 +962,8 @@ impl Op {
             Op::AllocSlab { .. } => "alloc_slab",
             Op::AllocTensor { .. } => "alloc_tensor",
             Op::GridSample(_) => "grid_sample",
+            Op::CumSum { .. } => "cumsum",
+            Op::TopK { .. } => "top_k",
         }
     }
 
@@ -976,14 +998,17 @@ impl Op {
             | Op::Pad { .. }
             | Op::Reduce { .. }
             | Op::Resize(_)
-            | Op::Trilu { .. } => Arity::Exactly(1),
+            | Op::Trilu { .. }
+            | Op::CumSum { .. }
+            | Op::TopK { .. } => Arity::Exactly(1),
         }
     }
 
-    /// Number of results; only `split` has more than one.
+    /// Number of results; only `split` and `top_k` (values, indices) have more than one.
     pub fn num_results(&self) -> usize {
         match self {
             Op::Split { sizes, .. } => sizes.len(),
+            Op::TopK { .. } => 2,
             Op::Const { .. }
             | Op::Conv2d(_)
             | Op::ConvTranspose(_)
@@ -1021,7 +1046,8 @@ impl Op {
             | Op::Mod { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. }
-            | Op::GridSample(_) => 1,
+            | Op::GridSample(_)
+            | Op::CumSum { .. } => 1,
         }
     }
 
@@ -1065,7 +1091,9 @@ impl Op {
             | Op::Mod { .. }
             | Op::AllocSlab { .. }
             | Op::AllocTensor { .. }
-            | Op::GridSample(_) => None,
+            | Op::GridSample(_)
+            | Op::CumSum { .. }
+            | Op::TopK { .. } => None,
         }
     }
 
@@ -1117,6 +1145,10 @@ impl Op {
             Op::AllocTensor { .. } => (Buffer, Own, true),
             // An output pixel reads input pixels anywhere in its image.
             Op::GridSample(_) => (Operator, Own, false),
+            // Element `j` reads every earlier element of its line.
+            Op::CumSum { .. } => (Operator, Own, false),
+            // Each result element may come from anywhere along the axis.
+            Op::TopK { .. } => (Operator, Own, false),
         };
         OpProps {
             role,
@@ -1588,6 +1620,31 @@ impl Op {
                 }),
                 &["mode", "padding_mode", "align_corners"],
             ),
+            "cumsum" => (
+                Op::CumSum {
+                    axis: r.int_req("axis"),
+                    exclusive: r.bool("exclusive", false),
+                    reverse: r.bool("reverse", false),
+                },
+                &["axis", "exclusive", "reverse"],
+            ),
+            "top_k" => {
+                if !r.has("k") {
+                    r.int_req("k");
+                }
+                let k = r.uint("k", 1);
+                if k == 0 {
+                    r.bad("k", "must be positive");
+                }
+                (
+                    Op::TopK {
+                        axis: r.int("axis", -1),
+                        k,
+                        largest: r.bool("largest", true),
+                    },
+                    &["axis", "k", "largest"],
+                )
+            }
             _ => unreachable!("every name in OP_NAMES is handled"),
         };
         let errors = r.finish(known);
@@ -1729,6 +1786,20 @@ impl Op {
                     w.word("padding_mode", g.padding);
                 }
                 w.bool("align_corners", g.align_corners, false);
+            }
+            Op::CumSum {
+                axis,
+                exclusive,
+                reverse,
+            } => {
+                w.int("axis", *axis, None);
+                w.bool("exclusive", *exclusive, false);
+                w.bool("reverse", *reverse, false);
+            }
+            Op::TopK { axis, k, largest } => {
+                w.int("axis", *axis, Some(-1));
+                w.int("k", *k as i64, None);
+                w.bool("largest", *largest, true);
             }
         }
         w.items

@@ -687,6 +687,44 @@ pub fn infer_dims<D: Dim>(
             })?;
             one(out)
         }
+        Op::CumSum { axis, .. } => {
+            let t = ins[0];
+            if !matches!(t.dtype, DType::F32 | DType::I32 | DType::I64) {
+                return err_at(
+                    0,
+                    format!("`cumsum` takes f32, i32 or i64 tensors, got {t}"),
+                );
+            }
+            norm_axis(*axis, t.rank())?;
+            one(t.clone())
+        }
+        Op::TopK { axis, k, .. } => {
+            let t = ins[0];
+            if !matches!(
+                t.dtype,
+                DType::F32 | DType::I8 | DType::U8 | DType::I32 | DType::I64
+            ) {
+                return err_at(
+                    0,
+                    format!("`top_k` takes f32, i8, u8, i32 or i64 tensors, got {t}"),
+                );
+            }
+            let ax = norm_axis(*axis, t.rank())?;
+            cx.require_ge(&t.shape[ax], &D::lit(*k), || {
+                shape_error_at(
+                    0,
+                    format!(
+                        "`top_k` takes k = {k} elements along axis {ax} of {t}, which has fewer"
+                    ),
+                )
+            })?;
+            let mut s = t.shape.clone();
+            s[ax] = D::lit(*k);
+            Ok(vec![
+                TensorTypeOf::new(s.clone(), t.dtype),
+                TensorTypeOf::new(s, DType::I64),
+            ])
+        }
     }
 }
 

@@ -23,6 +23,8 @@ fn required(name: &str) -> Vec<(&'static str, AttrValue)> {
         "alloc_slab" => vec![("size", AttrValue::Int(64))],
         "cast" => vec![("to", AttrValue::Word("i64".into()))],
         "alloc_tensor" => vec![("offset", AttrValue::Int(0))],
+        "cumsum" => vec![("axis", AttrValue::Int(0))],
+        "top_k" => vec![("k", AttrValue::Int(1))],
         _ => vec![],
     }
 }

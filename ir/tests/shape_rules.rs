@@ -334,3 +334,84 @@ fn grid_sample_takes_its_output_size_from_the_grid() {
     );
     assert!(printed.contains("grid_sample(%0, %g) :"), "{printed}");
 }
+
+#[test]
+fn cumsum_keeps_its_operand_type_and_takes_f32_i32_i64() {
+    use tir_ir::DType;
+    let cs = |axis| Op::CumSum {
+        axis,
+        exclusive: false,
+        reverse: false,
+    };
+    assert_eq!(infer(&cs(-1), &[&t(&[2, 5])]).unwrap(), vec![t(&[2, 5])]);
+    let i32s = typed(&[7], DType::I32);
+    assert_eq!(infer(&cs(0), &[&i32s]).unwrap(), vec![i32s.clone()]);
+    assert_eq!(
+        refused(cs(2), &[t(&[2, 5])]),
+        "axis 2 is out of range for rank 2"
+    );
+    assert_eq!(
+        refused(cs(0), &[typed(&[3], DType::U8)]),
+        "`cumsum` takes f32, i32 or i64 tensors, got tensor<3xu8>"
+    );
+}
+
+#[test]
+fn top_k_has_two_results_values_and_i64_indices() {
+    use tir_ir::DType;
+    let tk = |axis, k| Op::TopK {
+        axis,
+        k,
+        largest: true,
+    };
+    assert_eq!(tk(0, 1).num_results(), 2);
+    assert_eq!(
+        infer(&tk(-1, 2), &[&t(&[3, 4])]).unwrap(),
+        vec![t(&[3, 2]), typed(&[3, 2], DType::I64)]
+    );
+    assert_eq!(
+        infer(&tk(0, 3), &[&typed(&[3, 4], DType::I32)]).unwrap(),
+        vec![typed(&[3, 4], DType::I32), typed(&[3, 4], DType::I64)]
+    );
+    assert_eq!(
+        refused(tk(1, 5), &[t(&[3, 4])]),
+        "`top_k` takes k = 5 elements along axis 1 of tensor<3x4xf32>, which has fewer"
+    );
+    assert_eq!(
+        refused(tk(0, 1), &[typed(&[3], DType::Bool)]),
+        "`top_k` takes f32, i8, u8, i32 or i64 tensors, got tensor<3xbool>"
+    );
+}
+
+#[test]
+fn cumsum_and_top_k_print_and_parse_back() {
+    let text = "module @m {\n  func @main(%x: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<2x4xf32>, tensor<2x4xi64>) {\n    \
+                %0 = cumsum(%x) {axis = 1, exclusive = true, reverse = true} : tensor<3x4xf32>\n    \
+                %1, %2 = top_k(%0) {axis = 0, k = 2, largest = false} : tensor<2x4xf32>, tensor<2x4xi64>\n    \
+                return %0, %1, %2\n  }\n}\n";
+    let m = tir_ir::parse_and_verify(text).expect("valid");
+    let printed = tir_ir::print(&m);
+    let again = tir_ir::parse_and_verify(&printed).expect("reparses");
+    assert_eq!(tir_ir::print(&again), printed);
+    assert!(
+        printed.contains("cumsum(%x) {axis = 1, exclusive = true, reverse = true}"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("%1, %2 = top_k(%0) {axis = 0, k = 2, largest = false}"),
+        "{printed}"
+    );
+    // Bad attributes are located diagnostics, not panics.
+    for bad in [
+        "top_k(%x) {k = 0}",
+        "top_k(%x) {}",
+        "top_k(%x) {k = -2}",
+        "cumsum(%x) {}",
+        "cumsum(%x) {axis = 0, exclusive = 3}",
+    ] {
+        let text = format!(
+            "module @m {{\n  func @main(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {{\n    %a, %b = {bad}\n    return %x\n  }}\n}}\n"
+        );
+        assert!(tir_ir::parse_and_verify(&text).is_err(), "{bad} accepted");
+    }
+}

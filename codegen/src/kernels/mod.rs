@@ -18,6 +18,8 @@
 //!
 //! - [`sample`]: grid_sample, its source coordinates computed per output pixel from the grid.
 //!
+//! - [`scan`]: cumsum and top_k, one pass per line along their axis, on f32 and integers.
+//!
 //! The families share [`common`], which imports none of them; no family imports the dispatch.
 
 pub(crate) mod common;
@@ -31,4 +33,5 @@ pub(crate) mod matmul;
 pub(crate) mod norm;
 pub(crate) mod pool;
 pub(crate) mod sample;
+pub(crate) mod scan;
 pub(crate) mod typed;
