@@ -184,6 +184,15 @@ pub enum NodeError {
     Unsupported { op_type: String, opset: i64 },
     #[error("`{op}` is supported only on constants (shape computations); here an input is computed at run time and the IR has no such op", op = shown(.op_type))]
     OnlyOnConstants { op_type: String },
+    /// An op whose result shape depends on the values of an input computed at run time
+    /// (NonZero's count of non-zero elements): static memory planning sizes every buffer at
+    /// compile time, so no plan can hold it.
+    #[error("the shape of `{}`'s result depends on the values of input {index} ({what}), which are computed at run time; static memory planning needs every shape at compile time (a constant input is folded)", shown(.op_type))]
+    ValueDependentShape {
+        op_type: String,
+        index: usize,
+        what: &'static str,
+    },
     #[error("input `{}` is not defined by any earlier node, initializer or graph input", shown(.name))]
     UndefinedInput { name: String },
     #[error("input {index}{} is required", .what.map(|w| format!(" ({w})")).unwrap_or_default())]

@@ -20,6 +20,7 @@ mod norm;
 mod quant;
 mod recurrent;
 mod resize;
+mod scan;
 mod shape;
 mod symshape;
 
@@ -976,6 +977,10 @@ impl Importer {
             "RNN" => self.recurrent(node, &a, recurrent::Cell::Rnn),
             "GRU" => self.recurrent(node, &a, recurrent::Cell::Gru),
             "LSTM" => self.recurrent(node, &a, recurrent::Cell::Lstm),
+            // Scans and selections (scan.rs).
+            "CumSum" => self.cumsum(node, &a),
+            "TopK" => self.top_k(node, &a),
+            "NonZero" => self.non_zero(node),
             // Linear quantization (quant.rs).
             "DequantizeLinear" => self.dequantize_linear(node, &a),
             "QuantizeLinear" => self.quantize_linear(node, &a),
