@@ -12,6 +12,7 @@ mod attrs;
 mod compose;
 mod conv;
 mod decompose;
+mod einsum;
 mod elementwise;
 mod fold;
 mod grid;
@@ -981,6 +982,8 @@ impl Importer {
             "CumSum" => self.cumsum(node, &a),
             "TopK" => self.top_k(node, &a),
             "NonZero" => self.non_zero(node),
+            // A composition of transposes, reshapes, matmul and reduce_sum (einsum.rs).
+            "Einsum" => self.einsum(node, &a),
             // Linear quantization (quant.rs).
             "DequantizeLinear" => self.dequantize_linear(node, &a),
             "QuantizeLinear" => self.quantize_linear(node, &a),
