@@ -399,7 +399,7 @@ pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Resul
         records: input
             .records
             .iter()
-            .zip(&input.names)
+            .zip(input.names.iter())
             .map(|(r, name)| RecordJson {
                 name,
                 first_op: r.first_op,
@@ -474,9 +474,9 @@ fn emit_csv(out: &Path, input: &PlanInput, rows: &[OffsetsRow]) -> Result<(), Fa
     let rows: Vec<_> = input
         .records
         .iter()
-        .zip(&input.names)
+        .zip(input.names.iter())
         .map(|(r, name)| tir_passes::planner::csv::CsvRecord {
-            id: name.clone(),
+            id: name.to_string(),
             record: *r,
         })
         .collect();
