@@ -464,13 +464,7 @@ fn write_json(r: &Report<'_>, out: impl std::io::Write) -> std::io::Result<()> {
     j.key("records");
     j.begin_array();
     for rec in r.records.iter() {
-        j.element();
-        j.begin_object();
-        j.key_str("name", rec.name);
-        j.key_u64("first_op", rec.first_op as u64);
-        j.key_u64("last_op", rec.last_op as u64);
-        j.key_u64("size", rec.size);
-        j.end_object()?;
+        j.record(rec.name, rec.first_op as u64, rec.last_op as u64, rec.size)?;
     }
     j.end_array()?;
     j.key_u64("naive_total", r.naive_total);

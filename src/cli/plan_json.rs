@@ -124,6 +124,7 @@ impl<W: Write> Pretty<W> {
         self.next();
     }
 
+    #[inline]
     pub fn u64(&mut self, value: u64) {
         // Two digits at a time from the end, as itoa (which serde_json uses) does.
         const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
@@ -203,11 +204,48 @@ impl<W: Write> Pretty<W> {
     pub fn key_u64s(&mut self, key: &str, values: impl IntoIterator<Item = u64>) -> io::Result<()> {
         self.key(key);
         self.begin_array();
+        // The report's integer arrays sit at indent 4: their separator as one constant
+        // (a copy of known length, not a call).
+        const AT_4: &[u8] = b",\n        ";
         for v in values {
-            self.element();
+            if self.indent == 4 && !self.empty {
+                self.buf.extend_from_slice(AT_4);
+            } else {
+                self.element();
+            }
             self.u64(v);
             self.spill()?;
         }
         self.end_array()
+    }
+
+    /// One element of the report's `records` array (an array at indent 2): the object
+    /// `{"name", "first_op", "last_op", "size"}` written as whole lines, the hot loop of the
+    /// report, with what [`Self::begin_object`] and [`Self::key`] would write.
+    pub fn record(&mut self, name: &str, first_op: u64, last_op: u64, size: u64) -> io::Result<()> {
+        if self.indent != 2 {
+            self.element();
+            self.begin_object();
+            self.key_str("name", name);
+            self.key_u64("first_op", first_op);
+            self.key_u64("last_op", last_op);
+            self.key_u64("size", size);
+            return self.end_object();
+        }
+        self.buf.extend_from_slice(if self.empty {
+            b"\n    {\n      \"name\": "
+        } else {
+            b",\n    {\n      \"name\": "
+        });
+        self.str(name);
+        self.buf.extend_from_slice(b",\n      \"first_op\": ");
+        self.u64(first_op);
+        self.buf.extend_from_slice(b",\n      \"last_op\": ");
+        self.u64(last_op);
+        self.buf.extend_from_slice(b",\n      \"size\": ");
+        self.u64(size);
+        self.buf.extend_from_slice(b"\n    }");
+        self.empty = false;
+        self.spill()
     }
 }
