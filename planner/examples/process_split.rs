@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tir_planner::checker::check_offsets;
-use tir_planner::csv::{read_any_records_csv, CsvRecords};
+use tir_planner::csv::{read_any_records_columns, AnyCsvRows};
 use tir_planner::{lower_bounds, plan_offsets, OffsetStrategy, UsageRecord, DEFAULT_ALIGNMENT};
 
 fn cpu_time() -> Duration {
@@ -74,12 +74,10 @@ fn main() -> ExitCode {
                 }
             };
             let rows = timed(&mut phases[1], || {
-                read_any_records_csv(&text, false).map(|rows| match rows {
-                    CsvRecords::Bytes(rows) => rows
-                        .into_iter()
-                        .map(|r| (r.id, r.record))
-                        .unzip::<_, _, Vec<String>, Vec<UsageRecord>>(),
-                    _ => (Vec::new(), Vec::new()),
+                // As `tirc plan --records` reads it: ids in one buffer, records in a vector.
+                read_any_records_columns(&text, false).map(|rows| match rows {
+                    AnyCsvRows::Bytes(rows) => (rows.ids, rows.records),
+                    _ => (Default::default(), Vec::<UsageRecord>::new()),
                 })
             });
             let (_names, records) = match rows {

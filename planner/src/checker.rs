@@ -78,6 +78,40 @@ fn lifetime_is_valid(r: &UsageRecord) -> bool {
     r.first_op <= r.last_op
 }
 
+/// A record in the offsets check's sweep: when (its first or its last operator) and where.
+#[derive(Clone, Copy)]
+struct Live {
+    time: usize,
+    record: usize,
+    offset: u64,
+    end: u64,
+}
+
+/// Sorts sweep entries by time, stably. Operators up to a few per entry are counted into
+/// place (two linear passes); beyond, a comparison sort.
+fn sort_by_time(entries: &mut Vec<Live>) {
+    let Some(last) = entries.iter().map(|l| l.time).max() else {
+        return;
+    };
+    if last >= 4 * entries.len() + 4096 {
+        entries.sort_by_key(|l| l.time);
+        return;
+    }
+    let mut first_of = vec![0usize; last + 2];
+    for l in entries.iter() {
+        first_of[l.time + 1] += 1;
+    }
+    for t in 0..=last {
+        first_of[t + 1] += first_of[t];
+    }
+    let mut sorted = entries.clone();
+    for l in entries.iter() {
+        sorted[first_of[l.time]] = *l;
+        first_of[l.time] += 1;
+    }
+    *entries = sorted;
+}
+
 /// Checks an offsets plan: one aligned offset per record, every record's `size` bytes inside
 /// `[0, total_size)`, and no two records whose closed lifetimes intersect sharing a byte.
 /// Records of size 0 occupy no bytes. Every error found is returned; if the plan is invalid
@@ -97,8 +131,11 @@ pub fn check_offsets(
     if align == 0 {
         errors.push(CheckError::ZeroAlignment);
     }
-    // (record, end address) of the records that take part in the sweep.
-    let mut occupied: Vec<Option<u64>> = vec![None; records.len()];
+    // The records that take part in the sweep, each with everything the sweep reads about
+    // it, made in record order: sorted by time, the sweep then reads them as two streams,
+    // where looking each up by index missed the cache at every record (records start in
+    // random order on most plans).
+    let mut starts: Vec<Live> = Vec::with_capacity(records.len());
     for (record, (r, &offset)) in records.iter().zip(&plan.offsets).enumerate() {
         if !lifetime_is_valid(r) {
             errors.push(CheckError::InvalidLifetime { record });
@@ -114,7 +151,12 @@ pub fn check_offsets(
         match offset.checked_add(r.size) {
             Some(end) if end <= plan.total_size => {
                 if r.size > 0 {
-                    occupied[record] = Some(end);
+                    starts.push(Live {
+                        time: r.first_op,
+                        record,
+                        offset,
+                        end,
+                    });
                 }
             }
             _ => errors.push(CheckError::OutOfSlab {
@@ -125,30 +167,27 @@ pub fn check_offsets(
             }),
         }
     }
-
-    // Sorting (key, record) pairs, all distinct, rather than records by a key read through
-    // the index at every comparison: the same order without a cache miss per comparison.
-    let mut starts: Vec<(usize, usize)> = (0..records.len())
-        .filter(|&i| occupied[i].is_some())
-        .map(|i| (records[i].first_op, i))
-        .collect();
-    starts.sort_unstable();
-    let mut stops: Vec<(usize, usize)> = starts
+    let mut stops: Vec<Live> = starts
         .iter()
-        .map(|&(_, i)| (records[i].last_op, i))
+        .map(|l| Live {
+            time: records[l.record].last_op,
+            ..*l
+        })
         .collect();
-    stops.sort_unstable();
+    // By time, then record (both made in record order, and the sort is stable).
+    sort_by_time(&mut starts);
+    sort_by_time(&mut stops);
     // Address ranges of the records live at the current operator: (offset, record) -> end.
     let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
     let mut next_stop = 0;
-    for &(now, i) in &starts {
+    for l in &starts {
+        let (now, i, offset, end) = (l.time, l.record, l.offset, l.end);
         // A record whose last operator is before `now` is dead; one ending at `now` is not.
-        while next_stop < stops.len() && stops[next_stop].0 < now {
-            let j = stops[next_stop].1;
-            live.remove(&(plan.offsets[j], j));
+        while next_stop < stops.len() && stops[next_stop].time < now {
+            let dead = &stops[next_stop];
+            live.remove(&(dead.offset, dead.record));
             next_stop += 1;
         }
-        let (offset, end) = (plan.offsets[i], occupied[i].unwrap_or(plan.offsets[i]));
         // While the live ranges are disjoint, only the nearest range below can reach into
         // ours; every live range starting inside ours overlaps it.
         if let Some((&(_, below), &below_end)) = live.range(..(offset, 0)).next_back() {

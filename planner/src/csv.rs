@@ -190,6 +190,83 @@ fn describe_empty_lifetime(lower: u64, upper: u64, inclusive: bool) -> String {
     }
 }
 
+/// The ids of a file's rows, in row order, in one buffer: a million ids are two allocations,
+/// not a million. Also what `tirc plan` keeps as its records' display names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CsvIds {
+    text: String,
+    /// `ends[k]`: where id k ends in `text` (it starts where id k - 1 ends).
+    ends: Vec<usize>,
+}
+
+impl CsvIds {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends an id.
+    pub fn push(&mut self, id: &str) {
+        self.text.push_str(id);
+        self.ends.push(self.text.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Id `index`, if there is one.
+    pub fn get(&self, index: usize) -> Option<&str> {
+        let end = *self.ends.get(index)?;
+        let start = match index {
+            0 => 0,
+            _ => self.ends[index - 1],
+        };
+        self.text.get(start..end)
+    }
+
+    /// The ids in row order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        // Every `(start, end)` pair bounds one pushed `&str`, so each slice is on char
+        // boundaries.
+        (0..self.ends.len()).map(|k| {
+            let start = if k == 0 { 0 } else { self.ends[k - 1] };
+            &self.text[start..self.ends[k]]
+        })
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for CsvIds {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut ids = CsvIds::new();
+        for id in iter {
+            ids.push(id.as_ref());
+        }
+        ids
+    }
+}
+
+/// A file's rows column by column: `ids[k]` is the id of `records[k]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CsvRows<R> {
+    pub ids: CsvIds,
+    pub records: Vec<R>,
+}
+
+/// The rows of a file, by the kind of size its header names ([`read_any_records_columns`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnyCsvRows {
+    /// `size` in bytes.
+    Bytes(CsvRows<UsageRecord>),
+    /// `w,h`.
+    Dims2(CsvRows<UsageRecordNd<2>>),
+    /// `w,h,d`.
+    Dims3(CsvRows<UsageRecordNd<3>>),
+}
+
 /// Where each known column sits in a row.
 struct Columns {
     id: usize,
@@ -206,12 +283,13 @@ enum Sizes {
     Dims([usize; 2], Option<usize>),
 }
 
-fn parse_header(fields: &::csv::StringRecord, line: u64) -> Result<Columns, CsvError> {
+fn parse_header(row: Row<'_>, line: u64) -> Result<Columns, CsvError> {
     let err = |kind| CsvError { line, kind };
     // id, lower, upper, size, then w, h, d.
     let mut slots: [Option<usize>; 7] = [None; 7];
     let mut offset_seen = false;
-    for (index, name) in fields.iter().map(str::trim).enumerate() {
+    for index in 0..row.len() {
+        let name = row.field(index);
         let known = REQUIRED_COLUMNS
             .iter()
             .chain(&DIMENSION_COLUMNS)
@@ -267,12 +345,28 @@ fn parse_header(fields: &::csv::StringRecord, line: u64) -> Result<Columns, CsvE
         lower,
         upper,
         size,
-        count: fields.len(),
+        count: row.len(),
     })
 }
 
 /// Parses a non-negative integer field, telling apart the ways it can fail.
 fn parse_u64(value: &str, column: &'static str, line: u64) -> Result<u64, CsvError> {
+    // The usual field, 1 to 19 ASCII digits, cannot overflow: read it here. Anything else
+    // (a sign, 20 digits, not a number) takes `str::parse`, which decides what is accepted
+    // and tells the failures apart.
+    let digits = value.as_bytes();
+    if !digits.is_empty() && digits.len() <= 19 {
+        let mut n = 0u64;
+        let mut all_digits = true;
+        for &b in digits {
+            let d = b.wrapping_sub(b'0');
+            all_digits &= d <= 9;
+            n = n.wrapping_mul(10).wrapping_add(u64::from(d));
+        }
+        if all_digits {
+            return Ok(n);
+        }
+    }
     let err = |kind| CsvError { line, kind };
     value.parse::<u64>().map_err(|e| match e.kind() {
         IntErrorKind::PosOverflow => err(CsvErrorKind::Overflow {
@@ -312,7 +406,219 @@ fn parse_op(value: &str, column: &'static str, line: u64) -> Result<usize, CsvEr
     })
 }
 
-/// Turns the byte positions of rows into 1-based line numbers.
+/// `text` without leading and trailing (Unicode) whitespace. A field that starts and ends
+/// with a visible ASCII character, the usual one, is returned as it is without decoding.
+fn trim(text: &str) -> &str {
+    let visible = |b: Option<&u8>| b.is_some_and(|&b| b > b' ' && b < 0x7f);
+    let bytes = text.as_bytes();
+    if visible(bytes.first()) && visible(bytes.last()) {
+        text
+    } else {
+        text.trim()
+    }
+}
+
+/// One row: its fields as byte ranges of `text`, untrimmed.
+#[derive(Clone, Copy)]
+struct Row<'r> {
+    text: &'r str,
+    fields: &'r [(usize, usize)],
+}
+
+impl<'r> Row<'r> {
+    fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Field `index` without leading and trailing whitespace, empty if absent.
+    fn field(&self, index: usize) -> &'r str {
+        let Some(&(start, end)) = self.fields.get(index) else {
+            return "";
+        };
+        // The bounds are those of a field of `text`, split at ASCII bytes.
+        trim(self.text.get(start..end).unwrap_or(""))
+    }
+
+    /// A line holding only whitespace reads as one empty field; it is skipped like a blank
+    /// line.
+    fn is_blank(&self) -> bool {
+        self.len() == 1 && self.field(0).is_empty()
+    }
+}
+
+/// The rows of a CSV text, without an allocation per row, with their 1-based line numbers.
+///
+/// Text without a quote character is split here: unquoted, a row is the bytes up to the next
+/// `\r` or `\n` and its fields are what commas separate, which is all the csv crate does with
+/// such text (and it skips empty lines, as here), at a fraction of the cost — reading a
+/// million-row file through it was about a fifth of the whole `tirc plan --records` process.
+/// Text with a quote anywhere goes through the csv crate, which knows RFC 4180's quoting.
+enum Rows<'t> {
+    Plain(PlainRows<'t>),
+    Quoted(QuotedRows<'t>),
+}
+
+impl<'t> Rows<'t> {
+    fn new(text: &'t str) -> Self {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if text.as_bytes().contains(&b'"') {
+            Rows::Quoted(QuotedRows::new(text))
+        } else {
+            // The csv crate strips a byte order mark from the start of what it reads, so a
+            // second one goes too.
+            let skipped = if text.starts_with('\u{feff}') { 3 } else { 0 };
+            Rows::Plain(PlainRows {
+                text,
+                position: skipped,
+                line: 1,
+                fields: Vec::new(),
+            })
+        }
+    }
+
+    /// Moves to the next non-blank row; its line, or `None` at the end.
+    fn advance(&mut self) -> Option<Result<u64, CsvError>> {
+        match self {
+            Rows::Plain(rows) => rows.advance().map(Ok),
+            Rows::Quoted(rows) => rows.advance(),
+        }
+    }
+
+    /// The row [`Self::advance`] moved to.
+    fn row(&self) -> Row<'_> {
+        match self {
+            Rows::Plain(rows) => Row {
+                text: rows.text,
+                fields: &rows.fields,
+            },
+            Rows::Quoted(rows) => Row {
+                text: rows.row.as_slice(),
+                fields: &rows.fields,
+            },
+        }
+    }
+
+    fn header(&mut self) -> Result<(Columns, u64), CsvError> {
+        match self.advance() {
+            None => Err(CsvError {
+                line: 1,
+                kind: CsvErrorKind::Empty,
+            }),
+            Some(line) => {
+                let line = line?;
+                Ok((parse_header(self.row(), line)?, line))
+            }
+        }
+    }
+}
+
+/// Rows of text without quotes, split in place.
+struct PlainRows<'t> {
+    text: &'t str,
+    position: usize,
+    /// The line `position` is on.
+    line: u64,
+    /// The current row's fields, as byte ranges of `text`.
+    fields: Vec<(usize, usize)>,
+}
+
+impl PlainRows<'_> {
+    fn advance(&mut self) -> Option<u64> {
+        let bytes = self.text.as_bytes();
+        loop {
+            // Line breaks between rows: `\n`, `\r\n` or a lone `\r` ends a row, and empty
+            // rows are skipped. Lines are counted by `\n`, as [`LineCounter`] does.
+            loop {
+                match bytes.get(self.position) {
+                    Some(b'\n') => self.line += 1,
+                    Some(b'\r') => {}
+                    Some(_) => break,
+                    None => return None,
+                }
+                self.position += 1;
+            }
+            self.fields.clear();
+            let mut start = self.position;
+            let mut at = self.position;
+            while let Some(&b) = bytes.get(at) {
+                if b == b',' {
+                    self.fields.push((start, at));
+                    start = at + 1;
+                } else if b == b'\n' || b == b'\r' {
+                    break;
+                }
+                at += 1;
+            }
+            self.fields.push((start, at));
+            self.position = at;
+            let row = Row {
+                text: self.text,
+                fields: &self.fields,
+            };
+            if !row.is_blank() {
+                return Some(self.line);
+            }
+        }
+    }
+}
+
+/// Rows of text with quotes, through the csv crate, one reused row buffer.
+struct QuotedRows<'t> {
+    reader: ::csv::Reader<&'t [u8]>,
+    lines: LineCounter<'t>,
+    row: ::csv::StringRecord,
+    fields: Vec<(usize, usize)>,
+}
+
+impl<'t> QuotedRows<'t> {
+    fn new(text: &'t str) -> Self {
+        let reader = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        QuotedRows {
+            reader,
+            lines: LineCounter::new(text),
+            // One row buffer for the whole file, and fields trimmed where they are read
+            // (`Row::field`), not by the reader: its `Trim` builds a new record per row.
+            row: ::csv::StringRecord::new(),
+            fields: Vec::new(),
+        }
+    }
+
+    fn advance(&mut self) -> Option<Result<u64, CsvError>> {
+        loop {
+            match self.reader.read_record(&mut self.row) {
+                Ok(false) => return None,
+                Ok(true) => {
+                    self.fields.clear();
+                    self.fields.extend(
+                        (0..self.row.len())
+                            .filter_map(|i| self.row.range(i))
+                            .map(|r| (r.start, r.end)),
+                    );
+                    let row = Row {
+                        text: self.row.as_slice(),
+                        fields: &self.fields,
+                    };
+                    if row.is_blank() {
+                        continue;
+                    }
+                    return Some(Ok(self.lines.line_at(self.row.position())));
+                }
+                Err(e) => {
+                    let line = self.lines.line_at(e.position());
+                    let kind = CsvErrorKind::Malformed {
+                        message: e.to_string(),
+                    };
+                    return Some(Err(CsvError { line, kind }));
+                }
+            }
+        }
+    }
+}
+
+/// Turns the byte positions of the csv crate's rows into 1-based line numbers.
 ///
 /// The csv crate's own line count goes astray around skipped blank lines, so lines are counted
 /// here from the byte offset where each row starts, once over the text as rows move forward.
@@ -351,16 +657,6 @@ impl<'t> LineCounter<'t> {
     }
 }
 
-/// A line holding only whitespace reads as one empty field; it is skipped like a blank line.
-fn is_blank(row: &::csv::StringRecord) -> bool {
-    row.len() == 1 && field(row, 0).is_empty()
-}
-
-/// A row's field `index` without leading and trailing (Unicode) whitespace, empty if absent.
-fn field(row: &::csv::StringRecord, index: usize) -> &str {
-    row.get(index).unwrap_or("").trim()
-}
-
 /// Reads usage records from CSV text with the header `id,lower,upper,size` (any column order,
 /// an optional ignored `offset` column).
 ///
@@ -369,6 +665,20 @@ fn field(row: &::csv::StringRecord, index: usize) -> &str {
 /// error. Blank lines are skipped. A file with `w,h[,d]` sizes is refused
 /// ([`CsvErrorKind::MultiDimensional`]); [`read_any_records_csv`] reads it.
 pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, CsvError> {
+    read_records_columns(text, inclusive).map(|rows| {
+        rows.ids
+            .iter()
+            .zip(rows.records)
+            .map(|(id, record)| CsvRecord {
+                id: id.to_string(),
+                record,
+            })
+            .collect()
+    })
+}
+
+/// [`read_records_csv`], column by column: the ids in one buffer, the records in one vector.
+pub fn read_records_columns(text: &str, inclusive: bool) -> Result<CsvRows<UsageRecord>, CsvError> {
     let mut rows = Rows::new(text);
     let (columns, header_line) = rows.header()?;
     match columns.size {
@@ -385,137 +695,141 @@ pub fn read_records_csv(text: &str, inclusive: bool) -> Result<Vec<CsvRecord>, C
 /// Reads usage records with either kind of size: `size` (as [`read_records_csv`]), or `w,h`
 /// or `w,h,d` in elements, each positive, for multi-dimensional shared objects.
 pub fn read_any_records_csv(text: &str, inclusive: bool) -> Result<CsvRecords, CsvError> {
-    let mut rows = Rows::new(text);
+    fn pairs<R, T>(rows: CsvRows<R>, make: impl Fn(String, R) -> T) -> Vec<T> {
+        rows.ids
+            .iter()
+            .zip(rows.records)
+            .map(|(id, record)| make(id.to_string(), record))
+            .collect()
+    }
+    Ok(match read_any_records_columns(text, inclusive)? {
+        AnyCsvRows::Bytes(rows) => {
+            CsvRecords::Bytes(pairs(rows, |id, record| CsvRecord { id, record }))
+        }
+        AnyCsvRows::Dims2(rows) => {
+            CsvRecords::Dims2(pairs(rows, |id, record| CsvRecordNd { id, record }))
+        }
+        AnyCsvRows::Dims3(rows) => {
+            CsvRecords::Dims3(pairs(rows, |id, record| CsvRecordNd { id, record }))
+        }
+    })
+}
+
+/// [`read_any_records_csv`], column by column: the ids in one buffer, the records in one
+/// vector.
+pub fn read_any_records_columns(text: &str, inclusive: bool) -> Result<AnyCsvRows, CsvError> {
+    read_any_rows(Rows::new(text), inclusive)
+}
+
+fn read_any_rows(mut rows: Rows<'_>, inclusive: bool) -> Result<AnyCsvRows, CsvError> {
     let (columns, _) = rows.header()?;
     match columns.size {
         Sizes::Bytes(size) => {
-            read_bytes(&mut rows, &columns, size, inclusive).map(CsvRecords::Bytes)
+            read_bytes(&mut rows, &columns, size, inclusive).map(AnyCsvRows::Bytes)
         }
         Sizes::Dims([w, h], None) => {
-            let records = read_rows(&mut rows, |row, line| {
-                let (id, lower, upper) = parse_head(row, &columns, line)?;
+            let rows = read_rows(&mut rows, &columns, |row, line, lower, upper| {
                 let size = [dim(row, w, "w", line)?, dim(row, h, "h", line)?];
                 let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
-                Ok(CsvRecordNd {
-                    id: id.to_string(),
-                    record: UsageRecordNd::new(size, first_op, last_op),
-                })
+                Ok(UsageRecordNd::new(size, first_op, last_op))
             })?;
-            Ok(CsvRecords::Dims2(records))
+            Ok(AnyCsvRows::Dims2(rows))
         }
         Sizes::Dims([w, h], Some(d)) => {
-            let records = read_rows(&mut rows, |row, line| {
-                let (id, lower, upper) = parse_head(row, &columns, line)?;
+            let rows = read_rows(&mut rows, &columns, |row, line, lower, upper| {
                 let size = [
                     dim(row, w, "w", line)?,
                     dim(row, h, "h", line)?,
                     dim(row, d, "d", line)?,
                 ];
                 let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
-                Ok(CsvRecordNd {
-                    id: id.to_string(),
-                    record: UsageRecordNd::new(size, first_op, last_op),
-                })
+                Ok(UsageRecordNd::new(size, first_op, last_op))
             })?;
-            Ok(CsvRecords::Dims3(records))
+            Ok(AnyCsvRows::Dims3(rows))
         }
     }
 }
 
-/// The rows of a CSV text, one reused buffer, with their line numbers.
-struct Rows<'t> {
-    reader: ::csv::Reader<&'t [u8]>,
-    lines: LineCounter<'t>,
-    row: ::csv::StringRecord,
+/// Whether every id so far is a canonical decimal integer (digits only, no leading zero)
+/// greater than the one before. Then no two ids are equal — a canonical integer is spelled
+/// one way — and the search for duplicates is skipped: the public suites and
+/// `bench/records_shapes.py` number their buffers 0, 1, 2...
+struct AscendingIds {
+    last: Option<u64>,
+    holds: bool,
 }
 
-impl<'t> Rows<'t> {
-    fn new(text: &'t str) -> Self {
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let reader = ::csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .from_reader(text.as_bytes());
-        Rows {
-            reader,
-            lines: LineCounter::new(text),
-            // One row buffer for the whole file: a million rows would otherwise be a million
-            // allocations, a large share of reading the file. For the same reason fields are
-            // trimmed where they are read (`field`), not by the reader: its `Trim` builds a new
-            // record, two allocations, for every row.
-            row: ::csv::StringRecord::new(),
+impl AscendingIds {
+    fn new() -> Self {
+        AscendingIds {
+            last: None,
+            holds: true,
         }
     }
 
-    /// Reads the next non-blank row into `self.row`; its line, or `None` at the end.
-    fn advance(&mut self) -> Option<Result<u64, CsvError>> {
-        loop {
-            match self.reader.read_record(&mut self.row) {
-                Ok(false) => return None,
-                Ok(true) if is_blank(&self.row) => continue,
-                Ok(true) => return Some(Ok(self.lines.line_at(self.row.position()))),
-                Err(e) => {
-                    let line = self.lines.line_at(e.position());
-                    let kind = CsvErrorKind::Malformed {
-                        message: e.to_string(),
-                    };
-                    return Some(Err(CsvError { line, kind }));
-                }
-            }
+    fn push(&mut self, id: &str) {
+        if !self.holds {
+            return;
         }
-    }
-
-    fn header(&mut self) -> Result<(Columns, u64), CsvError> {
-        match self.advance() {
-            None => Err(CsvError {
-                line: 1,
-                kind: CsvErrorKind::Empty,
-            }),
-            Some(line) => {
-                let line = line?;
-                Ok((parse_header(&self.row, line)?, line))
-            }
+        let digits = id.as_bytes();
+        let canonical = !digits.is_empty()
+            && digits.len() <= 19
+            && (digits.len() == 1 || digits[0] != b'0')
+            && digits.iter().all(u8::is_ascii_digit);
+        let value = canonical.then(|| {
+            digits
+                .iter()
+                .fold(0u64, |n, &b| n * 10 + u64::from(b - b'0'))
+        });
+        match value {
+            Some(v) if self.last.is_none_or(|last| v > last) => self.last = Some(v),
+            _ => self.holds = false,
         }
     }
 }
 
-/// Something read from a row that has an id.
-trait Identified {
-    fn id(&self) -> &str;
-}
-
-impl Identified for CsvRecord {
-    fn id(&self) -> &str {
-        &self.id
-    }
-}
-
-impl<const D: usize> Identified for CsvRecordNd<D> {
-    fn id(&self) -> &str {
-        &self.id
-    }
-}
-
-/// Every remaining row through `parse`, then the check for duplicate ids.
-fn read_rows<R: Identified>(
+/// Every remaining row: its field count, id, `lower` and `upper` checked here, the rest
+/// through `parse`; then the check for duplicate ids.
+fn read_rows<R>(
     rows: &mut Rows<'_>,
-    mut parse: impl FnMut(&::csv::StringRecord, u64) -> Result<R, CsvError>,
-) -> Result<Vec<R>, CsvError> {
-    let mut records = Vec::new();
+    columns: &Columns,
+    mut parse: impl FnMut(Row<'_>, u64, usize, usize) -> Result<R, CsvError>,
+) -> Result<CsvRows<R>, CsvError> {
+    let mut out = CsvRows {
+        ids: CsvIds::new(),
+        records: Vec::new(),
+    };
     let mut record_lines = Vec::new();
+    let mut ascending = AscendingIds::new();
+    // Rows are checked in file order: a duplicate id on an earlier line comes first.
+    let first_error = |out: &CsvRows<R>, lines: &[u64], ascending: &AscendingIds, e| {
+        if ascending.holds {
+            e
+        } else {
+            first_duplicate(&out.ids, lines).unwrap_or(e)
+        }
+    };
     while let Some(line) = rows.advance() {
-        match line.and_then(|line| Ok((parse(&rows.row, line)?, line))) {
-            Ok((record, line)) => {
-                records.push(record);
-                record_lines.push(line);
-            }
-            // Rows are checked in file order: a duplicate id on an earlier line comes first.
-            Err(e) => return Err(first_duplicate(&records, &record_lines).unwrap_or(e)),
+        let read = line.and_then(|line| {
+            let row = rows.row();
+            let (id, lower, upper) = parse_head(row, columns, line)?;
+            let record = parse(row, line, lower, upper)?;
+            ascending.push(id);
+            out.ids.push(id);
+            out.records.push(record);
+            record_lines.push(line);
+            Ok(())
+        });
+        if let Err(e) = read {
+            return Err(first_error(&out, &record_lines, &ascending, e));
         }
     }
-    match first_duplicate(&records, &record_lines) {
-        Some(e) => Err(e),
-        None => Ok(records),
+    match ascending.holds {
+        true => Ok(out),
+        false => match first_duplicate(&out.ids, &record_lines) {
+            Some(e) => Err(e),
+            None => Ok(out),
+        },
     }
 }
 
@@ -524,24 +838,31 @@ fn read_bytes(
     columns: &Columns,
     size_column: usize,
     inclusive: bool,
-) -> Result<Vec<CsvRecord>, CsvError> {
-    read_rows(rows, |row, line| {
-        let (id, record, _) = parse_row(row, columns, size_column, line, inclusive)?;
-        Ok(CsvRecord {
-            id: id.to_string(),
-            record,
+) -> Result<CsvRows<UsageRecord>, CsvError> {
+    read_rows(rows, columns, |row, line, lower, upper| {
+        let size_text = row.field(size_column);
+        let size = parse_u64(size_text, "size", line)?;
+        if size == 0 {
+            return Err(CsvError {
+                line,
+                kind: CsvErrorKind::NonPositiveSize {
+                    column: "size",
+                    value: size_text.to_string(),
+                },
+            });
+        }
+        let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
+        Ok(UsageRecord {
+            first_op,
+            last_op,
+            size,
         })
     })
 }
 
 /// One positive extent of a multi-dimensional size.
-fn dim(
-    row: &::csv::StringRecord,
-    index: usize,
-    column: &'static str,
-    line: u64,
-) -> Result<u64, CsvError> {
-    let text = field(row, index);
+fn dim(row: Row<'_>, index: usize, column: &'static str, line: u64) -> Result<u64, CsvError> {
+    let text = row.field(index);
     match parse_u64(text, column, line)? {
         0 => Err(CsvError {
             line,
@@ -554,39 +875,9 @@ fn dim(
     }
 }
 
-/// One data row: its id, its record and its line, or why it is rejected (every check but the
-/// one for duplicate ids, which [`first_duplicate`] makes once over the whole file).
-fn parse_row<'r>(
-    row: &'r ::csv::StringRecord,
-    columns: &Columns,
-    size_column: usize,
-    line: u64,
-    inclusive: bool,
-) -> Result<(&'r str, UsageRecord, u64), CsvError> {
-    let (id, lower, upper) = parse_head(row, columns, line)?;
-    let size_text = field(row, size_column);
-    let size = parse_u64(size_text, "size", line)?;
-    if size == 0 {
-        return Err(CsvError {
-            line,
-            kind: CsvErrorKind::NonPositiveSize {
-                column: "size",
-                value: size_text.to_string(),
-            },
-        });
-    }
-    let (first_op, last_op) = closed_lifetime(lower, upper, line, inclusive)?;
-    let record = UsageRecord {
-        first_op,
-        last_op,
-        size,
-    };
-    Ok((id, record, line))
-}
-
 /// A row's field count, id, `lower` and `upper`: what every kind of row starts with.
 fn parse_head<'r>(
-    row: &'r ::csv::StringRecord,
+    row: Row<'r>,
     columns: &Columns,
     line: u64,
 ) -> Result<(&'r str, usize, usize), CsvError> {
@@ -599,15 +890,15 @@ fn parse_head<'r>(
             },
         });
     }
-    let id = field(row, columns.id);
+    let id = row.field(columns.id);
     if id.is_empty() {
         return Err(CsvError {
             line,
             kind: CsvErrorKind::EmptyId { column: "id" },
         });
     }
-    let lower = parse_op(field(row, columns.lower), "lower", line)?;
-    let upper = parse_op(field(row, columns.upper), "upper", line)?;
+    let lower = parse_op(row.field(columns.lower), "lower", line)?;
+    let upper = parse_op(row.field(columns.upper), "upper", line)?;
     Ok((id, lower, upper))
 }
 
@@ -641,21 +932,18 @@ fn closed_lifetime(
 
 /// The earliest row whose id an earlier row already has, as the error for it.
 ///
-/// Sorting (hash, id, row) keys finds every repeated id in O(n log n) without a hash map of
+/// Sorting (hash, row) keys finds every repeated id in O(n log n) without a hash map of
 /// owned strings; the hash only makes most comparisons integer ones, and equal hashes fall back
 /// to comparing the ids, so colliding ids cost time, never a wrong answer.
-fn first_duplicate<R: Identified>(records: &[R], lines: &[u64]) -> Option<CsvError> {
+fn first_duplicate(ids: &CsvIds, lines: &[u64]) -> Option<CsvError> {
     // FNV-1a, 64-bit.
     let hash = |id: &str| {
         id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         })
     };
-    let mut keys: Vec<(u64, usize)> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (hash(r.id()), i))
-        .collect();
+    let id = |row: usize| ids.get(row).unwrap_or("");
+    let mut keys: Vec<(u64, usize)> = ids.iter().enumerate().map(|(i, s)| (hash(s), i)).collect();
     // By hash alone first (plain integer pairs, no id read per comparison), then by id inside
     // the rare runs of equal hashes, so that equal ids end up adjacent, rows ascending.
     keys.sort_unstable();
@@ -664,23 +952,21 @@ fn first_duplicate<R: Identified>(records: &[R], lines: &[u64]) -> Option<CsvErr
         let hash = keys[start].0;
         let end = start + keys[start..].partition_point(|k| k.0 == hash);
         if end - start > 1 {
-            keys[start..end].sort_unstable_by(|a, b| {
-                (records[a.1].id().cmp(records[b.1].id())).then(a.1.cmp(&b.1))
-            });
+            keys[start..end].sort_unstable_by(|a, b| (id(a.1).cmp(id(b.1))).then(a.1.cmp(&b.1)));
         }
         start = end;
     }
     // In each run of equal ids (rows ascending), the second row is the first repetition.
     let repeat = keys
         .windows(2)
-        .filter(|w| w[0].0 == w[1].0 && records[w[0].1].id() == records[w[1].1].id())
+        .filter(|w| w[0].0 == w[1].0 && id(w[0].1) == id(w[1].1))
         .map(|w| (w[1].1, w[0].1))
         .min()?;
     let (second, first) = repeat;
     Some(CsvError {
         line: lines[second],
         kind: CsvErrorKind::DuplicateId {
-            id: records[second].id().to_string(),
+            id: id(second).to_string(),
             first_line: lines[first],
         },
     })
@@ -739,5 +1025,125 @@ impl fmt::Display for QuotedField<'_> {
         } else {
             f.write_str(s)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The csv crate's reading of `text`, whatever it holds (what [`Rows::new`] picks for text
+    /// with a quote).
+    fn through_csv_crate(text: &str) -> Rows<'_> {
+        Rows::Quoted(QuotedRows::new(
+            text.strip_prefix('\u{feff}').unwrap_or(text),
+        ))
+    }
+
+    fn all_rows(mut rows: Rows<'_>) -> Vec<Result<(u64, Vec<String>), CsvError>> {
+        let mut all = Vec::new();
+        while let Some(line) = rows.advance() {
+            all.push(line.map(|line| {
+                let row = rows.row();
+                let fields = (0..row.len()).map(|i| row.field(i).to_string()).collect();
+                (line, fields)
+            }));
+        }
+        all
+    }
+
+    /// Quote-free text as the public files have it, and what can go wrong in it: separators,
+    /// every kind of line break, ASCII and Unicode whitespace, byte order marks, signs.
+    fn plain_text() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "id",
+            "lower",
+            "upper",
+            "size",
+            "offset",
+            "w",
+            "h",
+            "d",
+            "0",
+            "1",
+            "7",
+            "12",
+            "007",
+            "-3",
+            "+4",
+            "x",
+            ",",
+            ",",
+            ",",
+            "\n",
+            "\n",
+            "\r\n",
+            "\r",
+            " ",
+            "\t",
+            "\u{a0}",
+            "\u{3000}",
+            "\u{feff}",
+            "é",
+            "18446744073709551616",
+        ]);
+        prop::collection::vec(pieces, 0..40).prop_map(|p| p.concat())
+    }
+
+    fn header_then(rows: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+        let headers = prop::sample::select(vec![
+            "id,lower,upper,size\n",
+            "\u{feff}size, upper,id ,lower\r\n",
+            "id,lower,upper,size,offset\n\n",
+            "id,lower,upper,w,h\n",
+            "id,lower,upper,w,h,d\r",
+            "\u{feff}\u{feff}id,lower,upper,size\n",
+        ]);
+        (headers, rows).prop_map(|(h, r)| format!("{h}{r}"))
+    }
+
+    proptest! {
+        #[test]
+        fn plain_rows_split_as_the_csv_crate_does(text in plain_text()) {
+            prop_assert_eq!(all_rows(Rows::new(&text)), all_rows(through_csv_crate(&text)));
+        }
+
+        #[test]
+        fn plain_files_read_as_through_the_csv_crate(
+            text in header_then(plain_text()),
+            inclusive in any::<bool>(),
+        ) {
+            prop_assert_eq!(
+                read_any_rows(Rows::new(&text), inclusive),
+                read_any_rows(through_csv_crate(&text), inclusive)
+            );
+        }
+
+        #[test]
+        fn plain_files_of_numbers_read_as_through_the_csv_crate(
+            text in header_then(
+                prop::collection::vec(
+                    (0u64..40, 0u64..6, 0u64..6, 0u64..4, prop::sample::select(vec!["\n", "\r\n", "\n\n", " \n"])),
+                    0..30,
+                ).prop_map(|rows| rows.iter().map(|(id, lo, up, s, end)| format!("{id},{lo},{up},{s}{end}")).collect::<String>())
+            ),
+            inclusive in any::<bool>(),
+        ) {
+            prop_assert_eq!(
+                read_any_rows(Rows::new(&text), inclusive),
+                read_any_rows(through_csv_crate(&text), inclusive)
+            );
+        }
+    }
+
+    #[test]
+    fn ascending_canonical_ids_skip_no_duplicate() {
+        let text = "id,lower,upper,size\n1,0,1,8\n2,0,1,8\n02,0,1,8\n2,0,1,8\n";
+        let err = read_records_columns(text, false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 5: duplicate id \"2\" (first on line 3)"
+        );
     }
 }

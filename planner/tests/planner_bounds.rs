@@ -65,6 +65,38 @@ proptest! {
     }
 }
 
+/// Records over hundreds of points, short and long, so that the bounds' trees have many
+/// levels above their leaf blocks.
+fn spread_records() -> impl Strategy<Value = Vec<UsageRecord>> {
+    let record = (0usize..700, prop_oneof![0usize..40, 0usize..400], 1u64..50).prop_map(
+        |(first_op, len, size)| UsageRecord {
+            first_op,
+            last_op: first_op + len,
+            size,
+        },
+    );
+    proptest::collection::vec(record, 0..300)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn bounds_over_many_points_match_brute_force(rs in spread_records()) {
+        let profiles = brute_profiles(&rs, 1);
+        let width = profiles.iter().map(Vec::len).max().unwrap_or(0);
+        let maxima: Vec<u64> = (0..width)
+            .map(|i| profiles.iter().filter_map(|p| p.get(i).copied()).max().unwrap_or(0))
+            .collect();
+        let breadth = profiles.iter().map(|p| p.iter().sum::<u64>()).max().unwrap_or(0);
+        prop_assert_eq!(positional_maxima(&rs, 1).unwrap(), maxima.clone());
+        prop_assert_eq!(
+            lower_bounds(&rs, 1).unwrap(),
+            LowerBounds { offsets: breadth, shared_objects: maxima.iter().sum() }
+        );
+    }
+}
+
 /// Paper Fig. 2: operator #3 has breadth 36 + 28 + 16 = 80, and the third positional maximum
 /// is max(16, 16, 16, 10) = 16. The figure's records are not in the text; these are a set
 /// with the same profiles at those operators.

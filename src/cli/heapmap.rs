@@ -60,10 +60,11 @@ pub fn run(opts: Options) -> Result<(), Failure> {
         .collect::<Result<_, _>>()
         .map_err(|e| fail(&e))?;
     let title = format!("{} · {label}", input.name);
+    let names: Vec<String> = input.names.iter().map(str::to_string).collect();
     let svg = render_heapmap_svg(&HeapmapInput {
         title: &title,
         records: &input.records,
-        names: &input.names,
+        names: &names,
         sizes: &sizes,
         offsets: &plan.offsets,
         slab_size: plan.total_size,

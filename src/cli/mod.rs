@@ -10,6 +10,7 @@ mod import;
 pub mod input;
 mod opt;
 mod plan;
+mod plan_json;
 mod records;
 mod reorder;
 mod run;

@@ -5,7 +5,7 @@ use super::{input, Failure};
 use std::path::Path;
 use tir_ir::{Bindings, Module};
 use tir_passes::liveness::{self, Liveness};
-use tir_passes::planner::csv::{read_any_records_csv, CsvRecords};
+use tir_passes::planner::csv::{read_any_records_columns, AnyCsvRows, CsvIds, CsvRows};
 use tir_passes::planner::multidim::UsageRecordNd;
 use tir_passes::planner::UsageRecord;
 
@@ -16,8 +16,9 @@ pub struct PlanInput {
     /// The model's name, or the CSV file's stem.
     pub name: String,
     pub records: Vec<UsageRecord>,
-    /// A display name per record: `%value` or the CSV id.
-    pub names: Vec<String>,
+    /// A display name per record: `%value` or the CSV id (in one buffer: a million ids are
+    /// two allocations, not a million).
+    pub names: CsvIds,
     /// Number of operators (time steps).
     pub num_ops: usize,
     /// Present when the records come from a model.
@@ -89,10 +90,10 @@ pub fn from_csv(path: &Path, inclusive: bool) -> Result<PlanInput, Failure> {
 fn nd_input<const D: usize>(
     shown: String,
     name: String,
-    rows: Vec<tir_passes::planner::csv::CsvRecordNd<D>>,
+    rows: CsvRows<UsageRecordNd<D>>,
 ) -> NdInput<D> {
-    let (names, records): (Vec<String>, Vec<UsageRecordNd<D>>) =
-        rows.into_iter().map(|r| (r.id, r.record)).unzip();
+    let names = rows.ids.iter().map(str::to_string).collect();
+    let records = rows.records;
     let num_ops = records.iter().map(|r| r.last_op + 1).max().unwrap_or(0);
     NdInput {
         source: shown,
@@ -117,22 +118,22 @@ pub fn from_any_csv(path: &Path, inclusive: bool) -> Result<AnyInput, Failure> {
         );
         Failure::Reported
     })?;
-    let rows = read_any_records_csv(&text, inclusive).map_err(|e| {
+    let rows = read_any_records_columns(&text, inclusive).map_err(|e| {
         eprintln!("{shown}:{}: error: {}", e.line, e.kind);
         Failure::Reported
     })?;
+    drop(text);
     let name = path
         .file_stem()
         .map_or_else(|| "records".into(), |s| s.to_string_lossy().into_owned());
-    let rows = match rows {
-        CsvRecords::Bytes(rows) => rows,
-        CsvRecords::Dims2(rows) => return Ok(AnyInput::Dims2(nd_input(shown, name, rows))),
-        CsvRecords::Dims3(rows) => return Ok(AnyInput::Dims3(nd_input(shown, name, rows))),
+    let CsvRows {
+        ids: names,
+        records,
+    } = match rows {
+        AnyCsvRows::Bytes(rows) => rows,
+        AnyCsvRows::Dims2(rows) => return Ok(AnyInput::Dims2(nd_input(shown, name, rows))),
+        AnyCsvRows::Dims3(rows) => return Ok(AnyInput::Dims3(nd_input(shown, name, rows))),
     };
-    // The ids move into `names` (a CSV written back is rebuilt from names and records): at a
-    // million records a second copy of every id is a noticeable share of the whole command.
-    let (names, records): (Vec<String>, Vec<UsageRecord>) =
-        rows.into_iter().map(|r| (r.id, r.record)).unzip();
     let num_ops = records.iter().map(|r| r.last_op + 1).max().unwrap_or(0);
     Ok(AnyInput::Bytes(PlanInput {
         source: shown,

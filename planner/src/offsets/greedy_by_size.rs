@@ -3,21 +3,19 @@
 //! smallest gap that fits among the tensors live at the same time. The paper's recommended
 //! offsets strategy: it reaches the lower bound on most of its networks.
 
-use std::cmp::Reverse;
-
 use super::placement::{place, Fit};
-use crate::items::Item;
+use crate::items::{radix_sort_by_key, Item};
 use crate::{OffsetsPlan, PlanError};
 
 pub(crate) fn greedy_by_size(items: &[Item], align: u64) -> Result<OffsetsPlan, PlanError> {
-    // Sorting (key, index) pairs is the stable order by key, without a random access into
-    // `items` at every comparison.
-    let mut keyed: Vec<(Reverse<u64>, usize)> = items
+    // Sizes descending, equal sizes by index: a stable radix sort of (complemented size,
+    // index) pairs, the key beside its index rather than read through it at every pass.
+    let mut keyed: Vec<(u64, usize)> = items
         .iter()
         .enumerate()
-        .map(|(i, item)| (Reverse(item.raw_size), i))
+        .map(|(i, item)| (!item.raw_size, i))
         .collect();
-    keyed.sort_unstable();
+    radix_sort_by_key(&mut keyed, |&(key, _)| key);
     let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     place(items, &order, Fit::Best, align)
 }

@@ -164,8 +164,13 @@ pub(crate) fn place_around(
             index.prefetch_unions(ahead);
         }
         let block = index.intersecting(step, &mut gather);
-        let ranges = gather.merged_with(&index.covering[block]);
-        let offset = find_gap(ranges, step.size, fit, align)?;
+        let offset = find_gap(
+            gather.merged(),
+            &index.covering[block],
+            step.size,
+            fit,
+            align,
+        )?;
         let end = offset
             .checked_add(step.size)
             .ok_or_else(|| overflow("slab size"))?;
@@ -179,36 +184,93 @@ pub(crate) fn place_around(
     })
 }
 
-/// `ranges` are the `[offset, end)` of the live tensors, sorted by offset; they may overlap
-/// each other (they need not be live at the same time as each other). A gap runs from the
-/// furthest end seen so far to the next offset; without a fitting gap the tensor goes above
-/// everything (Alg. 3 L.19-20).
-fn find_gap(ranges: &[(u64, u64)], size: u64, fit: Fit, align: u64) -> Result<u64, PlanError> {
-    // Sizes are aligned and every offset is `align_size` of an end (or 0), so every end, and
-    // thus `reached`, is already aligned: no rounding inside the loop.
-    let mut reached = 0u64;
-    let mut best: Option<(u64, u64)> = None;
-    for &(offset, end) in ranges {
-        debug_assert_eq!(reached % align, 0);
-        let candidate = reached;
-        if offset >= candidate {
-            let gap = offset - candidate;
-            if gap >= size {
-                match fit {
-                    Fit::First => return Ok(candidate),
-                    Fit::Best => {
-                        if best.is_none_or(|(g, _)| gap < g) {
-                            best = Some((gap, candidate));
-                        }
-                    }
+/// Alg. 3's gap search over the `[offset, end)` ranges of the live tensors, given as two lists
+/// sorted by offset, `local` and `block`; ranges may overlap (they need not be live at the same
+/// time as each other). A gap runs from the furthest end seen so far to the next offset;
+/// without a fitting gap the tensor goes above everything (Alg. 3 L.19-20).
+///
+/// The ranges are taken in offset order straight from the two lists, without building their
+/// union: `block`, the long tensors' block union (a hundred-odd ranges on fan-out graphs with
+/// long skip connections), is read in stretches between `local`'s few ranges. Merging the two
+/// into one list first, then scanning it, wrote and read every range twice and was the
+/// largest part of such placements. The answer depends only on the union of the ranges (see
+/// the module comment), so it is the one on the merged list.
+fn find_gap(
+    local: &[(u64, u64)],
+    block: &[(u64, u64)],
+    size: u64,
+    fit: Fit,
+    align: u64,
+) -> Result<u64, PlanError> {
+    let mut search = GapSearch {
+        size,
+        // Best fit can stop at an exact fit: no later gap fits better, and the lowest offset
+        // wins among equal gaps. First fit stops at the first gap that fits.
+        stop_at: match fit {
+            Fit::Best => size,
+            Fit::First => u64::MAX - 1,
+        },
+        // Sizes are aligned and every offset is `align_size` of an end (or 0), so every end,
+        // and thus `reached`, is already aligned: no rounding inside the loop.
+        reached: 0,
+        best_gap: u64::MAX,
+        best_offset: 0,
+    };
+    let mut b = 0;
+    'search: {
+        for &range in local {
+            while let Some(&next) = block.get(b).filter(|next| next.0 <= range.0) {
+                if search.visit(next) {
+                    break 'search;
                 }
+                b += 1;
+            }
+            if search.visit(range) {
+                break 'search;
             }
         }
-        reached = reached.max(end);
+        for &next in &block[b..] {
+            if search.visit(next) {
+                break 'search;
+            }
+        }
     }
-    match best {
-        Some((_, offset)) => Ok(offset),
-        None => align_size(reached, align),
+    if search.best_gap != u64::MAX {
+        Ok(search.best_offset)
+    } else {
+        align_size(search.reached, align)
+    }
+}
+
+/// The state of [`find_gap`]'s scan.
+struct GapSearch {
+    size: u64,
+    stop_at: u64,
+    reached: u64,
+    /// The smallest fitting gap so far (`u64::MAX`: none) and where it starts.
+    best_gap: u64,
+    best_offset: u64,
+}
+
+impl GapSearch {
+    /// Alg. 3's test of the gap before the next range in offset order (L.14-17: the smallest
+    /// gap that fits, the first of equal ones); whether the search can stop. Written without
+    /// branches on the gap: whether a gap fits or beats the best is data, not a pattern, and
+    /// a mispredicted branch per range was most of the scan of a hundred-range block union.
+    #[inline(always)]
+    fn visit(&mut self, (offset, end): (u64, u64)) -> bool {
+        // A range starting at or below `reached` leaves no gap (sizes are positive).
+        let gap = offset.saturating_sub(self.reached);
+        let fitting = if gap >= self.size { gap } else { u64::MAX };
+        let better = fitting < self.best_gap;
+        self.best_offset = if better {
+            self.reached
+        } else {
+            self.best_offset
+        };
+        self.best_gap = self.best_gap.min(fitting);
+        self.reached = self.reached.max(end);
+        self.best_gap <= self.stop_at
     }
 }
 
@@ -264,21 +326,6 @@ impl Gather {
             self.unions.clear();
             self.union_ends.clear();
         }
-    }
-
-    /// The union of all runs and of `extra` (a coalesced union kept elsewhere, read in place
-    /// rather than copied in), sorted by offset.
-    fn merged_with<'a>(&'a mut self, extra: &'a [(u64, u64)]) -> &'a [(u64, u64)] {
-        self.merged();
-        if self.ranges.is_empty() {
-            return extra;
-        }
-        if extra.is_empty() {
-            return &self.ranges;
-        }
-        self.scratch.clear();
-        merge_unions(&self.ranges, extra, &mut self.scratch);
-        &self.scratch
     }
 
     /// The union of all runs, sorted by offset, merging adjacent runs pairwise.
