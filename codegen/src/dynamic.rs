@@ -26,7 +26,7 @@
 
 use crate::guard::regions;
 use crate::kernels::common::{unsupported, Call};
-use crate::kernels::gemm::{gemv_rows, wide, Epilogue, Gemm};
+use crate::kernels::gemm::{finish, gemv_rows, wide, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::storage::{Base, Storage};
 use crate::{Arg, Bufferized, CodegenError, Gen};
@@ -41,6 +41,8 @@ use std::collections::HashMap;
 use tir_ir::sym::{Atom, DimExpr};
 use tir_ir::types::SymTensorType;
 use tir_ir::{Activation, BinaryOp, Function, Op, OpData, UnaryOp, Value};
+
+mod cnn;
 
 /// The symbolic side of a dynamic compile: the dims (the order of the `dims` array) and every
 /// value's symbolic type, by value name (specialization and bufferization keep the names).
@@ -507,6 +509,10 @@ pub(crate) fn emit_op<'a, 'c>(
             layer_norm(g, spec, func, st, op, *axis, *epsilon, name)?
         }
         Op::MatMul { activation } => matmul(g, spec, func, st, op, *activation, name)?,
+        Op::Conv2d(c) => cnn::conv2d(g, spec, func, st, op, c, name)?,
+        Op::MaxPool(p) => cnn::pool(g, spec, func, st, op, p, true, name)?,
+        Op::AvgPool(p) => cnn::pool(g, spec, func, st, op, p, false, name)?,
+        Op::GlobalAvgPool => cnn::global_avg_pool(g, spec, func, st, op, name)?,
         other => return Err(refuse(spec, func, op, &format!("`{}`", other.name()))),
     };
     Ok(Some(vec![calls]))
@@ -1029,10 +1035,8 @@ fn tile<'a, 'c>(
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
             let mut out = k.vty(w).get_undef();
             for l in 0..w {
-                // The static epilogue with alpha 1 and no bias (matmul's): the activation.
-                debug_assert!(epi.alpha == 1.0 && epi.row_bias.is_none());
-                let _ = row;
-                let x = crate::kernels::common::activation(k, epi.act, k.lane(vec, l)?)?;
+                // The static tiles' epilogue, lane by lane: alpha, the row's bias, activation.
+                let x = finish(k, epi, k.lane(vec, l)?, row)?;
                 out = llvm(k.b.build_insert_element(
                     out,
                     x,
@@ -1601,6 +1605,10 @@ pub fn unsupported_op(f: &Function) -> Option<String> {
                     | Op::LogSoftmax { .. }
                     | Op::LayerNorm { .. }
                     | Op::MatMul { .. }
+                    | Op::Conv2d(_)
+                    | Op::MaxPool(_)
+                    | Op::AvgPool(_)
+                    | Op::GlobalAvgPool
             );
         if !ok {
             let s = first_symbol(&spec, f, op);

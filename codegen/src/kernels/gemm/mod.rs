@@ -10,7 +10,7 @@ pub(crate) use tile::{acc_regs, wide};
 pub(crate) use gemv::emit_rows as gemv_rows;
 
 use crate::nest::{K, R};
-pub(crate) use spec::{Epilogue, Gemm};
+pub(crate) use spec::{finish, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
