@@ -45,6 +45,9 @@ const MR: i64 = 6;
 const NV_DENSE: u32 = 2;
 /// Vectors of output columns per depthwise tile (the static depthwise kernel's blocks).
 const NV_DEPTHWISE: u32 = 4;
+/// Output elements up to which a depthwise plane runs as one flat run of vectors (the static
+/// depthwise kernel's bound).
+const FLAT_MAX: i64 = 256;
 
 impl<'a, 'c> Dk<'a, 'c> {
     fn sub(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
@@ -537,6 +540,11 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let (cg, mg) = (geo.cg(), geo.mg());
         let taps = geo.kh * geo.kw;
+        let flat = if self.depthwise && geo.sh == 1 && geo.sw == 1 {
+            Some(self.flat_masks()?)
+        } else {
+            None
+        };
         d.loop_step(k.c(0), geo.n, 1, &mut |b| {
             k.loop_(0, geo.groups, &mut |gi| {
                 let img = Img {
@@ -554,9 +562,127 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         None => None,
                     },
                 };
-                d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
-                d.loop_step(self.r0, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
-                d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
+                let rows = || -> R<()> {
+                    d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                    d.loop_step(self.r0, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
+                    d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
+                };
+                match flat {
+                    Some((cond, masks)) => k.if_else(cond, &mut |yes| {
+                        if yes {
+                            self.flat(&img, masks)
+                        } else {
+                            rows()
+                        }
+                    }),
+                    None => rows(),
+                }
+            })
+        })
+    }
+
+    /// Whether a depthwise plane is run as one flat run of vectors ([`Spatial::flat`]: unit
+    /// strides, input rows as wide as output rows, at most [`FLAT_MAX`] outputs), and then the
+    /// lane masks of every vector and tap, the same for every plane, made once per call.
+    fn flat_masks(&self) -> R<(IntValue<'c>, PointerValue<'c>)> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let same = d.icmp(IntPredicate::EQ, geo.wi, geo.ow)?;
+        let small = d.icmp(IntPredicate::SLE, self.ohw, k.c(FLAT_MAX))?;
+        let cond = llvm(k.b.build_and(same, small, "flat"))?;
+        let mty = k.ctx.bool_type().vec_type(w);
+        let slots = ((FLAT_MAX + wl - 1) / wl * taps) as u32;
+        let masks = llvm(k.b.build_array_alloca(
+            mty,
+            k.ctx.i32_type().const_int(slots.into(), false),
+            "masks",
+        ))?;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        k.when(cond, &mut || {
+            let lanes = d.const_i(|l| l as i64, w);
+            let (ow_v, h_v, wi_v) = (
+                d.splat_i(geo.ow, w)?,
+                d.splat_i(geo.h, w)?,
+                d.splat_i(geo.wi, w)?,
+            );
+            let zero_v = d.splat_i(k.c(0), w)?;
+            let total_v = d.splat_i(self.ohw, w)?;
+            d.loop_step(k.c(0), vecs, 1, &mut |v| {
+                let p = llvm(k.b.build_int_add(d.splat_i(k.mul(v, wl)?, w)?, lanes, "p"))?;
+                let oy = llvm(k.b.build_int_signed_div(p, ow_v, "oy"))?;
+                let ox = llvm(k.b.build_int_sub(p, llvm(k.b.build_int_mul(oy, ow_v, "m"))?, "ox"))?;
+                let live = d.vcmp(IntPredicate::SLT, p, total_v)?;
+                for i in 0..geo.kh {
+                    let iy =
+                        llvm(k.b.build_int_add(oy, d.splat_i(k.c(i * geo.dh - geo.pt), w)?, "iy"))?;
+                    let row = d.vand(
+                        d.vcmp(IntPredicate::SGE, iy, zero_v)?,
+                        d.vcmp(IntPredicate::SLT, iy, h_v)?,
+                    )?;
+                    for j in 0..geo.kw {
+                        let ix = llvm(k.b.build_int_add(
+                            ox,
+                            d.splat_i(k.c(j * geo.dw - geo.pl), w)?,
+                            "ix",
+                        ))?;
+                        let col = d.vand(
+                            d.vcmp(IntPredicate::SGE, ix, zero_v)?,
+                            d.vcmp(IntPredicate::SLT, ix, wi_v)?,
+                        )?;
+                        let on = d.vand(live, d.vand(row, col)?)?;
+                        let slot = k.add(k.mul(v, taps)?, k.c(i * geo.kw + j))?;
+                        let q = k.gep(masks, slot)?;
+                        llvm(k.b.build_store(q, on))?;
+                    }
+                }
+                Ok(())
+            })
+        })?;
+        Ok((cond, masks))
+    }
+
+    /// A depthwise plane with unit strides whose input rows are as wide as its output rows, as
+    /// one flat run of vectors (the static kernel's `Plane::flat`): the input under output
+    /// `p` for tap `(i, j)` is `p + (i·dh − pt)·W + (j·dw − pl)`, one masked load per tap and
+    /// vector whatever rows its lanes span. A 7×7 plane is 4 vectors instead of 7 rows.
+    fn flat(&self, img: &Img<'c>, masks: PointerValue<'c>) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let offs: Vec<IntValue<'c>> = (0..geo.kh)
+            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
+                k.add(r, k.c(j * geo.dw - geo.pl))
+            })
+            .collect::<R<_>>()?;
+        k.loop_(0, geo.mg(), &mut |m| {
+            let plane = k.gep(img.o, d.imul(m, self.ohw)?)?;
+            let wt = k.mul(m, taps)?;
+            let tap: Vec<VectorValue<'c>> = (0..taps)
+                .map(|t| k.splat(k.ld(img.wt, k.add(wt, k.c(t))?)?, w))
+                .collect::<R<_>>()?;
+            let bias = match img.bias {
+                Some(p) => k.ld(p, m)?,
+                None => k.f(0.0),
+            };
+            let init = k.splat(bias, w)?;
+            d.loop_step(k.c(0), vecs, 1, &mut |v| {
+                let p0 = k.mul(v, wl)?;
+                let mut acc = init;
+                for (t, &off) in offs.iter().enumerate() {
+                    let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                    let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                    let x = d.ldv_mask(img.x, k.add(p0, off)?, w, on)?;
+                    acc = k.fma(x, tap[t], acc)?;
+                }
+                let y = vector_activation(d, w, geo.act, acc)?;
+                let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                d.stv_mask(plane, p0, y, mask)
             })
         })
     }
@@ -660,25 +786,41 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let s = geo.sw;
         let n = s as u32 * self.w;
-        let q = d.const_i(|q| q as i64, n);
-        let keep = d.vcmp(
-            IntPredicate::EQ,
-            d.const_i(|q| q as i64 % s, n),
-            d.const_i(|_| 0, n),
-        )?;
-        let lane_ox =
-            llvm(k.b.build_int_add(d.splat_i(ox0, n)?, d.const_i(|q| q as i64 / s, n), "ox"))?;
-        let in_out = d.vcmp(IntPredicate::SLT, lane_ox, d.splat_i(geo.ow, n)?)?;
-        let base = d.vand(keep, in_out)?;
-        let (zero_v, wi_v) = (d.splat_i(k.c(0), n)?, d.splat_i(geo.wi, n)?);
+        let i32t = k.ctx.i32_type();
+        let lanes: Vec<IntValue> = (0..n).map(|q| i32t.const_int(q.into(), false)).collect();
+        let q = VectorType::const_vector(&lanes);
+        let kept: Vec<IntValue> = (0..n)
+            .map(|q| {
+                k.ctx
+                    .bool_type()
+                    .const_int(u64::from(q as i64 % s == 0), false)
+            })
+            .collect();
+        let keep = VectorType::const_vector(&kept);
+        // Lane `q` loads element `at + q` for output column `ox0 + q / s`: inside the row for
+        // `q` in `[-at, wi - at)`, an output column for `q < s·(ow − ox0)`; both bounds
+        // clamped to `[0, n]` (then exact in 32 bits) and compared per lane.
+        let clamp = |x: IntValue<'c>| -> R<VectorValue<'c>> {
+            let c = d.imin(d.imax(x, k.c(0))?, k.c(n as i64))?;
+            let c = llvm(k.b.build_int_truncate(c, i32t, "c"))?;
+            let v = llvm(k.b.build_insert_element(
+                i32t.vec_type(n).get_undef(),
+                c,
+                i32t.const_zero(),
+                "v",
+            ))?;
+            llvm(k.b.build_shuffle_vector(v, v, i32t.vec_type(n).const_zero(), "splat"))
+        };
+        let cols_left = k.mul(d.sub(geo.ow, ox0)?, s)?;
         let ix0 = k.mul(ox0, s)?;
         let cols: Vec<VectorValue<'c>> = (0..geo.kw)
             .map(|j| {
                 let at = k.add(ix0, k.c(j * geo.dw - geo.pl))?;
-                let ix = llvm(k.b.build_int_add(d.splat_i(at, n)?, q, "ix"))?;
-                let ge = d.vcmp(IntPredicate::SGE, ix, zero_v)?;
-                let lt = d.vcmp(IntPredicate::SLT, ix, wi_v)?;
-                d.vand(base, d.vand(ge, lt)?)
+                let lo = clamp(d.sub(k.c(0), at)?)?;
+                let hi = clamp(d.imin(d.sub(geo.wi, at)?, cols_left)?)?;
+                let ge = d.vcmp(IntPredicate::SGE, q, lo)?;
+                let lt = d.vcmp(IntPredicate::SLT, q, hi)?;
+                d.vand(keep, d.vand(ge, lt)?)
             })
             .collect::<R<_>>()?;
         let off = k.ctx.bool_type().vec_type(n).const_zero();

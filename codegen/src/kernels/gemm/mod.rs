@@ -5,7 +5,7 @@
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, wide};
+pub(crate) use tile::{acc_regs, rows_for, wide};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 
