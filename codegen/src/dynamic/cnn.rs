@@ -487,11 +487,14 @@ struct Spatial<'d, 'a, 'c> {
     depthwise: bool,
     hw: IntValue<'c>,
     ohw: IntValue<'c>,
-    /// Output rows `[r0, r1)` and columns `[c0, c1)` read only inside the image.
+    /// Output rows `[r0, r1)` read only inside the image.
     r0: IntValue<'c>,
     r1: IntValue<'c>,
-    c0: i64,
-    c1: IntValue<'c>,
+    /// Within an interior row: masked vectors up to `lead`, blocks of `nv` vectors up to
+    /// `big`, single vectors up to `single`, masked ones after (the same for every row).
+    lead: IntValue<'c>,
+    big: IntValue<'c>,
+    single: IntValue<'c>,
 }
 
 /// One output row's kernel rows: the tap row, its input row's offset in a plane, and
@@ -515,6 +518,21 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let t = k.add(geo.wi, k.c(geo.pl - geo.sw - (geo.kw - 1) * geo.dw))?;
         let c1 = k.add(d.floor_div(t, geo.sw)?, k.c(1))?;
         let c1 = d.imin(d.imax(c1, zero)?, geo.ow)?;
+        let wl = w as i64;
+        // Before the interior: whole vectors from column 0 (a border column is rare, so the
+        // interior starts at the next vector boundary), masked.
+        let lead = if c0 > 0 {
+            d.imin(k.c((c0 + wl - 1) / wl * wl), geo.ow)?
+        } else {
+            k.c(0)
+        };
+        let nv = if depthwise { NV_DEPTHWISE } else { NV_DENSE } as i64;
+        let span = d.imax(d.sub(c1, lead)?, zero)?;
+        let down = |x: IntValue<'c>, q: i64| -> R<IntValue<'c>> {
+            k.mul(llvm(k.b.build_int_signed_div(x, k.c(q), "t"))?, q)
+        };
+        let big = k.add(lead, down(span, nv * wl)?)?;
+        let single = k.add(lead, down(span, wl)?)?;
         Ok(Spatial {
             d,
             w,
@@ -524,8 +542,9 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             ohw,
             r0,
             r1,
-            c0,
-            c1,
+            lead,
+            big,
+            single,
         })
     }
 
@@ -561,6 +580,19 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
                         None => None,
                     },
+                    taps: None,
+                };
+                let img = Img {
+                    taps: if self.depthwise && mg == 1 {
+                        Some(
+                            (0..taps)
+                                .map(|t| k.splat(k.ld(img.wt, k.c(t))?, self.w))
+                                .collect::<R<_>>()?,
+                        )
+                    } else {
+                        None
+                    },
+                    ..img
                 };
                 let rows = || -> R<()> {
                     d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
@@ -712,27 +744,15 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         if !inside {
             return masked(k.c(0));
         }
-        // Before the interior: whole vectors from column 0 (a border column is rare, so the
-        // interior starts at the next vector boundary), masked.
-        let lead = if self.c0 > 0 {
-            d.imin(k.c((self.c0 + wl - 1) / wl * wl), geo.ow)?
-        } else {
-            k.c(0)
-        };
-        d.loop_step(k.c(0), lead, wl, &mut |ox0| {
-            self.channels(img, &rows, orow, ox0, 1, true)
-        })?;
         let nv = if self.depthwise {
             NV_DEPTHWISE
         } else {
             NV_DENSE
         };
-        let span = d.imax(d.sub(self.c1, lead)?, k.c(0))?;
-        let down = |x: IntValue<'c>, q: i64| -> R<IntValue<'c>> {
-            k.mul(llvm(k.b.build_int_signed_div(x, k.c(q), "t"))?, q)
-        };
-        let big = k.add(lead, down(span, nv as i64 * wl)?)?;
-        let single = k.add(lead, down(span, wl)?)?;
+        let (lead, big, single) = (self.lead, self.big, self.single);
+        d.loop_step(k.c(0), lead, wl, &mut |ox0| {
+            self.channels(img, &rows, orow, ox0, 1, true)
+        })?;
         d.loop_step(lead, big, nv as i64 * wl, &mut |ox0| {
             self.channels(img, &rows, orow, ox0, nv, false)
         })?;
@@ -899,7 +919,10 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         .collect::<R<_>>()?;
                     let t = k.add(wc, k.c(i * geo.kw + j))?;
                     for (r, &wr) in wrows.iter().enumerate() {
-                        let a = k.splat(k.ld(img.wt, k.add(wr, t)?)?, w)?;
+                        let a = match &img.taps {
+                            Some(tv) => tv[(i * geo.kw + j) as usize],
+                            None => k.splat(k.ld(img.wt, k.add(wr, t)?)?, w)?,
+                        };
                         for (v, &b) in bv.iter().enumerate() {
                             acc[r * nvu + v] = k.fma(a, b, acc[r * nvu + v])?;
                         }
@@ -960,6 +983,8 @@ struct Img<'c> {
     o: PointerValue<'c>,
     wt: PointerValue<'c>,
     bias: Option<PointerValue<'c>>,
+    /// A depthwise plane's taps, broadcast once per plane (one output channel per group).
+    taps: Option<Vec<VectorValue<'c>>>,
 }
 
 /// The activation on a vector, each lane as the scalar `kernels::common::activation`: ReLU
