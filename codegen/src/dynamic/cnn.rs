@@ -28,7 +28,7 @@
 //!   then a masked tail, then the lanes pairwise), at a run-time plane size.
 
 use super::{args_dyn, finish_call, refuse, Dk, DynSpec};
-use crate::kernels::common::{activation, Call};
+use crate::kernels::common::{activation, vector_registers, Call};
 use crate::kernels::gemm::{gemm, Epilogue, Gemm};
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
@@ -48,6 +48,9 @@ const NV_DEPTHWISE: u32 = 4;
 /// Output elements up to which a depthwise plane runs as one flat run of vectors (the static
 /// depthwise kernel's bound).
 const FLAT_MAX: i64 = 256;
+/// Vectors of output points up to which the other convolutions run flat (the static
+/// row-packed kernel's bound).
+const FLAT_VECTORS: i64 = 100;
 
 impl<'a, 'c> Dk<'a, 'c> {
     fn sub(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
@@ -559,7 +562,8 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let (cg, mg) = (geo.cg(), geo.mg());
         let taps = geo.kh * geo.kw;
-        let flat = if self.depthwise && geo.sh == 1 && geo.sw == 1 {
+        // Up to 7×7 taps: the masks of a flat plane sit on the stack.
+        let flat = if geo.sh == 1 && geo.sw == 1 && taps <= 49 {
             Some(self.flat_masks()?)
         } else {
             None
@@ -602,7 +606,11 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 match flat {
                     Some((cond, masks)) => k.if_else(cond, &mut |yes| {
                         if yes {
-                            self.flat(&img, masks)
+                            if self.depthwise {
+                                self.flat(&img, masks)
+                            } else {
+                                self.flat_dense(&img, masks)
+                            }
                         } else {
                             rows()
                         }
@@ -613,19 +621,20 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         })
     }
 
-    /// Whether a depthwise plane is run as one flat run of vectors ([`Spatial::flat`]: unit
-    /// strides, input rows as wide as output rows, at most [`FLAT_MAX`] outputs), and then the
-    /// lane masks of every vector and tap, the same for every plane, made once per call.
+    /// Whether a plane is run as one flat run of vectors ([`Spatial::flat`],
+    /// [`Spatial::flat_dense`]: unit strides, input rows as wide as output rows, at most
+    /// [`Spatial::flat_max`] outputs), and then the lane masks of every vector and tap, the
+    /// same for every plane, made once per call.
     fn flat_masks(&self) -> R<(IntValue<'c>, PointerValue<'c>)> {
         let (d, geo, w) = (self.d, self.geo, self.w);
         let k = &d.k;
         let wl = w as i64;
         let taps = geo.kh * geo.kw;
         let same = d.icmp(IntPredicate::EQ, geo.wi, geo.ow)?;
-        let small = d.icmp(IntPredicate::SLE, self.ohw, k.c(FLAT_MAX))?;
+        let small = d.icmp(IntPredicate::SLE, self.ohw, k.c(self.flat_max()))?;
         let cond = llvm(k.b.build_and(same, small, "flat"))?;
         let mty = k.ctx.bool_type().vec_type(w);
-        let slots = ((FLAT_MAX + wl - 1) / wl * taps) as u32;
+        let slots = ((self.flat_max() + wl - 1) / wl * taps) as u32;
         let masks = llvm(k.b.build_array_alloca(
             mty,
             k.ctx.i32_type().const_int(slots.into(), false),
@@ -673,6 +682,104 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             })
         })?;
         Ok((cond, masks))
+    }
+
+    /// The most outputs a plane may have to run flat: the static depthwise kernel's bound, and
+    /// for the others the static row-packed kernel's ([`FLAT_VECTORS`] vectors).
+    fn flat_max(&self) -> i64 {
+        if self.depthwise {
+            FLAT_MAX
+        } else {
+            FLAT_VECTORS * self.w as i64
+        }
+    }
+
+    /// Every other unit-stride convolution on a plane whose input rows are as wide as its
+    /// output rows, flat (the static row-packed kernel's layout: a 7- or 14-wide row no longer
+    /// leaves most of a vector idle): `MR` output channels × up to `NV` vectors of output
+    /// points per tile, the input channels in the K loop, each tap of a vector one masked
+    /// load at `p + (i·dh − pt)·W + (j·dw − pl)`.
+    fn flat_dense(&self, img: &Img<'c>, masks: PointerValue<'c>) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let (cg, mg) = (geo.cg(), geo.mg());
+        let (mr, nv) = if vector_registers(w) >= 32 {
+            (8, 3)
+        } else {
+            (6, 2)
+        };
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let vfull = k.mul(llvm(k.b.build_int_signed_div(vecs, k.c(nv), "vf"))?, nv)?;
+        let offs: Vec<IntValue<'c>> = (0..geo.kh)
+            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
+                k.add(r, k.c(j * geo.dw - geo.pl))
+            })
+            .collect::<R<_>>()?;
+        let tile = |m0: IntValue<'c>, mr: i64, v0: IntValue<'c>, nv: i64| -> R<()> {
+            let ms: Vec<IntValue<'c>> = (0..mr).map(|r| k.add(m0, k.c(r))).collect::<R<_>>()?;
+            let wrows: Vec<IntValue<'c>> =
+                ms.iter().map(|&m| k.mul(m, cg * taps)).collect::<R<_>>()?;
+            let vs: Vec<IntValue<'c>> = (0..nv).map(|v| k.add(v0, k.c(v))).collect::<R<_>>()?;
+            let p0s: Vec<IntValue<'c>> = vs.iter().map(|&v| k.mul(v, wl)).collect::<R<_>>()?;
+            let zero: BasicValueEnum = k.vty(w).const_zero().into();
+            let n = (mr * nv) as usize;
+            let acc = k.loop_carry(0, cg, 1, vec![zero; n], &mut |c, cur| {
+                let mut acc: Vec<VectorValue<'c>> =
+                    cur.iter().map(|v| v.into_vector_value()).collect();
+                let xc = d.imul(c, self.hw)?;
+                let wc = k.mul(c, taps)?;
+                for (t, &off) in offs.iter().enumerate() {
+                    let bv: Vec<VectorValue<'c>> = vs
+                        .iter()
+                        .zip(&p0s)
+                        .map(|(&v, &p0)| {
+                            let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                            let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                            d.ldv_mask(img.x, k.add(k.add(xc, p0)?, off)?, w, on)
+                        })
+                        .collect::<R<_>>()?;
+                    let wt = k.add(wc, k.c(t as i64))?;
+                    for (r, &wr) in wrows.iter().enumerate() {
+                        let a = k.splat(k.ld(img.wt, k.add(wr, wt)?)?, w)?;
+                        for (v, &b) in bv.iter().enumerate() {
+                            let i = r * nv as usize + v;
+                            acc[i] = k.fma(a, b, acc[i])?;
+                        }
+                    }
+                }
+                Ok(acc.into_iter().map(|v| v.into()).collect())
+            })?;
+            for (r, &m) in ms.iter().enumerate() {
+                let plane = k.gep(img.o, d.imul(m, self.ohw)?)?;
+                let b = match img.bias {
+                    Some(p) => k.ld(p, m)?,
+                    None => k.f(0.0),
+                };
+                let b = k.splat(b, w)?;
+                for (v, &p0) in p0s.iter().enumerate() {
+                    let y = acc[r * nv as usize + v].into_vector_value();
+                    let y = llvm(k.b.build_float_add(y, b, "b"))?;
+                    let y = vector_activation(d, w, geo.act, y)?;
+                    let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                    d.stv_mask(plane, p0, y, mask)?;
+                }
+            }
+            Ok(())
+        };
+        let mfull = mg / mr * mr;
+        let channels = |m0: IntValue<'c>, mr: i64| -> R<()> {
+            d.loop_step(k.c(0), vfull, nv, &mut |v0| tile(m0, mr, v0, nv))?;
+            d.loop_step(vfull, vecs, 1, &mut |v0| tile(m0, mr, v0, 1))
+        };
+        k.loop_step(0, mfull, mr, &mut |m0| channels(m0, mr))?;
+        if mfull < mg {
+            channels(k.c(mfull), mg - mfull)?;
+        }
+        Ok(())
     }
 
     /// A depthwise plane with unit strides whose input rows are as wide as its output rows, as
