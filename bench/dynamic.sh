@@ -16,6 +16,13 @@
 # and both slabs (goal: equal).
 #
 #   SEQS="8 16 32 64 128 256 512" bash bench/dynamic.sh
+#
+# And CNNs with run-time image sizes: one executable of tests/dynamic/mobilenet_v2.tir
+# (MobileNet v2 with H and W free) against the static compile at each square size of SIZES,
+# the same columns.
+#
+#   SIZES="96 128 160 224" bash bench/dynamic.sh
+#   PARTS=cnn bash bench/dynamic.sh   # only some parts: any of "batch bert cnn"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tirc="${TIRC:-target/release/tirc}"
@@ -43,6 +50,10 @@ PY
 }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+parts=" ${PARTS:-batch bert cnn} "
+part() { [[ "$parts" == *" $1 "* ]]; }
+
+if part batch; then
 printf '%-6s %5s %12s %12s %7s %12s %12s %7s %10s %10s\n' model batch "static ms" "dynamic ms" ratio \
   "static cpu" "dynamic cpu" ratio "static slab" "dyn slab"
 for model in bert cnn; do
@@ -75,7 +86,39 @@ for model in bert cnn; do
       "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$ss" "$ds"
   done
 done
+fi
 
+# The run-time dims section's runner: `rt_row LABEL STATIC_EXE DYN_EXE INPUT_ARGS...` runs both
+# executables ROUNDS times interleaved and prints one row of medians.
+rt_row() {
+  local label="$1" sexe="$2" dexe="$3"; shift 3
+  : > "$work/s"; : > "$work/d"
+  for r in $(seq 1 "$rounds"); do
+    for which in s d; do
+      exe="$sexe"; [ "$which" = d ] && exe="$dexe"
+      taskset -c 1 "$exe" "$@" --bench "$runs" --threads 1 > "$work/out"
+      lat=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$work/out")
+      cpu=$(sed -n 's/.*cpu \([0-9.]*\) ms per run.*/\1/p' "$work/out")
+      slab=$(sed -n 's/^slab: \([0-9]*\) bytes/\1/p' "$work/out")
+      plan=$(sed -n 's/^plan: .* planned in \([0-9.]*\) us.*/\1/p' "$work/out")
+      replan=$(sed -n 's/^re-plan over .* median \([0-9.]*\) us.*/\1/p' "$work/out")
+      echo "$lat $cpu $slab ${plan:-0} ${replan:-0}" >> "$work/$which"
+    done
+  done
+  sl=$(cut -d' ' -f1 "$work/s" | median); dl=$(cut -d' ' -f1 "$work/d" | median)
+  sc=$(cut -d' ' -f2 "$work/s" | median); dc=$(cut -d' ' -f2 "$work/d" | median)
+  ss=$(cut -d' ' -f3 "$work/s" | head -1); ds=$(cut -d' ' -f3 "$work/d" | head -1)
+  pu=$(cut -d' ' -f4 "$work/d" | median); ru=$(cut -d' ' -f5 "$work/d" | median)
+  printf '%-5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %9.2f %8.3f %9.3f %8.3f %10s %10s\n' "$label" "$sl" "$dl" \
+    "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$pu" \
+    "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ru" "$(echo "100 * $ru / 1000 / $dl" | bc -l)" "$ss" "$ds"
+}
+rt_header() {
+  printf '%-5s %12s %12s %7s %12s %12s %7s %9s %8s %9s %8s %10s %10s\n' "$1" "static ms" "dynamic ms" ratio \
+    "static cpu" "dynamic cpu" ratio "plan us" "plan %" "replan us" "replan %" "static slab" "dyn slab"
+}
+
+if part bert; then
 echo
 printf '%-5s %12s %12s %7s %12s %12s %7s %9s %8s %9s %8s %10s %10s\n' seq "static ms" "dynamic ms" ratio \
   "static cpu" "dynamic cpu" ratio "plan us" "plan %" "replan us" "replan %" "static slab" "dyn slab"
@@ -105,3 +148,16 @@ for s in ${SEQS:-8 16 32 64 128 256 512}; do
     "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$pu" \
     "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ru" "$(echo "100 * $ru / 1000 / $dl" | bc -l)" "$ss" "$ds"
 done
+fi
+
+if part cnn; then
+  echo
+  echo "MobileNet v2 (tests/dynamic/mobilenet_v2.tir), size = H = W"
+  rt_header size
+  "$tirc" compile tests/dynamic/mobilenet_v2.tir -o "$work/cnn-rt" > /dev/null 2>&1
+  for z in ${SIZES:-96 128 160 224}; do
+    "$tirc" compile tests/dynamic/mobilenet_v2.tir -o "$work/cnn-s$z" --dim "h=$z" --dim "w=$z" > /dev/null 2>&1
+    npy "$work/x.npy" 1 3 "$z" "$z"
+    rt_row "$z" "$work/cnn-s$z" "$work/cnn-rt" --input "input=$work/x.npy"
+  done
+fi

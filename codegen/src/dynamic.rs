@@ -26,7 +26,7 @@
 
 use crate::guard::regions;
 use crate::kernels::common::{unsupported, Call};
-use crate::kernels::gemm::{gemv_rows, wide, Epilogue, Gemm};
+use crate::kernels::gemm::{finish, gemv_rows, rows_for, wide, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::storage::{Base, Storage};
 use crate::{Arg, Bufferized, CodegenError, Gen};
@@ -41,6 +41,8 @@ use std::collections::HashMap;
 use tir_ir::sym::{Atom, DimExpr};
 use tir_ir::types::SymTensorType;
 use tir_ir::{Activation, BinaryOp, Function, Op, OpData, UnaryOp, Value};
+
+mod cnn;
 
 /// The symbolic side of a dynamic compile: the dims (the order of the `dims` array) and every
 /// value's symbolic type, by value name (specialization and bufferization keep the names).
@@ -507,6 +509,10 @@ pub(crate) fn emit_op<'a, 'c>(
             layer_norm(g, spec, func, st, op, *axis, *epsilon, name)?
         }
         Op::MatMul { activation } => matmul(g, spec, func, st, op, *activation, name)?,
+        Op::Conv2d(c) => cnn::conv2d(g, spec, func, st, op, c, name)?,
+        Op::MaxPool(p) => cnn::pool(g, spec, func, st, op, p, true, name)?,
+        Op::AvgPool(p) => cnn::pool(g, spec, func, st, op, p, false, name)?,
+        Op::GlobalAvgPool => cnn::global_avg_pool(g, spec, func, st, op, name)?,
         other => return Err(refuse(spec, func, op, &format!("`{}`", other.name()))),
     };
     Ok(Some(vec![calls]))
@@ -950,8 +956,11 @@ fn dgemm<'a, 'c>(
     Ok(())
 }
 
-/// Row tiles of `MR` rows (the static wide tile's) × `NV` vectors, then single (masked)
-/// vectors for the remaining columns, then the remaining rows one at a time.
+/// Row tiles of `MR` rows (the static wide tile's) × `NV` vectors, then the columns after
+/// the last full block as one tile of up to `NV` vectors, the last one masked, with as many
+/// rows as its vectors leave accumulators (the static narrow and remainder tiles: a 7×7
+/// image's 49 columns are 4 vectors × 6 rows, not 4 single-vector tiles), then the remaining
+/// rows one at a time.
 fn tiles<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,
@@ -969,21 +978,38 @@ fn tiles<'a, 'c>(
     };
     let nfull = down(nn, nr)?;
     let mfull = down(m, mr)?;
-    let rows_of = |i0: IntValue<'c>, rows: i64| -> R<()> {
-        d.loop_step(k.c(0), nfull, nr, &mut |j0| {
-            tile(d, w, ptrs, (kk, nn), epi, i0, j0, rows, nv, None)
+    // Column blocks outside, so a block's `K × NV·W` panel of B is reused from cache by
+    // every row tile (the static kernel's order; it also cuts K so the panel fits L1).
+    d.loop_step(k.c(0), nfull, nr, &mut |j0| {
+        d.loop_step(k.c(0), mfull, mr, &mut |i0| {
+            tile(d, w, ptrs, (kk, nn), epi, i0, j0, mr, nv, None)
         })?;
-        d.loop_step(nfull, nn, wl, &mut |j0| {
-            let rest = llvm(k.b.build_int_sub(nn, j0, "rest"))?;
-            let mask = d.lanes_below(rest, w)?;
-            tile(d, w, ptrs, (kk, nn), epi, i0, j0, rows, 1, Some(mask))
+        d.loop_step(mfull, m, 1, &mut |i0| {
+            tile(d, w, ptrs, (kk, nn), epi, i0, j0, 1, nv, None)
         })
-    };
-    d.loop_step(k.c(0), mfull, mr, &mut |i0| rows_of(i0, mr))?;
-    d.loop_step(mfull, m, 1, &mut |i0| rows_of(i0, 1))
+    })?;
+    // The remaining `rest` columns: `vecs` vectors, known at run time, one case each.
+    let rest = llvm(k.b.build_int_sub(nn, nfull, "rest"))?;
+    let vecs = llvm(k.b.build_int_signed_div(k.add(rest, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+    for c in 1..=nv {
+        let this = llvm(k.b.build_int_compare(IntPredicate::EQ, vecs, k.c(c as i64), "nv"))?;
+        k.when(this, &mut || {
+            let last = llvm(k.b.build_int_sub(rest, k.c((c as i64 - 1) * wl), "last"))?;
+            let mask = d.lanes_below(last, w)?;
+            let rows = rows_for(w, c as i64);
+            let mtiles = down(m, rows)?;
+            d.loop_step(k.c(0), mtiles, rows, &mut |i0| {
+                tile(d, w, ptrs, (kk, nn), epi, i0, nfull, rows, c, Some(mask))
+            })?;
+            d.loop_step(mtiles, m, 1, &mut |i0| {
+                tile(d, w, ptrs, (kk, nn), epi, i0, nfull, 1, c, Some(mask))
+            })
+        })?;
+    }
+    Ok(())
 }
 
-/// One `rows × nv·W` tile over the whole K; with `mask` one vector, its lanes masked.
+/// One `rows × nv·W` tile over the whole K; with `mask`, the last vector's lanes masked.
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
     d: &Dk<'a, 'c>,
@@ -1008,7 +1034,7 @@ fn tile<'a, 'c>(
         let bv: Vec<VectorValue> = (0..nv)
             .map(|v| {
                 let at = k.add(bi, k.c(v as i64 * wl))?;
-                match mask {
+                match mask.filter(|_| v + 1 == nv) {
                     Some(mk) => d.ldv_mask(b, at, w, mk),
                     None => k.ldv(b, at, w),
                 }
@@ -1029,10 +1055,8 @@ fn tile<'a, 'c>(
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
             let mut out = k.vty(w).get_undef();
             for l in 0..w {
-                // The static epilogue with alpha 1 and no bias (matmul's): the activation.
-                debug_assert!(epi.alpha == 1.0 && epi.row_bias.is_none());
-                let _ = row;
-                let x = crate::kernels::common::activation(k, epi.act, k.lane(vec, l)?)?;
+                // The static tiles' epilogue, lane by lane: alpha, the row's bias, activation.
+                let x = finish(k, epi, k.lane(vec, l)?, row)?;
                 out = llvm(k.b.build_insert_element(
                     out,
                     x,
@@ -1041,7 +1065,7 @@ fn tile<'a, 'c>(
                 ))?;
             }
             let at = k.add(k.add(d.imul(row, nn)?, j0)?, k.c(v as i64 * wl))?;
-            match mask {
+            match mask.filter(|_| v + 1 == nv) {
                 Some(mk) => d.stv_mask(c, at, out, mk)?,
                 None => k.stv(c, at, out)?,
             }
@@ -1601,6 +1625,10 @@ pub fn unsupported_op(f: &Function) -> Option<String> {
                     | Op::LogSoftmax { .. }
                     | Op::LayerNorm { .. }
                     | Op::MatMul { .. }
+                    | Op::Conv2d(_)
+                    | Op::MaxPool(_)
+                    | Op::AvgPool(_)
+                    | Op::GlobalAvgPool
             );
         if !ok {
             let s = first_symbol(&spec, f, op);

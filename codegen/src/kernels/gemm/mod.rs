@@ -5,12 +5,12 @@
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, wide};
+pub(crate) use tile::{acc_regs, rows_for, wide};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 
 use crate::nest::{K, R};
-pub(crate) use spec::{Epilogue, Gemm};
+pub(crate) use spec::{finish, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a

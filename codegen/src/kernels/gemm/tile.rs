@@ -108,7 +108,7 @@ pub(crate) fn acc_regs(w: u32) -> i64 {
 
 /// Rows of a tile `nv` vectors wide: as many as [`acc_regs`] allows, no more than leave a
 /// register for each B vector and the broadcast A element, at most 12.
-fn rows_for(w: u32, nv: i64) -> i64 {
+pub(crate) fn rows_for(w: u32, nv: i64) -> i64 {
     let regs = vector_registers(w);
     (acc_regs(w) / nv).min((regs - nv - 1) / nv).min(12)
 }

@@ -1,0 +1,1145 @@
+//! The CNN kernels with run-time extents (issue 18): convolutions, max/average pooling and
+//! global average pooling over images whose height, width (and batch) are known only at run
+//! time. Channels, kernel sizes, strides, dilations, pads and groups are the weights' and the
+//! attributes', so they stay constants.
+//!
+//! **The static kernels' order, per element.** What decides the bits of an output is the
+//! sequence of float operations that produce it, not the loops around them, and the static
+//! kernels (`kernels/conv/*`, `kernels/pool.rs`) compute each element in one of these orders:
+//! - 1×1, unit strides, no padding: the GEMM's one FMA chain over the input channels from
+//!   zero, then `+ bias` (only with a bias) and the activation (`gemm::finish`); when the
+//!   image is one pixel and the channels at least a vector, the matrix-vector product's own
+//!   partial sums (`gemm::gemv`) — that branch runs the static GEMM itself, its extents all
+//!   constant there.
+//! - depthwise (one input channel per group): the accumulator starts at the bias (`+0.0`
+//!   without one), one FMA per tap in `(kh, kw)` order, then the activation.
+//! - every other convolution (im2col and row-packed alike): zero, one FMA per input channel
+//!   and tap in `(c, kh, kw)` order, then `+ bias` (`+ 0.0` without one) and the activation.
+//!
+//! The static kernels leave out the taps that no lane of a vector reads (peeled at compile
+//! time); here such a tap is a masked load, zero-filled, so it adds `w · 0` to the chain. For
+//! finite weights that is `±0`, which leaves a non-zero accumulator unchanged and can change
+//! only the sign of a zero one; the im2col/row-packed chain ends in `+ bias` (`+0.0` without
+//! one), which removes that sign, and a depthwise chain starts at the bias. So the bits are
+//! the static kernel's for finite weights, up to the sign of an output that is exactly zero
+//! in a depthwise chain whose partial sums underflowed to `-0` (denormal data).
+//! - max/avg pooling: the static scalar window loop, the same selects and adds per cell.
+//! - global_avg_pool: the static `f64` vector sums (two interleaved accumulators, then one,
+//!   then a masked tail, then the lanes pairwise), at a run-time plane size.
+
+use super::{args_dyn, finish_call, refuse, Dk, DynSpec};
+use crate::kernels::common::{activation, vector_registers, Call};
+use crate::kernels::gemm::{gemm, Epilogue, Gemm};
+use crate::nest::{llvm, R};
+use crate::storage::Storage;
+use crate::Gen;
+use inkwell::types::VectorType;
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
+use inkwell::IntPredicate;
+use tir_ir::op::{Conv2d, Pool2d};
+use tir_ir::{Activation, Function, OpData};
+
+/// Output channels per tile of the dense kernel (the static im2col's).
+const MR: i64 = 6;
+/// Vectors of output columns per tile of the dense kernel.
+const NV_DENSE: u32 = 2;
+/// Vectors of output columns per depthwise tile (the static depthwise kernel's blocks).
+const NV_DEPTHWISE: u32 = 4;
+/// Output elements up to which a depthwise plane runs as one flat run of vectors (the static
+/// depthwise kernel's bound).
+const FLAT_MAX: i64 = 256;
+/// Vectors of output points up to which the other convolutions run flat (the static
+/// row-packed kernel's bound).
+const FLAT_VECTORS: i64 = 100;
+
+impl<'a, 'c> Dk<'a, 'c> {
+    fn sub(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        llvm(self.k.b.build_int_sub(a, b, "s"))
+    }
+
+    fn icmp(&self, p: IntPredicate, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        llvm(self.k.b.build_int_compare(p, a, b, "c"))
+    }
+
+    fn imin(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        let c = self.icmp(IntPredicate::SLT, a, b)?;
+        Ok(llvm(self.k.b.build_select(c, a, b, "min"))?.into_int_value())
+    }
+
+    fn imax(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        let c = self.icmp(IntPredicate::SGT, a, b)?;
+        Ok(llvm(self.k.b.build_select(c, a, b, "max"))?.into_int_value())
+    }
+
+    /// `lo <= i < hi`, bounds at run time.
+    fn between(&self, i: IntValue<'c>, lo: IntValue<'c>, hi: IntValue<'c>) -> R<IntValue<'c>> {
+        let a = self.icmp(IntPredicate::SGE, i, lo)?;
+        let b = self.icmp(IntPredicate::SLT, i, hi)?;
+        llvm(self.k.b.build_and(a, b, "in"))
+    }
+
+    /// `a / q` rounded toward minus infinity for a constant `q > 0`.
+    fn floor_div(&self, a: IntValue<'c>, q: i64) -> R<IntValue<'c>> {
+        let k = &self.k;
+        // (a - (q - 1)) / q truncates toward minus infinity for negative a.
+        let neg = self.icmp(IntPredicate::SLT, a, k.c(0))?;
+        let adj = llvm(k.b.build_select(neg, self.sub(a, k.c(q - 1))?, a, "adj"))?;
+        llvm(k.b.build_int_signed_div(adj.into_int_value(), k.c(q), "fd"))
+    }
+
+    /// An `i64` vector of `n` lanes, every lane `x`.
+    fn splat_i(&self, x: IntValue<'c>, n: u32) -> R<VectorValue<'c>> {
+        let k = &self.k;
+        let i32t = k.ctx.i32_type();
+        let v = llvm(k.b.build_insert_element(
+            k.i64t.vec_type(n).get_undef(),
+            x,
+            i32t.const_int(0, false),
+            "x",
+        ))?;
+        let zeros = i32t.vec_type(n).const_zero();
+        llvm(k.b.build_shuffle_vector(v, v, zeros, "splat"))
+    }
+
+    fn const_i(&self, f: impl Fn(u32) -> i64, n: u32) -> VectorValue<'c> {
+        let lanes: Vec<IntValue> = (0..n).map(|q| self.k.c(f(q))).collect();
+        VectorType::const_vector(&lanes)
+    }
+
+    fn vand(&self, a: VectorValue<'c>, b: VectorValue<'c>) -> R<VectorValue<'c>> {
+        llvm(self.k.b.build_and(a, b, "m"))
+    }
+
+    fn vcmp(&self, p: IntPredicate, a: VectorValue<'c>, b: VectorValue<'c>) -> R<VectorValue<'c>> {
+        llvm(self.k.b.build_int_compare(p, a, b, "vc"))
+    }
+}
+
+/// Max or average pooling with run-time `N·C`, `H`, `W` and output extents: the static
+/// kernel's scalar window loop (`kernels::pool::pool`), the same selects and adds per cell.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pool<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    p: &Pool2d,
+    is_max: bool,
+    name: &str,
+) -> R<Call<'c>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let (xe, oe) = (spec.dims(func, x)?, spec.dims(func, r)?);
+    if xe.len() != 4 || oe.len() != 4 {
+        return Err(refuse(spec, func, op, "pooling of a tensor not of rank 4"));
+    }
+    let args = args_dyn(func, st, &[x, r])?;
+    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let (xd, od) = (d.dims_of(&xe)?, d.dims_of(&oe)?);
+    let planes = d.imul(xd[0], xd[1])?;
+    let (h, w, oh, ow) = (xd[2], xd[3], od[2], od[3]);
+    let [kh, kw] = p.kernel.map(|v| v as i64);
+    let [sh, sw] = p.strides.map(|v| v as i64);
+    let [pt, pl, pb, pr] = p.pads.map(|v| v as i64);
+    let (px, po) = (d.param(0)?, d.param(1)?);
+    let k = &d.k;
+    let zero = k.c(0);
+    let hw = d.imul(h, w)?;
+    let ohw = d.imul(oh, ow)?;
+    // A window's cells are clamped into the image and read whether inside or not (the
+    // static kernel's branch-free form); an empty image has no cell to clamp to, so its
+    // windows read a zero of their own (every cell is outside, never selected).
+    let dummy = llvm(k.b.build_alloca(k.f32t, "none"))?;
+    llvm(k.b.build_store(dummy, k.f(0.0)))?;
+    let empty = d.icmp(IntPredicate::SLE, hw, zero)?;
+    let hm1 = d.imax(d.sub(h, k.c(1))?, zero)?;
+    let wm1 = d.imax(d.sub(w, k.c(1))?, zero)?;
+    let (hpb, wpr) = (k.add(h, k.c(pb))?, k.add(w, k.c(pr))?);
+    let clamp =
+        |i: IntValue<'c>, hi: IntValue<'c>| -> R<IntValue<'c>> { d.imin(d.imax(i, zero)?, hi) };
+    d.loop_step(zero, planes, 1, &mut |pl_| {
+        let plane = k.gep(px, d.imul(pl_, hw)?)?;
+        let xp = llvm(k.b.build_select(empty, dummy, plane, "xp"))?.into_pointer_value();
+        let op_ = k.gep(po, d.imul(pl_, ohw)?)?;
+        d.loop_step(zero, oh, 1, &mut |oy| {
+            d.loop_step(zero, ow, 1, &mut |ox| {
+                let by = k.add(k.mul(oy, sh)?, k.c(-pt))?;
+                let bx = k.add(k.mul(ox, sw)?, k.c(-pl))?;
+                let mut acc = k.f(if is_max { f64::NEG_INFINITY } else { 0.0 });
+                let mut cnt = k.f(0.0);
+                for i in 0..kh {
+                    let iy = k.add(by, k.c(i))?;
+                    let iny = d.between(iy, zero, h)?;
+                    let cy = clamp(iy, hm1)?;
+                    let incl_y = d.between(iy, k.c(-pt), hpb)?;
+                    for j in 0..kw {
+                        let ix = k.add(bx, k.c(j))?;
+                        let inx = d.between(ix, zero, w)?;
+                        let cx = clamp(ix, wm1)?;
+                        let inside = llvm(k.b.build_and(iny, inx, "in"))?;
+                        let v = k.ld(xp, k.add(d.imul(cy, w)?, cx)?)?;
+                        if is_max {
+                            let m = k.max_nan(acc, v)?;
+                            acc = k.fsel(inside, m, acc)?;
+                        } else {
+                            let s = k.fadd(acc, v)?;
+                            acc = k.fsel(inside, s, acc)?;
+                            let counted = if p.count_include_pad {
+                                let inclx = d.between(ix, k.c(-pl), wpr)?;
+                                llvm(k.b.build_and(incl_y, inclx, "c"))?
+                            } else {
+                                inside
+                            };
+                            let c1 = k.fadd(cnt, k.f(1.0))?;
+                            cnt = k.fsel(counted, c1, cnt)?;
+                        }
+                    }
+                }
+                let out = if is_max { acc } else { k.fdiv(acc, cnt)? };
+                k.st(op_, k.add(d.imul(oy, ow)?, ox)?, out)
+            })
+        })
+    })?;
+    finish_call(g, d.f, &args)
+}
+
+/// Independent `f64` vector accumulators per plane: `kernels::pool::global_avg_pool`'s.
+const ACCS: i64 = 2;
+
+/// The mean of each plane with a run-time plane size: the static kernel's sums, the same
+/// vector accumulators in the same order.
+pub(super) fn global_avg_pool<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    name: &str,
+) -> R<Call<'c>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let xe = spec.dims(func, x)?;
+    if xe.len() < 2 {
+        return Err(refuse(spec, func, op, "global_avg_pool below rank 2"));
+    }
+    let args = args_dyn(func, st, &[x, r])?;
+    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let xd = d.dims_of(&xe)?;
+    let planes = d.prod(&xd[..2])?;
+    let size = d.prod(&xd[2..])?;
+    let w = g.width;
+    let wl = w as i64;
+    let (px, po) = (d.param(0)?, d.param(1)?);
+    let k = &d.k;
+    let f64t = k.ctx.f64_type();
+    let dv = f64t.vec_type(w);
+    let step = ACCS * wl;
+    let down = |x: IntValue<'c>, q: i64| -> R<IntValue<'c>> {
+        k.mul(llvm(k.b.build_int_signed_div(x, k.c(q), "t"))?, q)
+    };
+    let unrolled = down(size, step)?;
+    let whole = down(size, wl)?;
+    let size_f = llvm(k.b.build_signed_int_to_float(size, f64t, "n"))?;
+    let has_tail = d.icmp(IntPredicate::SLT, whole, size)?;
+    let tail_mask = d.lanes_below(d.sub(size, whole)?, w)?;
+    let widen =
+        |v: VectorValue<'c>| -> R<VectorValue<'c>> { llvm(k.b.build_float_ext(v, dv, "e")) };
+    d.loop_step(k.c(0), planes, 1, &mut |pl| {
+        let base = d.imul(pl, size)?;
+        let zero: BasicValueEnum = dv.const_zero().into();
+        let accs = d.carry(
+            k.c(0),
+            unrolled,
+            step,
+            vec![zero; ACCS as usize],
+            &mut |i, cur| {
+                let at = k.add(base, i)?;
+                (0..ACCS)
+                    .map(|a| {
+                        let v = widen(k.ldv(px, k.add(at, k.c(a * wl))?, w)?)?;
+                        let c = cur[a as usize].into_vector_value();
+                        Ok(llvm(k.b.build_float_add(c, v, "s"))?.into())
+                    })
+                    .collect()
+            },
+        )?;
+        let mut acc = accs[0].into_vector_value();
+        for a in &accs[1..] {
+            acc = llvm(k.b.build_float_add(acc, a.into_vector_value(), "s"))?;
+        }
+        let acc = d.carry(unrolled, whole, wl, vec![acc.into()], &mut |i, cur| {
+            let v = widen(k.ldv(px, k.add(base, i)?, w)?)?;
+            let c = cur[0].into_vector_value();
+            Ok(vec![llvm(k.b.build_float_add(c, v, "s"))?.into()])
+        })?;
+        let mut acc = acc[0].into_vector_value();
+        // The static kernel adds the masked tail only when there is one.
+        let v = d.ldv_mask(px, k.add(base, whole)?, w, tail_mask)?;
+        let with = llvm(k.b.build_float_add(acc, widen(v)?, "s"))?;
+        acc = llvm(k.b.build_select(has_tail, with, acc, "tail"))?.into_vector_value();
+        let mut parts: Vec<FloatValue> = (0..w)
+            .map(|l| {
+                let i = k.ctx.i32_type().const_int(l.into(), false);
+                Ok(llvm(k.b.build_extract_element(acc, i, "l"))?.into_float_value())
+            })
+            .collect::<R<_>>()?;
+        while parts.len() > 1 {
+            parts = parts
+                .chunks(2)
+                .map(|p| {
+                    if p.len() == 2 {
+                        k.fadd(p[0], p[1])
+                    } else {
+                        Ok(p[0])
+                    }
+                })
+                .collect::<R<_>>()?;
+        }
+        let mean = k.fdiv(parts[0], size_f)?;
+        k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
+    })?;
+    finish_call(g, d.f, &args)
+}
+
+/// A convolution's extents: the run-time ones as values, the rest constants.
+struct Geo<'c> {
+    n: IntValue<'c>,
+    h: IntValue<'c>,
+    wi: IntValue<'c>,
+    oh: IntValue<'c>,
+    ow: IntValue<'c>,
+    ci: i64,
+    m: i64,
+    groups: i64,
+    kh: i64,
+    kw: i64,
+    sh: i64,
+    sw: i64,
+    dh: i64,
+    dw: i64,
+    pt: i64,
+    pl: i64,
+    act: Option<Activation>,
+}
+
+impl Geo<'_> {
+    fn cg(&self) -> i64 {
+        self.ci / self.groups
+    }
+    fn mg(&self) -> i64 {
+        self.m / self.groups
+    }
+}
+
+/// `conv2d` with run-time batch, height and width (channels, kernel, strides, dilations,
+/// pads and groups are constants): the static kernel's per-element order (see the module's
+/// docs), the 1×1 case on the run-time GEMM tiles, every other on [`Spatial`].
+pub(super) fn conv2d<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    c: &Conv2d,
+    name: &str,
+) -> R<Call<'c>> {
+    let (x, wv, r) = (op.operands[0], op.operands[1], op.results[0]);
+    let bias = op.operands.get(2).copied();
+    let (xe, we, oe) = (
+        spec.dims(func, x)?,
+        spec.dims(func, wv)?,
+        spec.dims(func, r)?,
+    );
+    if xe.len() != 4 || we.len() != 4 || oe.len() != 4 {
+        return Err(refuse(spec, func, op, "a convolution not of rank 4"));
+    }
+    let konst = |e: &tir_ir::sym::DimExpr| e.as_constant().map(|v| v as i64);
+    let (Some(ci), Some(m), Some(kh), Some(kw)) =
+        (konst(&xe[1]), konst(&oe[1]), konst(&we[2]), konst(&we[3]))
+    else {
+        return Err(refuse(
+            spec,
+            func,
+            op,
+            "a convolution with run-time channels",
+        ));
+    };
+    let groups = (c.groups as i64).max(1);
+    if ci % groups != 0 || m % groups != 0 {
+        return Err(refuse(
+            spec,
+            func,
+            op,
+            "channels not divisible by the groups",
+        ));
+    }
+    let mut vals = vec![x, wv];
+    vals.extend(bias);
+    vals.push(r);
+    let args = args_dyn(func, st, &vals)?;
+    let mut writes = vec![false; args.len()];
+    writes[args.len() - 1] = true;
+    let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
+    let (xd, od) = (d.dims_of(&xe)?, d.dims_of(&oe)?);
+    let [sh, sw] = c.strides.map(|v| v as i64);
+    let [dh, dw] = c.dilations.map(|v| v as i64);
+    let geo = Geo {
+        n: xd[0],
+        h: xd[2],
+        wi: xd[3],
+        oh: od[2],
+        ow: od[3],
+        ci,
+        m,
+        groups,
+        kh,
+        kw,
+        sh,
+        sw,
+        dh,
+        dw,
+        pt: c.pads[0] as i64,
+        pl: c.pads[1] as i64,
+        act: c.activation,
+    };
+    let px = d.param(0)?;
+    let pw = d.param(1)?;
+    let pb = if bias.is_some() {
+        Some(d.param(2)?)
+    } else {
+        None
+    };
+    let po = d.param(args.len() as u32 - 1)?;
+    // The static kernel's choice (`kernels::conv::emit`), made on constants only.
+    let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    if pointwise {
+        pointwise_conv(&d, g.width, &geo, px, pw, pb, po)?;
+    } else {
+        let sp = Spatial::new(&d, g.width, &geo, geo.cg() == 1)?;
+        sp.emit(px, pw, pb, po)?;
+    }
+    finish_call(g, d.f, &args)
+}
+
+/// A 1×1 convolution per image and group: `out[M_g, H·W] = W[M_g, C_g] · x[C_g, H·W]` on the
+/// run-time tiles, bias and activation in the GEMM's epilogue. A one-pixel image with at
+/// least a vector of channels is the static matrix-vector product, all its extents constant.
+#[allow(clippy::too_many_arguments)]
+fn pointwise_conv<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    w: u32,
+    geo: &Geo<'c>,
+    px: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    po: PointerValue<'c>,
+) -> R<()> {
+    let k = &d.k;
+    let (cg, mg) = (geo.cg(), geo.mg());
+    let hw = d.imul(geo.h, geo.wi)?;
+    let gemv_possible = cg >= w as i64;
+    let one_pixel = d.icmp(IntPredicate::EQ, hw, k.c(1))?;
+    d.loop_step(k.c(0), geo.n, 1, &mut |b| {
+        k.loop_(0, geo.groups, &mut |gi| {
+            let xo = d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, hw)?;
+            let oo = d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, hw)?;
+            let a = k.gep(pw, k.mul(gi, mg * cg)?)?;
+            let (bx, cx) = (k.gep(px, xo)?, k.gep(po, oo)?);
+            let epi = Epilogue {
+                alpha: 1.0,
+                row_bias: match pb {
+                    Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    None => None,
+                },
+                act: geo.act,
+            };
+            if !gemv_possible {
+                return super::tiles(d, w, (a, bx, cx), (k.c(mg), k.c(cg), hw), epi);
+            }
+            k.if_else(one_pixel, &mut |gemv| {
+                if gemv {
+                    let gm = Gemm {
+                        a,
+                        a_rs: cg,
+                        a_cs: 1,
+                        b: bx,
+                        b_rs: 1,
+                        c: cx,
+                        c_rs: 1,
+                        m: mg,
+                        n: 1,
+                        k: cg,
+                    };
+                    gemm(k, w, &gm, epi)
+                } else {
+                    super::tiles(d, w, (a, bx, cx), (k.c(mg), k.c(cg), hw), epi)
+                }
+            })
+        })
+    })
+}
+
+/// Every convolution but the 1×1 ones: `MR` output channels (one for depthwise) × `nv`
+/// vectors of one output row per tile, the input channels in the K loop with the taps
+/// unrolled. Rows and columns whose every tap reads inside the image (bounds computed at run
+/// time) load whole vectors; the others load each tap with a run-time lane mask
+/// (zero-filled), as the static kernels' compile-time masks.
+struct Spatial<'d, 'a, 'c> {
+    d: &'d Dk<'a, 'c>,
+    w: u32,
+    geo: &'d Geo<'c>,
+    depthwise: bool,
+    hw: IntValue<'c>,
+    ohw: IntValue<'c>,
+    /// Output rows `[r0, r1)` read only inside the image.
+    r0: IntValue<'c>,
+    r1: IntValue<'c>,
+    /// Within an interior row: masked vectors up to `lead`, blocks of `nv` vectors up to
+    /// `big`, single vectors up to `single`, masked ones after (the same for every row).
+    lead: IntValue<'c>,
+    big: IntValue<'c>,
+    single: IntValue<'c>,
+}
+
+/// One output row's kernel rows: the tap row, its input row's offset in a plane, and
+/// whether it lies inside the image (`None`: known to).
+type TapRow<'c> = (i64, IntValue<'c>, Option<IntValue<'c>>);
+
+impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
+    fn new(d: &'d Dk<'a, 'c>, w: u32, geo: &'d Geo<'c>, depthwise: bool) -> R<Self> {
+        let k = &d.k;
+        let zero = k.c(0);
+        let hw = d.imul(geo.h, geo.wi)?;
+        let ohw = d.imul(geo.oh, geo.ow)?;
+        // Rows: oy·sh − pt ≥ 0 and oy·sh + (kh−1)·dh − pt ≤ h − 1.
+        let r0s = (geo.pt + geo.sh - 1) / geo.sh;
+        let r0 = d.imin(k.c(r0s), geo.oh)?;
+        let t = k.add(geo.h, k.c(geo.pt - 1 - (geo.kh - 1) * geo.dh))?;
+        let r1 = k.add(d.floor_div(t, geo.sh)?, k.c(1))?;
+        let r1 = d.imin(d.imax(r1, r0)?, geo.oh)?;
+        // Columns: every lane's `sw` loaded inputs inside the row for every tap.
+        let c0 = (geo.pl + geo.sw - 1) / geo.sw;
+        let t = k.add(geo.wi, k.c(geo.pl - geo.sw - (geo.kw - 1) * geo.dw))?;
+        let c1 = k.add(d.floor_div(t, geo.sw)?, k.c(1))?;
+        let c1 = d.imin(d.imax(c1, zero)?, geo.ow)?;
+        let wl = w as i64;
+        // Before the interior: whole vectors from column 0 (a border column is rare, so the
+        // interior starts at the next vector boundary), masked.
+        let lead = if c0 > 0 {
+            d.imin(k.c((c0 + wl - 1) / wl * wl), geo.ow)?
+        } else {
+            k.c(0)
+        };
+        let nv = if depthwise { NV_DEPTHWISE } else { NV_DENSE } as i64;
+        let span = d.imax(d.sub(c1, lead)?, zero)?;
+        let down = |x: IntValue<'c>, q: i64| -> R<IntValue<'c>> {
+            k.mul(llvm(k.b.build_int_signed_div(x, k.c(q), "t"))?, q)
+        };
+        let big = k.add(lead, down(span, nv * wl)?)?;
+        let single = k.add(lead, down(span, wl)?)?;
+        Ok(Spatial {
+            d,
+            w,
+            geo,
+            depthwise,
+            hw,
+            ohw,
+            r0,
+            r1,
+            lead,
+            big,
+            single,
+        })
+    }
+
+    fn emit(
+        &self,
+        px: PointerValue<'c>,
+        pw: PointerValue<'c>,
+        pb: Option<PointerValue<'c>>,
+        po: PointerValue<'c>,
+    ) -> R<()> {
+        let (d, geo) = (self.d, self.geo);
+        let k = &d.k;
+        let (cg, mg) = (geo.cg(), geo.mg());
+        let taps = geo.kh * geo.kw;
+        // Up to 7×7 taps: the masks of a flat plane sit on the stack.
+        let flat = if geo.sh == 1 && geo.sw == 1 && taps <= 49 {
+            Some(self.flat_masks()?)
+        } else {
+            None
+        };
+        d.loop_step(k.c(0), geo.n, 1, &mut |b| {
+            k.loop_(0, geo.groups, &mut |gi| {
+                let img = Img {
+                    x: k.gep(
+                        px,
+                        d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
+                    )?,
+                    o: k.gep(
+                        po,
+                        d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
+                    )?,
+                    wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
+                    bias: match pb {
+                        Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                        None => None,
+                    },
+                    taps: None,
+                };
+                let img = Img {
+                    taps: if self.depthwise && mg == 1 {
+                        Some(
+                            (0..taps)
+                                .map(|t| k.splat(k.ld(img.wt, k.c(t))?, self.w))
+                                .collect::<R<_>>()?,
+                        )
+                    } else {
+                        None
+                    },
+                    ..img
+                };
+                let rows = || -> R<()> {
+                    d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                    d.loop_step(self.r0, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
+                    d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
+                };
+                match flat {
+                    Some((cond, masks)) => k.if_else(cond, &mut |yes| {
+                        if yes {
+                            if self.depthwise {
+                                self.flat(&img, masks)
+                            } else {
+                                self.flat_dense(&img, masks)
+                            }
+                        } else {
+                            rows()
+                        }
+                    }),
+                    None => rows(),
+                }
+            })
+        })
+    }
+
+    /// Whether a plane is run as one flat run of vectors ([`Spatial::flat`],
+    /// [`Spatial::flat_dense`]: unit strides, input rows as wide as output rows, at most
+    /// [`Spatial::flat_max`] outputs), and then the lane masks of every vector and tap, the
+    /// same for every plane, made once per call.
+    fn flat_masks(&self) -> R<(IntValue<'c>, PointerValue<'c>)> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let same = d.icmp(IntPredicate::EQ, geo.wi, geo.ow)?;
+        let small = d.icmp(IntPredicate::SLE, self.ohw, k.c(self.flat_max()))?;
+        let cond = llvm(k.b.build_and(same, small, "flat"))?;
+        let mty = k.ctx.bool_type().vec_type(w);
+        let slots = ((self.flat_max() + wl - 1) / wl * taps) as u32;
+        let masks = llvm(k.b.build_array_alloca(
+            mty,
+            k.ctx.i32_type().const_int(slots.into(), false),
+            "masks",
+        ))?;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        k.when(cond, &mut || {
+            let lanes = d.const_i(|l| l as i64, w);
+            let (ow_v, h_v, wi_v) = (
+                d.splat_i(geo.ow, w)?,
+                d.splat_i(geo.h, w)?,
+                d.splat_i(geo.wi, w)?,
+            );
+            let zero_v = d.splat_i(k.c(0), w)?;
+            let total_v = d.splat_i(self.ohw, w)?;
+            d.loop_step(k.c(0), vecs, 1, &mut |v| {
+                let p = llvm(k.b.build_int_add(d.splat_i(k.mul(v, wl)?, w)?, lanes, "p"))?;
+                let oy = llvm(k.b.build_int_signed_div(p, ow_v, "oy"))?;
+                let ox = llvm(k.b.build_int_sub(p, llvm(k.b.build_int_mul(oy, ow_v, "m"))?, "ox"))?;
+                let live = d.vcmp(IntPredicate::SLT, p, total_v)?;
+                for i in 0..geo.kh {
+                    let iy =
+                        llvm(k.b.build_int_add(oy, d.splat_i(k.c(i * geo.dh - geo.pt), w)?, "iy"))?;
+                    let row = d.vand(
+                        d.vcmp(IntPredicate::SGE, iy, zero_v)?,
+                        d.vcmp(IntPredicate::SLT, iy, h_v)?,
+                    )?;
+                    for j in 0..geo.kw {
+                        let ix = llvm(k.b.build_int_add(
+                            ox,
+                            d.splat_i(k.c(j * geo.dw - geo.pl), w)?,
+                            "ix",
+                        ))?;
+                        let col = d.vand(
+                            d.vcmp(IntPredicate::SGE, ix, zero_v)?,
+                            d.vcmp(IntPredicate::SLT, ix, wi_v)?,
+                        )?;
+                        let on = d.vand(live, d.vand(row, col)?)?;
+                        let slot = k.add(k.mul(v, taps)?, k.c(i * geo.kw + j))?;
+                        let q = k.gep(masks, slot)?;
+                        llvm(k.b.build_store(q, on))?;
+                    }
+                }
+                Ok(())
+            })
+        })?;
+        Ok((cond, masks))
+    }
+
+    /// The most outputs a plane may have to run flat: the static depthwise kernel's bound, and
+    /// for the others the static row-packed kernel's ([`FLAT_VECTORS`] vectors).
+    fn flat_max(&self) -> i64 {
+        if self.depthwise {
+            FLAT_MAX
+        } else {
+            FLAT_VECTORS * self.w as i64
+        }
+    }
+
+    /// Every other unit-stride convolution on a plane whose input rows are as wide as its
+    /// output rows, flat (the static row-packed kernel's layout: a 7- or 14-wide row no longer
+    /// leaves most of a vector idle): `MR` output channels × up to `NV` vectors of output
+    /// points per tile, the input channels in the K loop, each tap of a vector one masked
+    /// load at `p + (i·dh − pt)·W + (j·dw − pl)`.
+    fn flat_dense(&self, img: &Img<'c>, masks: PointerValue<'c>) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let (cg, mg) = (geo.cg(), geo.mg());
+        let (mr, nv) = if vector_registers(w) >= 32 {
+            (8, 3)
+        } else {
+            (6, 2)
+        };
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let vfull = k.mul(llvm(k.b.build_int_signed_div(vecs, k.c(nv), "vf"))?, nv)?;
+        let offs: Vec<IntValue<'c>> = (0..geo.kh)
+            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
+                k.add(r, k.c(j * geo.dw - geo.pl))
+            })
+            .collect::<R<_>>()?;
+        let tile = |m0: IntValue<'c>, mr: i64, v0: IntValue<'c>, nv: i64| -> R<()> {
+            let ms: Vec<IntValue<'c>> = (0..mr).map(|r| k.add(m0, k.c(r))).collect::<R<_>>()?;
+            let wrows: Vec<IntValue<'c>> =
+                ms.iter().map(|&m| k.mul(m, cg * taps)).collect::<R<_>>()?;
+            let vs: Vec<IntValue<'c>> = (0..nv).map(|v| k.add(v0, k.c(v))).collect::<R<_>>()?;
+            let p0s: Vec<IntValue<'c>> = vs.iter().map(|&v| k.mul(v, wl)).collect::<R<_>>()?;
+            let zero: BasicValueEnum = k.vty(w).const_zero().into();
+            let n = (mr * nv) as usize;
+            let acc = k.loop_carry(0, cg, 1, vec![zero; n], &mut |c, cur| {
+                let mut acc: Vec<VectorValue<'c>> =
+                    cur.iter().map(|v| v.into_vector_value()).collect();
+                let xc = d.imul(c, self.hw)?;
+                let wc = k.mul(c, taps)?;
+                for (t, &off) in offs.iter().enumerate() {
+                    let bv: Vec<VectorValue<'c>> = vs
+                        .iter()
+                        .zip(&p0s)
+                        .map(|(&v, &p0)| {
+                            let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                            let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                            d.ldv_mask(img.x, k.add(k.add(xc, p0)?, off)?, w, on)
+                        })
+                        .collect::<R<_>>()?;
+                    let wt = k.add(wc, k.c(t as i64))?;
+                    for (r, &wr) in wrows.iter().enumerate() {
+                        let a = k.splat(k.ld(img.wt, k.add(wr, wt)?)?, w)?;
+                        for (v, &b) in bv.iter().enumerate() {
+                            let i = r * nv as usize + v;
+                            acc[i] = k.fma(a, b, acc[i])?;
+                        }
+                    }
+                }
+                Ok(acc.into_iter().map(|v| v.into()).collect())
+            })?;
+            for (r, &m) in ms.iter().enumerate() {
+                let plane = k.gep(img.o, d.imul(m, self.ohw)?)?;
+                let b = match img.bias {
+                    Some(p) => k.ld(p, m)?,
+                    None => k.f(0.0),
+                };
+                let b = k.splat(b, w)?;
+                for (v, &p0) in p0s.iter().enumerate() {
+                    let y = acc[r * nv as usize + v].into_vector_value();
+                    let y = llvm(k.b.build_float_add(y, b, "b"))?;
+                    let y = vector_activation(d, w, geo.act, y)?;
+                    let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                    d.stv_mask(plane, p0, y, mask)?;
+                }
+            }
+            Ok(())
+        };
+        let mfull = mg / mr * mr;
+        let channels = |m0: IntValue<'c>, mr: i64| -> R<()> {
+            d.loop_step(k.c(0), vfull, nv, &mut |v0| tile(m0, mr, v0, nv))?;
+            d.loop_step(vfull, vecs, 1, &mut |v0| tile(m0, mr, v0, 1))
+        };
+        k.loop_step(0, mfull, mr, &mut |m0| channels(m0, mr))?;
+        if mfull < mg {
+            channels(k.c(mfull), mg - mfull)?;
+        }
+        Ok(())
+    }
+
+    /// A depthwise plane with unit strides whose input rows are as wide as its output rows, as
+    /// one flat run of vectors (the static kernel's `Plane::flat`): the input under output
+    /// `p` for tap `(i, j)` is `p + (i·dh − pt)·W + (j·dw − pl)`, one masked load per tap and
+    /// vector whatever rows its lanes span. A 7×7 plane is 4 vectors instead of 7 rows.
+    fn flat(&self, img: &Img<'c>, masks: PointerValue<'c>) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let offs: Vec<IntValue<'c>> = (0..geo.kh)
+            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
+                k.add(r, k.c(j * geo.dw - geo.pl))
+            })
+            .collect::<R<_>>()?;
+        k.loop_(0, geo.mg(), &mut |m| {
+            let plane = k.gep(img.o, d.imul(m, self.ohw)?)?;
+            let wt = k.mul(m, taps)?;
+            let tap: Vec<VectorValue<'c>> = (0..taps)
+                .map(|t| k.splat(k.ld(img.wt, k.add(wt, k.c(t))?)?, w))
+                .collect::<R<_>>()?;
+            let bias = match img.bias {
+                Some(p) => k.ld(p, m)?,
+                None => k.f(0.0),
+            };
+            let init = k.splat(bias, w)?;
+            d.loop_step(k.c(0), vecs, 1, &mut |v| {
+                let p0 = k.mul(v, wl)?;
+                let mut acc = init;
+                for (t, &off) in offs.iter().enumerate() {
+                    let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                    let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                    let x = d.ldv_mask(img.x, k.add(p0, off)?, w, on)?;
+                    acc = k.fma(x, tap[t], acc)?;
+                }
+                let y = vector_activation(d, w, geo.act, acc)?;
+                let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                d.stv_mask(plane, p0, y, mask)
+            })
+        })
+    }
+
+    /// Output row `oy`; `inside`: every kernel row reads inside the image.
+    fn row(&self, img: &Img<'c>, oy: IntValue<'c>, inside: bool) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let rows: Vec<TapRow<'c>> = (0..geo.kh)
+            .map(|i| {
+                let iy = k.add(k.mul(oy, geo.sh)?, k.c(i * geo.dh - geo.pt))?;
+                let valid = if inside {
+                    None
+                } else {
+                    Some(d.between(iy, k.c(0), geo.h)?)
+                };
+                Ok((i, d.imul(iy, geo.wi)?, valid))
+            })
+            .collect::<R<_>>()?;
+        let orow = d.imul(oy, geo.ow)?;
+        let masked = |from: IntValue<'c>| -> R<()> {
+            d.loop_step(from, geo.ow, wl, &mut |ox0| {
+                self.channels(img, &rows, orow, ox0, 1, true)
+            })
+        };
+        if !inside {
+            return masked(k.c(0));
+        }
+        let nv = if self.depthwise {
+            NV_DEPTHWISE
+        } else {
+            NV_DENSE
+        };
+        let (lead, big, single) = (self.lead, self.big, self.single);
+        d.loop_step(k.c(0), lead, wl, &mut |ox0| {
+            self.channels(img, &rows, orow, ox0, 1, true)
+        })?;
+        d.loop_step(lead, big, nv as i64 * wl, &mut |ox0| {
+            self.channels(img, &rows, orow, ox0, nv, false)
+        })?;
+        d.loop_step(big, single, wl, &mut |ox0| {
+            self.channels(img, &rows, orow, ox0, 1, false)
+        })?;
+        masked(single)
+    }
+
+    /// Every tile of output channels at one column position.
+    fn channels(
+        &self,
+        img: &Img<'c>,
+        rows: &[TapRow<'c>],
+        orow: IntValue<'c>,
+        ox0: IntValue<'c>,
+        nv: u32,
+        masked: bool,
+    ) -> R<()> {
+        let k = &self.d.k;
+        let mg = self.geo.mg();
+        let mr = if self.depthwise { 1 } else { MR };
+        let masks = if masked {
+            Some(self.masks(rows, ox0)?)
+        } else {
+            None
+        };
+        let mfull = mg / mr * mr;
+        k.loop_step(0, mfull, mr, &mut |m0| {
+            self.tile(img, rows, masks.as_deref(), orow, ox0, nv, m0, mr)
+        })?;
+        if mfull < mg {
+            self.tile(
+                img,
+                rows,
+                masks.as_deref(),
+                orow,
+                ox0,
+                nv,
+                k.c(mfull),
+                mg - mfull,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Per kernel row and column, the `sw·W` lanes a tap loads at `ox0`: every `sw`-th, for
+    /// output columns below `ow`, reading inside the row, of a kernel row inside the image.
+    fn masks(&self, rows: &[TapRow<'c>], ox0: IntValue<'c>) -> R<Vec<Vec<VectorValue<'c>>>> {
+        let (d, geo) = (self.d, self.geo);
+        let k = &d.k;
+        let s = geo.sw;
+        let n = s as u32 * self.w;
+        let i32t = k.ctx.i32_type();
+        let lanes: Vec<IntValue> = (0..n).map(|q| i32t.const_int(q.into(), false)).collect();
+        let q = VectorType::const_vector(&lanes);
+        let kept: Vec<IntValue> = (0..n)
+            .map(|q| {
+                k.ctx
+                    .bool_type()
+                    .const_int(u64::from(q as i64 % s == 0), false)
+            })
+            .collect();
+        let keep = VectorType::const_vector(&kept);
+        // Lane `q` loads element `at + q` for output column `ox0 + q / s`: inside the row for
+        // `q` in `[-at, wi - at)`, an output column for `q < s·(ow − ox0)`; both bounds
+        // clamped to `[0, n]` (then exact in 32 bits) and compared per lane.
+        let clamp = |x: IntValue<'c>| -> R<VectorValue<'c>> {
+            let c = d.imin(d.imax(x, k.c(0))?, k.c(n as i64))?;
+            let c = llvm(k.b.build_int_truncate(c, i32t, "c"))?;
+            let v = llvm(k.b.build_insert_element(
+                i32t.vec_type(n).get_undef(),
+                c,
+                i32t.const_zero(),
+                "v",
+            ))?;
+            llvm(k.b.build_shuffle_vector(v, v, i32t.vec_type(n).const_zero(), "splat"))
+        };
+        let cols_left = k.mul(d.sub(geo.ow, ox0)?, s)?;
+        let ix0 = k.mul(ox0, s)?;
+        let cols: Vec<VectorValue<'c>> = (0..geo.kw)
+            .map(|j| {
+                let at = k.add(ix0, k.c(j * geo.dw - geo.pl))?;
+                let lo = clamp(d.sub(k.c(0), at)?)?;
+                let hi = clamp(d.imin(d.sub(geo.wi, at)?, cols_left)?)?;
+                let ge = d.vcmp(IntPredicate::SGE, q, lo)?;
+                let lt = d.vcmp(IntPredicate::SLT, q, hi)?;
+                d.vand(keep, d.vand(ge, lt)?)
+            })
+            .collect::<R<_>>()?;
+        let off = k.ctx.bool_type().vec_type(n).const_zero();
+        rows.iter()
+            .map(|&(_, _, valid)| {
+                cols.iter()
+                    .map(|&c| match valid {
+                        None => Ok(c),
+                        Some(v) => Ok(llvm(k.b.build_select(v, c, off, "rm"))?.into_vector_value()),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// `mr` output channels from `m0` × `nv` vectors from `ox0` (one, masked, with `masks`).
+    #[allow(clippy::too_many_arguments)]
+    fn tile(
+        &self,
+        img: &Img<'c>,
+        rows: &[TapRow<'c>],
+        masks: Option<&[Vec<VectorValue<'c>>]>,
+        orow: IntValue<'c>,
+        ox0: IntValue<'c>,
+        nv: u32,
+        m0: IntValue<'c>,
+        mr: i64,
+    ) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let s = geo.sw;
+        let taps = geo.kh * geo.kw;
+        let cg = geo.cg();
+        let nvu = nv as usize;
+        let ms: Vec<IntValue<'c>> = (0..mr).map(|r| k.add(m0, k.c(r))).collect::<R<_>>()?;
+        let bias = |m: IntValue<'c>| -> R<FloatValue<'c>> {
+            match img.bias {
+                Some(p) => k.ld(p, m),
+                None => Ok(k.f(0.0)),
+            }
+        };
+        // Depthwise chains start at the bias, the others at zero (`+ bias` at the end).
+        let mut init: Vec<BasicValueEnum<'c>> = Vec::with_capacity(ms.len() * nvu);
+        for &m in &ms {
+            let v = if self.depthwise {
+                k.splat(bias(m)?, w)?
+            } else {
+                k.vty(w).const_zero()
+            };
+            init.extend(std::iter::repeat(BasicValueEnum::from(v)).take(nvu));
+        }
+        let wrows: Vec<IntValue<'c>> = ms.iter().map(|&m| k.mul(m, cg * taps)).collect::<R<_>>()?;
+        let ix0 = k.mul(ox0, s)?;
+        let acc = k.loop_carry(0, cg, 1, init, &mut |c, cur| {
+            let mut acc: Vec<VectorValue<'c>> = cur.iter().map(|v| v.into_vector_value()).collect();
+            let xc = d.imul(c, self.hw)?;
+            let wc = k.mul(c, taps)?;
+            for (ri, &(i, rowoff, _)) in rows.iter().enumerate() {
+                let xrow = k.add(xc, rowoff)?;
+                for j in 0..geo.kw {
+                    let bv: Vec<VectorValue<'c>> = (0..nv)
+                        .map(|v| {
+                            let at = k.add(
+                                k.add(xrow, ix0)?,
+                                k.c(v as i64 * wl * s + j * geo.dw - geo.pl),
+                            )?;
+                            let wide = match masks {
+                                Some(mk) => {
+                                    d.ldv_mask(img.x, at, s as u32 * w, mk[ri][j as usize])?
+                                }
+                                None => k.ldv(img.x, at, s as u32 * w)?,
+                            };
+                            self.every(wide)
+                        })
+                        .collect::<R<_>>()?;
+                    let t = k.add(wc, k.c(i * geo.kw + j))?;
+                    for (r, &wr) in wrows.iter().enumerate() {
+                        let a = match &img.taps {
+                            Some(tv) => tv[(i * geo.kw + j) as usize],
+                            None => k.splat(k.ld(img.wt, k.add(wr, t)?)?, w)?,
+                        };
+                        for (v, &b) in bv.iter().enumerate() {
+                            acc[r * nvu + v] = k.fma(a, b, acc[r * nvu + v])?;
+                        }
+                    }
+                }
+            }
+            Ok(acc.into_iter().map(|v| v.into()).collect())
+        })?;
+        for (r, &m) in ms.iter().enumerate() {
+            let plane = d.imul(m, self.ohw)?;
+            let b = if self.depthwise {
+                None
+            } else {
+                Some(k.splat(bias(m)?, w)?)
+            };
+            for v in 0..nvu {
+                let mut y = acc[r * nvu + v].into_vector_value();
+                if let Some(b) = b {
+                    y = llvm(k.b.build_float_add(y, b, "b"))?;
+                }
+                let y = vector_activation(d, w, geo.act, y)?;
+                let col = k.add(ox0, k.c(v as i64 * wl))?;
+                let at = k.add(k.add(plane, orow)?, col)?;
+                if masks.is_some() {
+                    let mask = d.lanes_below(d.sub(geo.ow, col)?, w)?;
+                    d.stv_mask(img.o, at, y, mask)?;
+                } else {
+                    k.stv(img.o, at, y)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every `sw`-th lane of a `sw·W`-lane load.
+    fn every(&self, wide: VectorValue<'c>) -> R<VectorValue<'c>> {
+        let k = &self.d.k;
+        let s = self.geo.sw as u32;
+        if s == 1 {
+            return Ok(wide);
+        }
+        let i32t = k.ctx.i32_type();
+        let mask: Vec<_> = (0..self.w)
+            .map(|l| i32t.const_int(u64::from(l * s), false))
+            .collect();
+        llvm(k.b.build_shuffle_vector(
+            wide,
+            wide.get_type().get_undef(),
+            VectorType::const_vector(&mask),
+            "every",
+        ))
+    }
+}
+
+/// Where one image and group's input channels, output channels, weights and bias start.
+struct Img<'c> {
+    x: PointerValue<'c>,
+    o: PointerValue<'c>,
+    wt: PointerValue<'c>,
+    bias: Option<PointerValue<'c>>,
+    /// A depthwise plane's taps, broadcast once per plane (one output channel per group).
+    taps: Option<Vec<VectorValue<'c>>>,
+}
+
+/// The activation on a vector, each lane as the scalar `kernels::common::activation`: ReLU
+/// and the clips as the same vector selects, the others lane by lane.
+fn vector_activation<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    w: u32,
+    act: Option<Activation>,
+    y: VectorValue<'c>,
+) -> R<VectorValue<'c>> {
+    use inkwell::FloatPredicate::{OGT, OLT};
+    let k = &d.k;
+    let splat = |v: f64| k.splat(k.f(v), w);
+    let sel = |p,
+               x: VectorValue<'c>,
+               t: VectorValue<'c>,
+               a: VectorValue<'c>,
+               b: VectorValue<'c>|
+     -> R<VectorValue<'c>> {
+        let c = llvm(k.b.build_float_compare(p, x, t, "c"))?;
+        Ok(llvm(k.b.build_select(c, a, b, "sel"))?.into_vector_value())
+    };
+    // `clip(x, lo, hi)`: `x > hi ? hi : x`, then `x < lo ? lo : that` (`K::clip`).
+    let clip = |lo: f64, hi: f64| -> R<VectorValue<'c>> {
+        let (lo, hi) = (splat(lo)?, splat(hi)?);
+        let t = sel(OGT, y, hi, hi, y)?;
+        sel(OLT, y, lo, lo, t)
+    };
+    match act {
+        None => Ok(y),
+        Some(Activation::Relu) => {
+            let z = splat(0.0)?;
+            sel(OLT, y, z, z, y)
+        }
+        Some(Activation::Relu6) => clip(0.0, 6.0),
+        Some(Activation::ReluN1To1) => clip(-1.0, 1.0),
+        other => {
+            let mut out = k.vty(w).get_undef();
+            for l in 0..w {
+                let v = activation(k, other, k.lane(y, l)?)?;
+                out = llvm(k.b.build_insert_element(
+                    out,
+                    v,
+                    k.ctx.i32_type().const_int(l.into(), false),
+                    "o",
+                ))?;
+            }
+            Ok(out)
+        }
+    }
+}
