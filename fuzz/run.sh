@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets and runs each for SECONDS (default 60; 0 replays the corpus only), one
-# after the other:
+# Builds the fuzz targets and runs each for SECONDS (default 60; 0 replays the corpus only),
+# FUZZ_JOBS of them at a time (default: the available cores):
 #
 #   fuzz/run.sh [SECONDS] [TARGET...]        (all five targets when none is named)
 #
@@ -55,11 +55,11 @@ if [[ ${FUZZ_NO_BUILD:-} != 1 ]]; then
         cargo build --release --locked --target "$host" --bins
 fi
 
-failed=()
-summary=()
-for t in "${targets[@]}"; do
+# One target's run: its summary line goes to artifacts/TARGET/summary, "FAILED" in it when the
+# fuzzer stopped on a crash, a timeout or an out-of-memory.
+fuzz_one() {
+    local t=$1 log="artifacts/$1/last-run.log" status=0 budget args execs cov line
     mkdir -p "work/corpus/$t" "artifacts/$t" "corpus/$t" "regressions/$t"
-    log="artifacts/$t/last-run.log"
     # 0 seconds: replay the corpus and the regressions only (libFuzzer reads 0 as "no limit").
     if [[ $seconds -eq 0 ]]; then budget=(-runs=0); else budget=(-max_total_time="$seconds"); fi
     args=(
@@ -70,8 +70,6 @@ for t in "${targets[@]}"; do
     [[ -n ${FUZZ_SEED:-} ]] && args+=(-seed="$FUZZ_SEED")
     # shellcheck disable=SC2206
     [[ -n ${FUZZ_ARGS:-} ]] && args+=($FUZZ_ARGS)
-    echo "== fuzz $t: ${seconds}s"
-    status=0
     "$bin_dir/$t" "${args[@]}" "work/corpus/$t" "corpus/$t" "regressions/$t" >"$log" 2>&1 || status=$?
     stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
     # -fork mode prints no final stats: its progress lines `#N: cov: ...` carry the count.
@@ -79,12 +77,32 @@ for t in "${targets[@]}"; do
     [[ -n $execs ]] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
     cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+(/[0-9]+[a-zA-Z]*)?' "$log" | tail -1 || true)
     line="$t: ${execs:-no} executions in ${seconds}s, ${cov:-no coverage line}"
-    if [[ $status -ne 0 ]]; then
-        tail -n 60 "$log"
-        line="$line, FAILED (exit $status; log $PWD/$log)"
+    [[ $status -eq 0 ]] || line="$line, FAILED (exit $status; log $PWD/$log)"
+    echo "$line" >"artifacts/$t/summary"
+}
+
+# FUZZ_JOBS targets at a time (default: the cores this process may run on), each a single
+# libFuzzer process: the same fuzzing per target in a fraction of the wall time.
+jobs=${FUZZ_JOBS:-$(nproc)}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz/run.sh: FUZZ_JOBS must be a positive count" >&2; exit 2; }
+running=0
+for t in "${targets[@]}"; do
+    echo "== fuzz $t: ${seconds}s"
+    rm -f "artifacts/$t/summary"
+    fuzz_one "$t" &
+    running=$((running + 1))
+    if [[ $running -ge $jobs ]]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+
+failed=()
+summary=()
+for t in "${targets[@]}"; do
+    line=$(cat "artifacts/$t/summary" 2>/dev/null || echo "$t: no summary, FAILED")
+    if [[ $line == *FAILED* ]]; then
+        tail -n 60 "artifacts/$t/last-run.log" 2>/dev/null || true
         failed+=("$t")
     fi
-    echo "$line"
     summary+=("$line")
 done
 

@@ -2,44 +2,17 @@
 //! carries (or those of `--weights`), checked against the reference interpreter running the
 //! `.tir` + safetensors that `tirc import` writes; unsupported input fails naming the node.
 
+mod support;
+
 #[path = "../onnx/tests/common/mod.rs"]
 mod common;
 
 use common::*;
 use prost::Message;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use tir_interp::{npy, Tensor};
+use std::path::Path;
+use support::*;
+use tir_interp::Tensor;
 use tir_onnx::proto::ModelProto;
-
-/// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tirc-compile-onnx-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run a program")
-}
-
-fn tirc(dir: &Path, args: &[&str]) -> Output {
-    run(dir, env!("CARGO_BIN_EXE_tirc"), args)
-}
-
-fn ok(out: Output, what: &str) {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Conv (grouped, padded, odd spatial size) → Relu → Add of a broadcast initializer: the
 /// cleanup fuses the Relu, the rest stays as imported. `scale` changes every weight.
@@ -75,10 +48,6 @@ fn write_model(dir: &Path, name: &str, m: &ModelProto) {
     std::fs::write(dir.join(name), m.encode_to_vec()).unwrap();
 }
 
-fn read(dir: &Path, file: &str) -> Tensor {
-    npy::read(&std::fs::read(dir.join(file)).unwrap()).unwrap()
-}
-
 /// max |a - b| / max |b|, the conformance suite's measure.
 fn rel_err(a: &Tensor, b: &Tensor) -> f64 {
     assert_eq!(a.ty, b.ty);
@@ -93,7 +62,7 @@ fn rel_err(a: &Tensor, b: &Tensor) -> f64 {
 
 #[test]
 fn an_onnx_model_compiles_with_its_own_weights() {
-    let dir = scratch("own");
+    let dir = scratch("compile-onnx", "own");
     write_model(&dir, "m.onnx", &conv_model(1.0));
     ok(tirc(&dir, &["compile", "m.onnx", "-o", "m"]), "compile");
     // Without --input, the executable and `tirc run` generate the same inputs.
@@ -133,13 +102,13 @@ fn an_onnx_model_compiles_with_its_own_weights() {
         ),
         "run",
     );
-    let (exe, interp) = (read(&dir, "exe.npy"), read(&dir, "interp.npy"));
+    let (exe, interp) = (read_npy(&dir, "exe.npy"), read_npy(&dir, "interp.npy"));
     assert!(rel_err(&exe, &interp) <= 1e-5, "{}", rel_err(&exe, &interp));
 }
 
 #[test]
 fn weights_flag_overrides_the_weights_of_an_onnx_model() {
-    let dir = scratch("weights");
+    let dir = scratch("compile-onnx", "weights");
     write_model(&dir, "m.onnx", &conv_model(1.0));
     write_model(&dir, "m2.onnx", &conv_model(-2.0));
     ok(
@@ -202,9 +171,9 @@ fn weights_flag_overrides_the_weights_of_an_onnx_model() {
         "own",
     );
     let (exe, interp, own) = (
-        read(&dir, "exe.npy"),
-        read(&dir, "interp.npy"),
-        read(&dir, "own.npy"),
+        read_npy(&dir, "exe.npy"),
+        read_npy(&dir, "interp.npy"),
+        read_npy(&dir, "own.npy"),
     );
     assert!(rel_err(&exe, &interp) <= 1e-5, "{}", rel_err(&exe, &interp));
     assert!(
@@ -215,7 +184,7 @@ fn weights_flag_overrides_the_weights_of_an_onnx_model() {
 
 #[test]
 fn an_unsupported_op_fails_naming_the_node() {
-    let dir = scratch("unsupported");
+    let dir = scratch("compile-onnx", "unsupported");
     let m = model(
         13,
         vec![input("x", &[2, 3])],

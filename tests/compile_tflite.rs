@@ -2,47 +2,14 @@
 //! checked against the reference interpreter running the `.tir` + safetensors that
 //! `tirc import` writes; an unsupported operator fails naming it, exit 1.
 
+mod support;
+
 #[path = "../tflite/tests/common/mod.rs"]
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use tir_interp::{npy, Tensor};
+use support::*;
 use tir_tflite::schema::{ActivationFunctionType as Act, BuiltinOperator as B, Padding};
-
-fn scratch(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("tirc-compile-tflite-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(dir: &Path, program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run a program")
-}
-
-fn tirc(dir: &Path, args: &[&str]) -> Output {
-    run(dir, env!("CARGO_BIN_EXE_tirc"), args)
-}
-
-fn ok(out: Output, what: &str) {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn read(dir: &Path, file: &str) -> Tensor {
-    npy::read(&std::fs::read(dir.join(file)).unwrap()).unwrap()
-}
 
 /// CONV_2D (SAME, stride 2, RELU6) → DEPTHWISE_CONV_2D → AVERAGE_POOL_2D → FULLY_CONNECTED →
 /// SOFTMAX, NHWC input [1, 9, 8, 3].
@@ -104,7 +71,7 @@ fn model() -> Vec<u8> {
 
 #[test]
 fn a_tflite_model_compiles_with_its_own_weights() {
-    let dir = scratch("own");
+    let dir = scratch("compile-tflite", "own");
     std::fs::write(dir.join("m.tflite"), model()).unwrap();
     ok(tirc(&dir, &["compile", "m.tflite", "-o", "m"]), "compile");
     // Without --input, the executable and `tirc run` generate the same inputs.
@@ -136,7 +103,7 @@ fn a_tflite_model_compiles_with_its_own_weights() {
         ),
         "run",
     );
-    let (exe, interp) = (read(&dir, "exe.npy"), read(&dir, "interp.npy"));
+    let (exe, interp) = (read_npy(&dir, "exe.npy"), read_npy(&dir, "interp.npy"));
     assert_eq!(exe.ty, interp.ty);
     assert_eq!(exe.shape(), &[1, 4]);
     let (a, b) = (exe.as_f32().unwrap(), interp.as_f32().unwrap());
@@ -148,7 +115,7 @@ fn a_tflite_model_compiles_with_its_own_weights() {
 
 #[test]
 fn an_unsupported_operator_fails_with_its_name_and_exit_1() {
-    let dir = scratch("refused");
+    let dir = scratch("compile-tflite", "refused");
     let mut m = Spec::default();
     let x = m.input("x", &[1, 4]);
     let y = m.act("y", &[1, 4]);

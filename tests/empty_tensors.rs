@@ -3,8 +3,11 @@
 //! nothing is NaN (a mean) or -inf (a maximum) in both, as in NumPy; what has no answer at all,
 //! a `resize` from an empty input to a non-empty output, is refused by the verifier.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::Output;
+use support::*;
 use tir_interp::npy;
 
 /// Name, parameters, body (ending in `return`).
@@ -39,13 +42,6 @@ const CASES: &[(&str, &str, &str)] = &[
     ("views", "%x: tensor<2x0x3xf32>", "%a = transpose(%x) {perm = [2, 0, 1]}\n %b = reshape(%a) {shape = [0, 6]}\n %c = flatten(%b) {axis = 1}\n %d = unsqueeze(%c) {axes = [0]}\n %e = squeeze(%d) {axes = [0]}\n return %e"),
 ];
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tirc-empty-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn run(dir: &Path, model: &str, engine: &str, out: &str) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_tirc"))
         .current_dir(dir)
@@ -73,7 +69,7 @@ fn outputs(dir: &Path) -> Vec<(String, Vec<f32>)> {
 
 #[test]
 fn every_op_on_empty_operands_gives_the_same_values_on_both_engines() {
-    let dir = scratch("sweep");
+    let dir = scratch("empty", "sweep");
     for (name, params, body) in CASES {
         let model = format!("{name}.tir");
         std::fs::write(
@@ -105,7 +101,7 @@ fn every_op_on_empty_operands_gives_the_same_values_on_both_engines() {
 
 #[test]
 fn resize_from_an_empty_input_is_refused_on_both_engines() {
-    let dir = scratch("resize");
+    let dir = scratch("empty", "resize");
     std::fs::write(
         dir.join("m.tir"),
         "module @m {\n  func @main(%x: tensor<1x1x0x3xf32>) {\n    %y = resize(%x) {size = [4, 4], mode = nearest}\n    return %y\n  }\n}\n",

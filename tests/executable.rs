@@ -3,8 +3,11 @@
 //! file (same verdict, same message); a failed write leaves nothing behind; and `tirc compile`
 //! itself leaves nothing but its output, in the output's directory and in `TMPDIR`.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::*;
 use tir_interp::npy;
 
 /// `relu` over one input: the output is the input's positive part, bit for bit, on the
@@ -17,22 +20,10 @@ const MODEL: &str = "module @id {
 }
 ";
 
-/// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tirc-exe-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn tirc(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tirc"));
     c.current_dir(dir);
     c
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Writes `MODEL` to `dir/model.tir` and compiles it to `dir/model` (opt level 0: the code's
@@ -69,7 +60,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_run_count_of_2_to_the_32_is_refused_with_exit_2() {
-    let dir = scratch("bench-2-32");
+    let dir = scratch("exe", "bench-2-32");
     compiled(&dir);
     for flag in ["--bench", "--profile"] {
         let out = exe(&dir, &[flag, "4294967296"]);
@@ -86,7 +77,7 @@ fn a_run_count_of_2_to_the_32_is_refused_with_exit_2() {
 
 #[test]
 fn every_misuse_of_the_command_line_exits_2_with_a_message() {
-    let dir = scratch("misuse");
+    let dir = scratch("exe", "misuse");
     compiled(&dir);
     let cases: &[(&[&str], &str)] = &[
         (&["--bench"], "--bench needs a value"),
@@ -158,7 +149,7 @@ fn every_misuse_of_the_command_line_exits_2_with_a_message() {
 
 #[test]
 fn a_directory_where_an_output_goes_leaves_nothing_behind() {
-    let dir = scratch("output-dir");
+    let dir = scratch("exe", "output-dir");
     compiled(&dir);
     std::fs::create_dir_all(dir.join("exe/y.npy")).unwrap();
     std::fs::create_dir_all(dir.join("run/y.npy")).unwrap();
@@ -180,7 +171,7 @@ fn a_directory_where_an_output_goes_leaves_nothing_behind() {
 
 #[test]
 fn outputs_replace_existing_files_and_leave_nothing_else() {
-    let dir = scratch("output-replace");
+    let dir = scratch("exe", "output-replace");
     compiled(&dir);
     std::fs::create_dir_all(dir.join("out")).unwrap();
     std::fs::write(dir.join("out/y.npy"), b"stale").unwrap();
@@ -319,7 +310,7 @@ fn table() -> Vec<(&'static str, Option<Vec<u8>>)> {
 
 #[test]
 fn the_executable_and_tirc_run_give_every_npy_file_the_same_verdict() {
-    let dir = scratch("npy-policy");
+    let dir = scratch("exe", "npy-policy");
     compiled(&dir);
     std::fs::create_dir_all(dir.join("dir.npy")).unwrap();
     let mut accepted = Vec::new();
@@ -365,7 +356,7 @@ fn the_executable_and_tirc_run_give_every_npy_file_the_same_verdict() {
 
 #[test]
 fn a_refused_npy_file_names_both_types() {
-    let dir = scratch("npy-names");
+    let dir = scratch("exe", "npy-names");
     compiled(&dir);
     let cases = [
         (
@@ -467,7 +458,7 @@ fn files_seen(seen: &str) -> Vec<&str> {
 
 #[test]
 fn compiling_an_executable_names_no_file_but_the_output() {
-    let dir = scratch("compile-clean");
+    let dir = scratch("exe", "compile-clean");
     let then = format!("exec '{}' \"$@\"", real_cc().display());
     let (out, seen) = compile_watched(&dir, &[], &then);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -488,7 +479,7 @@ fn exe_at(path: &Path) -> Output {
 
 #[test]
 fn a_sigkill_in_the_middle_of_compile_leaves_nothing() {
-    let dir = scratch("compile-killed");
+    let dir = scratch("exe", "compile-killed");
     // `cc`'s parent is tirc: killed as it waits for the C compiler, the moment the issue saw a
     // scratch directory with main.c and the object left behind.
     let (out, seen) = compile_watched(&dir, &[], "kill -9 $PPID\nexit 1");
@@ -501,7 +492,7 @@ fn a_sigkill_in_the_middle_of_compile_leaves_nothing() {
 
 #[test]
 fn a_failed_link_leaves_nothing() {
-    let dir = scratch("compile-fails");
+    let dir = scratch("exe", "compile-fails");
     let (out, seen) = compile_watched(&dir, &[], "echo 'cc: refused' >&2\nexit 1");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("cc: refused"), "{}", stderr(&out));
@@ -512,7 +503,7 @@ fn a_failed_link_leaves_nothing() {
 
 #[test]
 fn a_static_library_leaves_nothing_but_itself_and_its_header() {
-    let dir = scratch("compile-lib");
+    let dir = scratch("exe", "compile-lib");
     let (out, _) = compile_watched(&dir, &["--emit", "lib"], "exit 1");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(listing(&dir.join("tmp")), Vec::<String>::new());
@@ -526,7 +517,7 @@ fn a_static_library_leaves_nothing_but_itself_and_its_header() {
 fn integer_and_bool_tensors_round_trip_through_npy_files_as_tirc_run_writes_them() {
     use tir_interp::{Data, Tensor};
     use tir_ir::{DType, TensorType};
-    let dir = scratch("typed");
+    let dir = scratch("exe", "typed");
     std::fs::write(
         dir.join("model.tir"),
         "module @typed {

@@ -2,43 +2,16 @@
 //! naming the file that is at fault, exit code 1, never a panic, a wrapped number or a
 //! megabyte-long message.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+mod support;
 
-/// A fresh directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tirc-hostile-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn tirc(dir: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_tirc"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run tirc")
-}
-
-/// Runs `tirc args` expecting exit 1, returning its stderr.
-fn refused(dir: &Path, args: &[&str]) -> String {
-    let out = tirc(dir, args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "tirc {args:?}\nstdout: {}\nstderr: {stderr}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    stderr
-}
+use std::path::Path;
+use support::*;
 
 // ---- usage records as CSV -------------------------------------------------------------------
 
 #[test]
 fn an_inclusive_upper_of_u64_max_is_refused_at_its_line_and_column() {
-    let dir = scratch("csv-max");
+    let dir = scratch("hostile", "csv-max");
     std::fs::write(
         dir.join("big.csv"),
         "id,lower,upper,size\na,0,3,16\nb,0,18446744073709551615,16\n",
@@ -53,7 +26,7 @@ fn an_inclusive_upper_of_u64_max_is_refused_at_its_line_and_column() {
 
 #[test]
 fn a_megabyte_csv_field_is_shortened_in_the_diagnostic() {
-    let dir = scratch("csv-long");
+    let dir = scratch("hostile", "csv-long");
     let field = "9x".repeat(1 << 19);
     std::fs::write(
         dir.join("long.csv"),
@@ -87,7 +60,7 @@ fn safetensors(header: &str, data: &[u8]) -> Vec<u8> {
 /// `tirc run` and `tirc compile` on `WEIGHTED` with `bytes` as `--weights w.safetensors`: both
 /// must refuse it with the same message, which is returned.
 fn weights_refused(test: &str, bytes: &[u8]) -> String {
-    let dir = scratch(test);
+    let dir = scratch("hostile", test);
     std::fs::write(dir.join("model.tir"), WEIGHTED).unwrap();
     std::fs::write(dir.join("w.safetensors"), bytes).unwrap();
     let by_run = refused(&dir, &["run", "model.tir", "--weights", "w.safetensors"]);
@@ -148,4 +121,9 @@ fn a_weight_of_another_dtype_is_blamed_on_the_weights_file_naming_both() {
         "w.safetensors: error: `%w`: the weight `w` is tensor<2x3xi32> in the weights file, but \
          the IR declares tensor<2x3xf32>\n"
     );
+}
+
+/// Runs `tirc args` expecting exit 1, returning its stderr.
+fn refused(dir: &Path, args: &[&str]) -> String {
+    exits(dir, args, 1)
 }

@@ -1,28 +1,14 @@
 //! `tirc import` and `tirc compile MODEL.onnx` on hostile models: one line `FILE: error: ...`
 //! with the model's strings escaped, exit 1, and no output file left behind.
 
+mod support;
+
 #[path = "../onnx/tests/common/mod.rs"]
 mod common;
 
 use common::*;
 use prost::Message;
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tirc-import-onnx-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn tirc(dir: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_tirc"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run tirc")
-}
+use support::*;
 
 /// A Relu reading a value whose name holds NUL, ESC and a newline, and which no node defines.
 fn hostile_names() -> tir_onnx::proto::ModelProto {
@@ -40,7 +26,7 @@ fn hostile_names() -> tir_onnx::proto::ModelProto {
 
 #[test]
 fn import_error_is_one_escaped_line_and_writes_nothing() {
-    let dir = scratch("import");
+    let dir = scratch("import-onnx", "import");
     std::fs::write(dir.join("bad.onnx"), hostile_names().encode_to_vec()).unwrap();
     let out = tirc(&dir, &["import", "bad.onnx", "-o", "bad.tir"]);
     assert_eq!(out.status.code(), Some(1));
@@ -60,7 +46,7 @@ fn import_error_is_one_escaped_line_and_writes_nothing() {
 
 #[test]
 fn compile_of_an_oversized_input_names_it_and_exits_1() {
-    let dir = scratch("compile");
+    let dir = scratch("import-onnx", "compile");
     let m = model(
         13,
         vec![input("x", &[1, i64::MAX])],
@@ -84,7 +70,7 @@ fn compile_of_an_oversized_input_names_it_and_exits_1() {
 /// without `=` is CLI misuse (exit 2), an unreadable file a diagnostic (exit 1).
 #[test]
 fn bind_fixes_a_shape_input_from_a_npy_file() {
-    let dir = scratch("bind");
+    let dir = scratch("import-onnx", "bind");
     let m = model(
         22,
         vec![
