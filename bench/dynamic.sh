@@ -120,33 +120,12 @@ rt_header() {
 
 if part bert; then
 echo
-printf '%-5s %12s %12s %7s %12s %12s %7s %9s %8s %9s %8s %10s %10s\n' seq "static ms" "dynamic ms" ratio \
-  "static cpu" "dynamic cpu" ratio "plan us" "plan %" "replan us" "replan %" "static slab" "dyn slab"
+rt_header seq
 "$tirc" compile tests/dynamic/bert.tir -o "$work/bert-rt" > /dev/null 2>&1
 for s in ${SEQS:-8 16 32 64 128 256 512}; do
   "$tirc" compile tests/dynamic/bert.tir -o "$work/bert-s$s" --dim batch=1 --dim "seq=$s" > /dev/null 2>&1
   npy "$work/x.npy" 1 "$s" 64; npy "$work/m.npy" 1 1 "$s"
-  ins=(--input "x=$work/x.npy" --input "mask=$work/m.npy")
-  : > "$work/s"; : > "$work/d"
-  for r in $(seq 1 "$rounds"); do
-    for which in s d; do
-      exe="$work/bert-s$s"; [ "$which" = d ] && exe="$work/bert-rt"
-      taskset -c 1 "$exe" "${ins[@]}" --bench "$runs" --threads 1 > "$work/out"
-      lat=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' "$work/out")
-      cpu=$(sed -n 's/.*cpu \([0-9.]*\) ms per run.*/\1/p' "$work/out")
-      slab=$(sed -n 's/^slab: \([0-9]*\) bytes/\1/p' "$work/out")
-      plan=$(sed -n 's/^plan: .* planned in \([0-9.]*\) us.*/\1/p' "$work/out")
-      replan=$(sed -n 's/^re-plan over .* median \([0-9.]*\) us.*/\1/p' "$work/out")
-      echo "$lat $cpu $slab ${plan:-0} ${replan:-0}" >> "$work/$which"
-    done
-  done
-  sl=$(cut -d' ' -f1 "$work/s" | median); dl=$(cut -d' ' -f1 "$work/d" | median)
-  sc=$(cut -d' ' -f2 "$work/s" | median); dc=$(cut -d' ' -f2 "$work/d" | median)
-  ss=$(cut -d' ' -f3 "$work/s" | head -1); ds=$(cut -d' ' -f3 "$work/d" | head -1)
-  pu=$(cut -d' ' -f4 "$work/d" | median); ru=$(cut -d' ' -f5 "$work/d" | median)
-  printf '%-5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %9.2f %8.3f %9.3f %8.3f %10s %10s\n' "$s" "$sl" "$dl" \
-    "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$pu" \
-    "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ru" "$(echo "100 * $ru / 1000 / $dl" | bc -l)" "$ss" "$ds"
+  rt_row "$s" "$work/bert-s$s" "$work/bert-rt" --input "x=$work/x.npy" --input "mask=$work/m.npy"
 done
 fi
 
