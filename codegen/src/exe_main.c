@@ -561,10 +561,10 @@ static double cpu_now(void) {
    a thread then computes the same part of every op's output, so an op finds much of its
    input in the cache of the core that wrote it. With tiles handed out first come first
    served, which thread got which tile was a coin toss, and the tiles' summed time at 2
-   threads was 50-57% above 1 thread's on iris_landmark (whose 0.66 MB slab fits one core's
-   L2) and 10-15% on MobileNet v2; with shares, 25% and 5-10%. A thread that the scheduler
-   does not run (a busy machine) still costs nothing: the others take its share from the
-   back. Every word two threads write has its own cache line. */
+   threads was 48-57% above 1 thread's on iris_landmark (whose 0.66 MB slab fits one core's
+   L2), with shares 21-33%. A thread that the scheduler does not run (a busy machine) still
+   costs nothing: the others take its share from the back. Every word two threads write has
+   its own cache line. */
 
 #define MAX_THREADS 1024
 /* Pause iterations a parked thread spins before it sleeps (tens of microseconds: the gap
