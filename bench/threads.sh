@@ -7,11 +7,12 @@
 # below threads x wall time was waiting for a core.
 #
 # Usage: bench/threads.sh [ROUNDS] [MODEL...]   (default: 5 rounds, mobilenet_v2 and resnet50)
-# RUNS=N sets the runs per measurement (default 20).
+# RUNS=N sets the runs per measurement (default 100: with 20, a 2-thread process is still
+# settling, docs/codegen.md "Threads").
 set -u
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}; shift || true
-RUNS=${RUNS:-20}
+RUNS=${RUNS:-100}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-codegen}
 cargo build --release -q || exit 1
 TIRC=$CARGO_TARGET_DIR/release/tirc
