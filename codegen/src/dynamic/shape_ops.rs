@@ -141,6 +141,7 @@ pub(super) fn concat<'a, 'c>(
 
 /// `pad` with a constant: the output filled with the value, then the input copied inside at
 /// the pads' offset (the static kernel's two steps, in one kernel).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn pad_constant<'a, 'c>(
     g: &Gen<'a, 'c>,
     spec: &'a DynSpec,
