@@ -164,7 +164,10 @@ fn dims_that_are_not_a_batch_are_refused() {
     // (no such kernel) it is refused.
     let model = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL))
         .expect("model")
-        .replace("%1 = relu(%0)", "%1 = hard_sigmoid(%0) {alpha = 0.2, beta = 0.5}");
+        .replace(
+            "%1 = relu(%0)",
+            "%1 = hard_sigmoid(%0) {alpha = 0.2, beta = 0.5}",
+        );
     let text = model.replace("softmax(%6) {axis = -1}", "softmax(%6) {axis = 0}");
     let mixed = dir.join("mixed.tir");
     std::fs::write(&mixed, text).expect("write");

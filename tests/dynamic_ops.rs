@@ -7,7 +7,9 @@
 //! and along the run-time width, resize by factors (nearest and bilinear, four coordinate
 //! modes), batch_norm and reductions over the image. `tests/dynamic/batch_ops.tir`: gemm (a
 //! pre-transposed weight with C, without C, a computed transposed B), batch_norm and
-//! reductions over a run-time batch and length, concat along the batch. And the refusal of
+//! reductions over a run-time batch and length, concat along the batch.
+//! `tests/dynamic/tconv.tir`: conv_transpose (strides, pads, output_padding, groups,
+//! dilations, a stride above the kernel, a fused activation). And the refusal of
 //! an op without such a kernel, naming the dim still free.
 
 mod common;
@@ -19,6 +21,7 @@ use std::sync::OnceLock;
 
 const SHAPE_OPS: &str = "tests/dynamic/shape_ops.tir";
 const BATCH_OPS: &str = "tests/dynamic/batch_ops.tir";
+const TCONV: &str = "tests/dynamic/tconv.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("ops", test)
@@ -32,6 +35,11 @@ fn shape_ops_exe() -> &'static Path {
 fn batch_ops_exe() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     dynamic::compiled("ops", BATCH_OPS, "n, l", &EXE)
+}
+
+fn tconv_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    dynamic::compiled("ops", TCONV, "h, w", &EXE)
 }
 
 fn check_image(dir: &Path, h: u64, w: u64) {
@@ -75,6 +83,23 @@ fn gemm_batch_norm_reductions_and_concat_run_every_batch_like_the_static_compile
     // than the GEMM's row tile and the transposed product's columns more than a vector.
     for (n, l) in [(1, 1), (3, 5), (7, 2), (19, 33)] {
         check_batch(&dir, n, l);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn conv_transpose_runs_every_image_size_like_the_static_compile() {
+    let dir = scratch("tconv");
+    // 1×1 (the stride-3 output loses rows to its pads' crop at 1: 3h − 2 = 1), odd and
+    // unequal sides, rows wider than the static kernel's vector blocks.
+    for (h, w) in [(1, 1), (2, 5), (7, 3), (13, 30)] {
+        let run = Run {
+            model: TCONV,
+            dims: &[("h", h), ("w", w)],
+            inputs: &[("x", vec![1, 4, h, w], h * 3 + w)],
+            interpret: true,
+        };
+        dynamic::check(&dir, tconv_exe(), &run);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -48,6 +48,7 @@ mod gemm;
 mod norm;
 mod reduce;
 mod shape_ops;
+mod tconv;
 
 /// The symbolic side of a dynamic compile: the dims (the order of the `dims` array) and every
 /// value's symbolic type, by value name (specialization and bufferization keep the names).
@@ -548,6 +549,7 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::Resize(rz) => shape_ops::resize(g, spec, func, st, op, rz, name)?,
         Op::BatchNorm { epsilon } => norm::batch_norm(g, spec, func, st, op, *epsilon, name)?,
         Op::Reduce { kind, axes, .. } => reduce::reduce(g, spec, func, st, op, *kind, axes, name)?,
+        Op::ConvTranspose(c) => tconv::conv_transpose(g, spec, func, st, op, c, name)?,
         Op::Gemm(gm) => return gemm::gemm(g, spec, func, st, op, gm, name).map(Some),
         other => return Err(refuse(spec, func, op, &format!("`{}`", other.name()))),
     };
@@ -1671,6 +1673,7 @@ pub fn unsupported_op(f: &Function, given: &tir_ir::Bindings) -> Option<String> 
                     | Op::BatchNorm { .. }
                     | Op::Reduce { .. }
                     | Op::Gemm(_)
+                    | Op::ConvTranspose(_)
             );
         if !ok {
             let s = first_symbol(&spec, f, op);
