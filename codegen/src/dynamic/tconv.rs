@@ -76,9 +76,8 @@ pub(super) fn conv_transpose<'a, 'c>(
     writes[args.len() - 1] = true;
     let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
     let k = &d.k;
-    let f32t = k.f32t;
     // The accumulator, in the entry block (where the builder still is) so it is promoted.
-    let accp = llvm(k.b.build_alloca(f32t, "acc"))?;
+    let accp = llvm(k.b.build_alloca(k.f32t, "acc"))?;
     let (n, h, wi) = (d.dim(&xe[0])?, d.dim(&xe[2])?, d.dim(&xe[3])?);
     let (oh, ow) = (d.dim(&oe[2])?, d.dim(&oe[3])?);
     let px = d.param(0)?;
@@ -89,6 +88,10 @@ pub(super) fn conv_transpose<'a, 'c>(
     };
     let po = d.param(args.len() as u32 - 1)?;
     let hw = d.imul(h, wi)?;
+    // No input channel is read from an empty image (every tap's load would be outside it):
+    // the sums stay zero, the outputs the bias, as the static kernel's phases without reads.
+    let some = llvm(k.b.build_int_compare(IntPredicate::SGT, hw, k.c(0), "some"))?;
+    let cg_run = llvm(k.b.build_select(some, k.c(cg), k.c(0), "cg"))?.into_int_value();
     let ohw = d.imul(oh, ow)?;
     let taps = kh * kw;
     let cmp = |p: IntPredicate, a: IntValue<'c>, b: IntValue<'c>| {
@@ -119,26 +122,40 @@ pub(super) fn conv_transpose<'a, 'c>(
                 None => k.f(0.0),
             };
             d.loop_step(k.c(0), oh, 1, &mut |oy| {
+                // Which row taps read inside the input at this row, and their row offsets
+                // (0 where they do not: never read, the select keeps the sum).
+                let mut rows = Vec::with_capacity(kh as usize);
+                for i in 0..kh {
+                    let (on, iy) = lands(k.add(oy, k.c(pt - i * dh))?, sh, h)?;
+                    let off = llvm(k.b.build_select(on, d.imul(iy, wi)?, k.c(0), "ro"))?;
+                    rows.push((on, off.into_int_value()));
+                }
                 d.loop_step(k.c(0), ow, 1, &mut |ox| {
+                    let mut taps_on = Vec::with_capacity(taps as usize);
+                    for &(on_y, ro) in &rows {
+                        for j in 0..kw {
+                            let (on_x, ix) = lands(k.add(ox, k.c(pl - j * dw))?, sw, wi)?;
+                            let on = and(on_y, on_x)?;
+                            let at = k.add(ro, ix)?;
+                            let at = llvm(k.b.build_select(on, at, k.c(0), "at"))?;
+                            taps_on.push((on, at.into_int_value()));
+                        }
+                    }
+                    // Branches, not selects: a tap's validity is the same for every input
+                    // channel, so it is predicted, and the taps off (most of them at stride
+                    // 2 and more) cost no load.
                     llvm(k.b.build_store(accp, k.f(0.0)))?;
-                    d.loop_step(k.c(0), k.c(cg), 1, &mut |cc| {
+                    d.loop_step(k.c(0), cg_run, 1, &mut |cc| {
                         let xc = k.add(xb, d.imul(cc, hw)?)?;
                         let wc = k.add(wb, k.mul(cc, mw * taps)?)?;
-                        for i in 0..kh {
-                            let qy = k.add(oy, k.c(pt - i * dh))?;
-                            let (in_y, iy) = lands(qy, sh, h)?;
-                            for j in 0..kw {
-                                let qx = k.add(ox, k.c(pl - j * dw))?;
-                                let (in_x, ix) = lands(qx, sw, wi)?;
-                                k.when(and(in_y, in_x)?, &mut || {
-                                    let xi = k.add(xc, k.add(d.imul(iy, wi)?, ix)?)?;
-                                    let wt = k.ld(pw, k.add(wc, k.c(i * kw + j))?)?;
-                                    let a = llvm(k.b.build_load(accp, "a"))?.into_float_value();
-                                    let s = k.fma(wt, k.ld(px, xi)?, a)?;
-                                    llvm(k.b.build_store(accp, s))?;
-                                    Ok(())
-                                })?;
-                            }
+                        for (t, &(on, at)) in taps_on.iter().enumerate() {
+                            k.when(on, &mut || {
+                                let wt = k.ld(pw, k.add(wc, k.c(t as i64))?)?;
+                                let v = k.ld(px, k.add(xc, at)?)?;
+                                let a = llvm(k.b.build_load(accp, "a"))?.into_float_value();
+                                llvm(k.b.build_store(accp, k.fma(wt, v, a)?))?;
+                                Ok(())
+                            })?;
                         }
                         Ok(())
                     })?;
