@@ -123,7 +123,7 @@ pub(super) fn conv_transpose<'a, 'c>(
             };
             d.loop_step(k.c(0), oh, 1, &mut |oy| {
                 // Which row taps read inside the input at this row, and their row offsets
-                // (0 where they do not: never read, the select keeps the sum).
+                // (0 where they do not, and never read).
                 let mut rows = Vec::with_capacity(kh as usize);
                 for i in 0..kh {
                     let (on, iy) = lands(k.add(oy, k.c(pt - i * dh))?, sh, h)?;
