@@ -134,7 +134,7 @@ fn one_executable_runs_every_batch_like_the_static_compile() {
 fn dims_that_are_not_a_batch_are_refused() {
     let dir = scratch("refused");
     let out = dir.join("m");
-    // The CNN of tests/dynamic/cnn.tir with a reflect pad (no kernel with run-time extents)
+    // The CNN of tests/dynamic/cnn.tir with a hard_sigmoid (no kernel with run-time extents)
     // after its first convolution.
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dynamic/cnn.tir"),
@@ -142,7 +142,7 @@ fn dims_that_are_not_a_batch_are_refused() {
     .expect("cnn")
     .replace(
         "%1 = relu(%0)",
-        "%1 = pad(%0) {pads = [0, 0, 1, 1, 0, 0, 1, 1], mode = reflect}",
+        "%1 = hard_sigmoid(%0) {alpha = 0.2, beta = 0.5}",
     );
     let cnn = dir.join("cnn.tir");
     std::fs::write(&cnn, text).expect("write");
@@ -159,10 +159,16 @@ fn dims_that_are_not_a_batch_are_refused() {
         e.contains("the dim `w` has no value, and it cannot be a run-time batch: the input %x has type tensor<1x3x{h}x{w}xf32>: the dim `w` must be its first dim and nowhere else"),
         "{e}"
     );
-    // A softmax across the batch mixes its samples.
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL))
+    // A softmax across the batch mixes its samples: with every op a kernel with run-time
+    // extents the model runs with run-time dims instead of at batch 1; with a hard_sigmoid
+    // (no such kernel) it is refused.
+    let model = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL))
         .expect("model")
-        .replace("softmax(%6) {axis = -1}", "softmax(%6) {axis = 0}");
+        .replace(
+            "%1 = relu(%0)",
+            "%1 = hard_sigmoid(%0) {alpha = 0.2, beta = 0.5}",
+        );
+    let text = model.replace("softmax(%6) {axis = -1}", "softmax(%6) {axis = 0}");
     let mixed = dir.join("mixed.tir");
     std::fs::write(&mixed, text).expect("write");
     let e = fails(
@@ -174,10 +180,17 @@ fn dims_that_are_not_a_batch_are_refused() {
         e.contains("`softmax` along axis 0 mixes the samples of the batch `batch`"),
         "{e}"
     );
-    // An output computed from the weights alone has no batch.
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(MODEL))
         .expect("model")
-        .replace("return %7", "%8 = relu(%w1)\n    return %7, %8");
+        .replace("softmax(%6) {axis = -1}", "softmax(%6) {axis = 0}");
+    std::fs::write(&mixed, text).expect("write");
+    let built = dir.join("mixed");
+    let e = tirc(&["compile", s(&mixed), "-o", s(&built), "--opt-level", "1"]);
+    let stderr = String::from_utf8_lossy(&e.stderr).into_owned();
+    assert_eq!(e.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("run-time dims batch"), "{stderr}");
+    // An output computed from the weights alone has no batch.
+    let text = model.replace("return %7", "%8 = relu(%w1)\n    return %7, %8");
     let weights_only = dir.join("weights_only.tir");
     std::fs::write(&weights_only, text).expect("write");
     let e = fails(

@@ -38,11 +38,17 @@ use inkwell::values::{
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 use std::collections::HashMap;
+use tir_ir::op::PadMode;
 use tir_ir::sym::{Atom, DimExpr};
 use tir_ir::types::SymTensorType;
 use tir_ir::{Activation, BinaryOp, Function, Op, OpData, UnaryOp, Value};
 
 mod cnn;
+mod gemm;
+mod norm;
+mod reduce;
+mod shape_ops;
+mod tconv;
 
 /// The symbolic side of a dynamic compile: the dims (the order of the `dims` array) and every
 /// value's symbolic type, by value name (specialization and bufferization keep the names).
@@ -53,6 +59,9 @@ pub struct DynSpec {
     /// The conditions verification left to run time: the executable and `<model>_plan` check
     /// them once the dims are known.
     pub checks: Vec<tir_ir::RuntimeCheck>,
+    /// The dims given a value at compile time (`--dim NAME=N`): still symbols of the kernels,
+    /// pinned by the executable, so a refusal names a dim left free instead.
+    pub given: Vec<String>,
 }
 
 impl DynSpec {
@@ -71,6 +80,15 @@ impl DynSpec {
                 .as_ref()
                 .map(|d| d.checks.clone())
                 .unwrap_or_default(),
+            given: Vec::new(),
+        }
+    }
+
+    /// [`DynSpec::of`] with the dims of `given` pinned at compile time.
+    pub fn given(f: &Function, given: &tir_ir::Bindings) -> DynSpec {
+        DynSpec {
+            given: given.keys().cloned().collect(),
+            ..DynSpec::of(f)
         }
     }
 
@@ -92,15 +110,21 @@ impl DynSpec {
     }
 }
 
-/// The first symbol of `op`'s types, for messages.
+/// The first symbol of `op`'s types left free by the compile (not in [`DynSpec::given`]),
+/// for messages: the dim a `--dim` would still have to give. With every one given, the first.
 fn first_symbol(spec: &DynSpec, func: &Function, op: &OpData) -> String {
-    op.operands
+    let all: Vec<String> = op
+        .operands
         .iter()
         .chain(&op.results)
         .filter_map(|&v| spec.dims(func, v).ok())
         .flatten()
         .flat_map(|e| e.symbols())
-        .next()
+        .collect();
+    all.iter()
+        .find(|s| !spec.given.contains(s))
+        .or(all.first())
+        .cloned()
         .unwrap_or_default()
 }
 
@@ -513,6 +537,20 @@ pub(crate) fn emit_op<'a, 'c>(
         Op::MaxPool(p) => cnn::pool(g, spec, func, st, op, p, true, name)?,
         Op::AvgPool(p) => cnn::pool(g, spec, func, st, op, p, false, name)?,
         Op::GlobalAvgPool => cnn::global_avg_pool(g, spec, func, st, op, name)?,
+        Op::Concat { axis } => shape_ops::concat(g, spec, func, st, op, *axis, name)?,
+        Op::Pad {
+            pads,
+            mode: PadMode::Constant,
+            value,
+        } => shape_ops::pad_constant(g, spec, func, st, op, pads, *value, name)?,
+        Op::Pad { pads, mode, .. } => {
+            shape_ops::pad_gather(g, spec, func, st, op, pads, *mode, name)?
+        }
+        Op::Resize(rz) => shape_ops::resize(g, spec, func, st, op, rz, name)?,
+        Op::BatchNorm { epsilon } => norm::batch_norm(g, spec, func, st, op, *epsilon, name)?,
+        Op::Reduce { kind, axes, .. } => reduce::reduce(g, spec, func, st, op, *kind, axes, name)?,
+        Op::ConvTranspose(c) => tconv::conv_transpose(g, spec, func, st, op, c, name)?,
+        Op::Gemm(gm) => return gemm::gemm(g, spec, func, st, op, gm, name).map(Some),
         other => return Err(refuse(spec, func, op, &format!("`{}`", other.name()))),
     };
     Ok(Some(vec![calls]))
@@ -1599,8 +1637,8 @@ pub fn main_c(
 /// run-time extents here, as a sentence naming the op, the dim and what to pass (`None`: every
 /// such op has one). A check before compiling: kernels may still refuse a case (a dim that
 /// broadcasts only at run time), naming it the same way.
-pub fn unsupported_op(f: &Function) -> Option<String> {
-    let spec = DynSpec::of(f);
+pub fn unsupported_op(f: &Function, given: &tir_ir::Bindings) -> Option<String> {
+    let spec = DynSpec::given(f, given);
     for (_, op) in f.ops_in_order() {
         if !op.op.is_operator() || !spec.is_dynamic(f, op) {
             continue;
@@ -1629,6 +1667,13 @@ pub fn unsupported_op(f: &Function) -> Option<String> {
                     | Op::MaxPool(_)
                     | Op::AvgPool(_)
                     | Op::GlobalAvgPool
+                    | Op::Concat { .. }
+                    | Op::Pad { .. }
+                    | Op::Resize(_)
+                    | Op::BatchNorm { .. }
+                    | Op::Reduce { .. }
+                    | Op::Gemm(_)
+                    | Op::ConvTranspose(_)
             );
         if !ok {
             let s = first_symbol(&spec, f, op);

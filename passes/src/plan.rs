@@ -35,6 +35,11 @@ pub struct PlanPolicy {
     pub align: u64,
     /// Views, in-place and concat sharing (the smallest of the variants, see the module doc).
     pub sharing: bool,
+    /// With `sharing`: whether producers may also write straight into their slice of a
+    /// concat's output. Off for a model with run-time dims: the slice's offset would be an
+    /// expression of the dims, while its run-time plan places whole buffers (`tirc compile`
+    /// with symbolic dims, `docs/codegen.md`, "Run-time shapes").
+    pub concat_slices: bool,
     /// Bytes of padding planned after every buffer (`tirc compile --guard` puts canary bytes
     /// there); 0 plans the true sizes.
     pub guard: u64,
@@ -48,6 +53,7 @@ impl Default for PlanPolicy {
             strategy: OffsetStrategy::Best,
             align: DEFAULT_ALIGNMENT,
             sharing: false,
+            concat_slices: true,
             guard: 0,
             effort: Effort::Full,
         }
@@ -76,6 +82,7 @@ impl PlanPolicy {
     fn variants(&self) -> &'static [Sharing] {
         match (self.sharing, self.effort) {
             (false, _) => &[Sharing::NONE],
+            (true, _) if !self.concat_slices => &[Sharing::NO_CONCAT, Sharing::NONE],
             // Compile keeps one of these two on every zoo model; the guide plans only them.
             (true, Effort::Guide) => &[Sharing::ALL, Sharing::NO_CONCAT],
             (true, _) => &[Sharing::ALL, Sharing::NO_CONCAT, Sharing::NONE],

@@ -275,7 +275,11 @@ fn load_batched(path: &Path, dims: &tir_ir::Bindings, emit: Emit) -> Result<Load
     // Kernels with run-time extents: an executable runs any shape of the model when none of
     // its ops lacks them (a lone leading batch keeps the batch-1 program).
     let run_time = (matches!(emit, Emit::Exe | Emit::Lib) && !missing.is_empty())
-        .then(|| module.entry().map(tir_codegen::dynamic::unsupported_op))
+        .then(|| {
+            module
+                .entry()
+                .map(|f| tir_codegen::dynamic::unsupported_op(f, dims))
+        })
         .flatten();
     let leading_batch = match (missing.as_slice(), module.entry()) {
         ([b], Some(f)) => tir_ir::batch::check_leading_batch(f, b).is_ok(),
@@ -342,7 +346,7 @@ fn compile_dynamic(
     let f = module
         .entry()
         .ok_or_else(|| err("the module has no entry function".into()))?;
-    let spec = tir_codegen::dynamic::DynSpec::of(f);
+    let spec = tir_codegen::dynamic::DynSpec::given(f, dims);
     // Two probe shapes, every dim distinct from the others (and from small constants), so
     // that a structure that depends on the shape shows as a difference.
     let probe = |base: u64, step: u64| -> tir_ir::Bindings {
@@ -357,8 +361,11 @@ fn compile_dynamic(
             })
             .collect()
     };
+    // No producer writes into a concat's slice: its offset would depend on the shape, and
+    // the run-time plan places whole buffers.
     let policy = PlanPolicy {
         sharing: !o.no_sharing,
+        concat_slices: false,
         ..PlanPolicy::compile()
     };
     let bufferize = |b: &tir_ir::Bindings| -> Result<tir_ir::Module, Failure> {

@@ -243,7 +243,7 @@ pub fn load_onnx_dynamic(
     let imported = tir_onnx::import_file(path, &opts).map_err(|_| None)?;
     let syms = tir_ir::specialize::module_symbols(&imported.module);
     let run_time = match imported.module.entry() {
-        Some(f) if !syms.is_empty() && tir_codegen::dynamic::unsupported_op(f).is_none() => {
+        Some(f) if !syms.is_empty() && tir_codegen::dynamic::unsupported_op(f, dims).is_none() => {
             lib || !matches!(syms.as_slice(), [b] if tir_ir::batch::check_leading_batch(f, b).is_ok())
         }
         _ => false,

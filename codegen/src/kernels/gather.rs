@@ -348,7 +348,7 @@ pub(crate) fn resize<'a, 'c>(
 
 /// The accumulator after element `v`, as [`ReduceKind::step`] computes it (the reference):
 /// max and min keep a NaN once seen (`v > a || v is NaN`, ordered comparisons).
-fn reduce_step<'a, 'c>(
+pub(crate) fn reduce_step<'a, 'c>(
     k: &K<'a, 'c>,
     kind: ReduceKind,
     a: FloatValue<'c>,

@@ -1,0 +1,442 @@
+//! Copies and gathers with run-time extents (issue 18): `concat` along any axis, `pad`
+//! (constant, reflect, edge) and `resize` (nearest and bilinear, every coordinate mode) when
+//! the extents they move are known only at run time.
+//!
+//! **The static kernels' values, per element.** `concat` and constant `pad` copy elements
+//! (and `pad` fills with the constant the static fill stores), so any loop order gives the
+//! static bits. Reflect and edge `pad` read the element [`pad_source`] names; `resize` reads
+//! the taps of `resize_taps` and, bilinear, computes `a·(1−t) + b·t` in `f64` per axis, as the
+//! static kernel (`kernels/gather.rs`) does. The static kernels read their index maps and
+//! weights from tables built at compile time; here the same integer arithmetic runs per
+//! output row and column (`i64`, exact at any size whose elements fit memory), and the
+//! weight is the same quotient of two exactly converted integers, so the `f64` weights, and
+//! the bits, are the static ones.
+//!
+//! `concat` copies each operand into its slice: a dynamic compile never lets a producer write
+//! straight into the slice (`PlanPolicy::concat_slices` is off), whose offset would depend on
+//! the shape.
+//!
+//! [`pad_source`]: crate::kernels::gather
+
+use super::{args_dyn, finish_call, refuse, Dk, DynSpec};
+use crate::kernels::common::Call;
+use crate::nest::{llvm, R};
+use crate::storage::Storage;
+use crate::Gen;
+use inkwell::values::{FloatValue, IntValue, PointerValue};
+use inkwell::IntPredicate;
+use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode};
+use tir_ir::shape::norm_axis;
+use tir_ir::{Function, OpData};
+
+impl<'a, 'c> Dk<'a, 'c> {
+    fn isub(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        llvm(self.k.b.build_int_sub(a, b, "s"))
+    }
+
+    fn cmp(&self, p: IntPredicate, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        llvm(self.k.b.build_int_compare(p, a, b, "c"))
+    }
+
+    fn pick(&self, c: IntValue<'c>, a: IntValue<'c>, b: IntValue<'c>) -> R<IntValue<'c>> {
+        Ok(llvm(self.k.b.build_select(c, a, b, "p"))?.into_int_value())
+    }
+
+    /// `x` clamped into `lo..=hi` (`hi >= lo`).
+    fn clamp(&self, x: IntValue<'c>, lo: IntValue<'c>, hi: IntValue<'c>) -> R<IntValue<'c>> {
+        let below = self.cmp(IntPredicate::SLT, x, lo)?;
+        let x = self.pick(below, lo, x)?;
+        let above = self.cmp(IntPredicate::SGT, x, hi)?;
+        self.pick(above, hi, x)
+    }
+
+    /// `⌊a / b⌋` and `a − b·⌊a / b⌋` for `b > 0` (Rust's `div_euclid`, `rem_euclid`).
+    fn div_rem_euclid(&self, a: IntValue<'c>, b: IntValue<'c>) -> R<(IntValue<'c>, IntValue<'c>)> {
+        let k = &self.k;
+        let q = llvm(k.b.build_int_signed_div(a, b, "q"))?;
+        let r = llvm(k.b.build_int_signed_rem(a, b, "r"))?;
+        let neg = self.cmp(IntPredicate::SLT, r, k.c(0))?;
+        let q = self.pick(neg, self.isub(q, k.c(1))?, q)?;
+        let r = self.pick(neg, k.add(r, b)?, r)?;
+        Ok((q, r))
+    }
+
+    /// `any(xs == 0)`, as an `i1`.
+    fn any_zero(&self, xs: &[IntValue<'c>]) -> R<IntValue<'c>> {
+        let mut any = self.k.ctx.bool_type().const_zero();
+        for &x in xs {
+            let z = self.cmp(IntPredicate::EQ, x, self.k.c(0))?;
+            any = llvm(self.k.b.build_or(any, z, "z"))?;
+        }
+        Ok(any)
+    }
+}
+
+/// Each operand copied into its slice of the output: `outer × chunk` elements to the
+/// output's `outer × out_chunk` rows at the slice's start, which is the run-time sum of the
+/// chunks before it.
+pub(super) fn concat<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    axis: i64,
+    name: &str,
+) -> R<Call<'c>> {
+    let r = op.results[0];
+    let oe = spec.dims(func, r)?;
+    let ax = norm_axis(axis, oe.len()).map_err(|_| refuse(spec, func, op, "a concat axis"))?;
+    let out = st.of(func, r)?;
+    // An operand at the output's own bytes is already in its (first) slice only when there
+    // is one outer row; concat slices are not shared in a dynamic compile, so this is a view.
+    let mut copied = Vec::new();
+    for (i, &x) in op.operands.iter().enumerate() {
+        let here = st.of(func, x)? == out;
+        let one_row = oe[..ax].iter().all(|e| e.as_constant() == Some(1));
+        match (here, i == 0 && one_row) {
+            (false, _) => copied.push(true),
+            (true, true) => copied.push(false),
+            (true, false) => {
+                return Err(refuse(
+                    spec,
+                    func,
+                    op,
+                    "a concat operand sharing its output's bytes",
+                ))
+            }
+        }
+    }
+    let mut vals = op.operands.clone();
+    vals.push(r);
+    let args = args_dyn(func, st, &vals)?;
+    let mut writes = vec![false; args.len()];
+    writes[args.len() - 1] = true;
+    let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
+    let od = d.dims_of(&oe)?;
+    let outer = d.prod(&od[..ax])?;
+    let inner = d.prod(&od[ax + 1..])?;
+    let out_chunk = d.imul(od[ax], inner)?;
+    let po = d.param(op.operands.len() as u32)?;
+    let k = &d.k;
+    let mut pos = k.c(0);
+    for (i, &x) in op.operands.iter().enumerate() {
+        let xe = spec.dims(func, x)?;
+        let chunk = d.imul(d.dim(&xe[ax])?, inner)?;
+        if copied[i] {
+            let px = d.param(i as u32)?;
+            let at = pos;
+            d.loop_step(k.c(0), outer, 1, &mut |o| {
+                let src = d.imul(o, chunk)?;
+                let dst = k.add(d.imul(o, out_chunk)?, at)?;
+                d.loop_step(k.c(0), chunk, 1, &mut |j| {
+                    k.st(po, k.add(dst, j)?, k.ld(px, k.add(src, j)?)?)
+                })
+            })?;
+        }
+        pos = k.add(pos, chunk)?;
+    }
+    finish_call(g, d.f, &args)
+}
+
+/// `pad` with a constant: the output filled with the value, then the input copied inside at
+/// the pads' offset (the static kernel's two steps, in one kernel).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pad_constant<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    pads: &[u64],
+    value: f64,
+    name: &str,
+) -> R<Call<'c>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let args = args_dyn(func, st, &[x, r])?;
+    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let xd = d.dims_of(&spec.dims(func, x)?)?;
+    let od = d.dims_of(&spec.dims(func, r)?)?;
+    let os = d.contiguous(&od)?;
+    let xs = d.contiguous(&xd)?;
+    let (px, po) = (d.param(0)?, d.param(1)?);
+    let k = &d.k;
+    let n = d.prod(&od)?;
+    let fill = k.f(value);
+    d.loop_step(k.c(0), n, 1, &mut |i| k.st(po, i, fill))?;
+    let mut base = k.c(0);
+    for (dim, &s) in os.iter().enumerate().take(xd.len()) {
+        base = k.add(base, d.imul(k.c(pads[dim] as i64), s)?)?;
+    }
+    d.nest(&xd, &[xs, os], &mut |idx| {
+        k.st(po, k.add(base, idx[1])?, k.ld(px, idx[0])?)
+    })?;
+    finish_call(g, d.f, &args)
+}
+
+/// `pad` with `reflect` or `edge`: every output element read from the input element
+/// `pad_source` names along each axis (`kernels/gather.rs`), computed here per index.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pad_gather<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    pads: &[u64],
+    mode: PadMode,
+    name: &str,
+) -> R<Call<'c>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let args = args_dyn(func, st, &[x, r])?;
+    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let xd = d.dims_of(&spec.dims(func, x)?)?;
+    let od = d.dims_of(&spec.dims(func, r)?)?;
+    let xs = d.contiguous(&xd)?;
+    let os = d.contiguous(&od)?;
+    let (px, po) = (d.param(0)?, d.param(1)?);
+    let k = &d.k;
+    // The static kernel writes nothing when either tensor is empty.
+    let mut sizes = xd.clone();
+    sizes.extend(&od);
+    let empty = d.any_zero(&sizes)?;
+    let full = llvm(k.b.build_not(empty, "full"))?;
+    k.when(full, &mut || {
+        rec(
+            &d,
+            mode,
+            pads,
+            0,
+            (&xd, &xs, &od, &os),
+            (k.c(0), k.c(0)),
+            (px, po),
+        )
+    })?;
+    finish_call(g, d.f, &args)
+}
+
+type Shapes<'s, 'c> = (
+    &'s [IntValue<'c>],
+    &'s [IntValue<'c>],
+    &'s [IntValue<'c>],
+    &'s [IntValue<'c>],
+);
+
+fn rec<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    mode: PadMode,
+    pads: &[u64],
+    axis: usize,
+    (xd, xs, od, os): Shapes<'_, 'c>,
+    (ix, io): (IntValue<'c>, IntValue<'c>),
+    (px, po): (PointerValue<'c>, PointerValue<'c>),
+) -> R<()> {
+    let k = &d.k;
+    if axis == od.len() {
+        return k.st(po, io, k.ld(px, ix)?);
+    }
+    d.loop_step(k.c(0), od[axis], 1, &mut |o| {
+        let i = d.isub(o, k.c(pads[axis] as i64))?;
+        let src = pad_source(d, mode, i, xd[axis])?;
+        let ix2 = k.add(ix, d.imul(src, xs[axis])?)?;
+        let io2 = k.add(io, d.imul(o, os[axis])?)?;
+        rec(
+            d,
+            mode,
+            pads,
+            axis + 1,
+            (xd, xs, od, os),
+            (ix2, io2),
+            (px, po),
+        )
+    })
+}
+
+/// `kernels::gather::pad_source` at run time: inside the axis (or on an axis of one element)
+/// the index clamped; else `edge` clamps and `reflect` folds with period `2(len − 1)`.
+fn pad_source<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    mode: PadMode,
+    i: IntValue<'c>,
+    len: IntValue<'c>,
+) -> R<IntValue<'c>> {
+    let k = &d.k;
+    let last = d.isub(len, k.c(1))?;
+    let clamped = d.clamp(i, k.c(0), last)?;
+    if mode != PadMode::Reflect {
+        return Ok(clamped);
+    }
+    let inside_lo = d.cmp(IntPredicate::SGE, i, k.c(0))?;
+    let inside_hi = d.cmp(IntPredicate::SLT, i, len)?;
+    let inside = llvm(k.b.build_and(inside_lo, inside_hi, "in"))?;
+    let single = d.cmp(IntPredicate::EQ, len, k.c(1))?;
+    let plain = llvm(k.b.build_or(inside, single, "plain"))?;
+    // The period, kept positive where it is not used (a division by zero is undefined even
+    // in the arm a select drops).
+    let p = d.imul(last, k.c(2))?;
+    let p_pos = d.cmp(IntPredicate::SGT, p, k.c(0))?;
+    let p = d.pick(p_pos, p, k.c(1))?;
+    let (_, m) = d.div_rem_euclid(i, p)?;
+    let low = d.cmp(IntPredicate::SLT, m, len)?;
+    let folded = d.pick(low, m, d.isub(p, m)?)?;
+    d.pick(plain, clamped, folded)
+}
+
+/// One output index's taps along an axis of `input` → `output` elements:
+/// `kernels::gather::resize_taps` at run time (the exact fraction `num / den` of the
+/// coordinate mode, nearest's rounding, bilinear's clamp and weight).
+struct Tap<'c> {
+    i0: IntValue<'c>,
+    i1: IntValue<'c>,
+    frac: Option<FloatValue<'c>>,
+}
+
+fn tap<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    rz: &Resize,
+    o: IntValue<'c>,
+    input: IntValue<'c>,
+    output: IntValue<'c>,
+) -> R<Tap<'c>> {
+    let k = &d.k;
+    let (i, n) = (input, output);
+    let two_o1 = k.add(d.imul(o, k.c(2))?, k.c(1))?;
+    let half_pixel = (d.isub(d.imul(two_o1, i)?, n)?, d.imul(n, k.c(2))?);
+    let more = d.cmp(IntPredicate::SGT, n, k.c(1))?;
+    let if_more = |(a, b): (IntValue<'c>, IntValue<'c>)| -> R<(IntValue<'c>, IntValue<'c>)> {
+        Ok((d.pick(more, a, k.c(0))?, d.pick(more, b, k.c(1))?))
+    };
+    let (num, den) = match rz.coord {
+        CoordMode::HalfPixel => half_pixel,
+        CoordMode::PytorchHalfPixel => if_more(half_pixel)?,
+        CoordMode::AlignCorners => {
+            // `n - 1` is 0 when `n` is 1: kept at 1 there (the select drops it).
+            let nm1 = d.isub(n, k.c(1))?;
+            let den = d.pick(more, nm1, k.c(1))?;
+            if_more((d.imul(o, d.isub(i, k.c(1))?)?, den))?
+        }
+        CoordMode::Asymmetric => (d.imul(o, i)?, n),
+    };
+    let last = d.isub(i, k.c(1))?;
+    let zero = k.c(0);
+    match rz.mode {
+        ResizeMode::Nearest => {
+            let (fl, rem) = d.div_rem_euclid(num, den)?;
+            let up = match rz.nearest {
+                NearestMode::Floor => k.ctx.bool_type().const_zero(),
+                NearestMode::Ceil => d.cmp(IntPredicate::NE, rem, zero)?,
+                NearestMode::RoundPreferFloor => {
+                    d.cmp(IntPredicate::SGT, d.imul(rem, k.c(2))?, den)?
+                }
+                NearestMode::RoundPreferCeil => {
+                    let ge = d.cmp(IntPredicate::SGE, d.imul(rem, k.c(2))?, den)?;
+                    let nz = d.cmp(IntPredicate::NE, rem, zero)?;
+                    llvm(k.b.build_and(ge, nz, "rc"))?
+                }
+            };
+            let upi = llvm(k.b.build_int_z_extend(up, k.i64t, "u"))?;
+            let idx = d.clamp(k.add(fl, upi)?, zero, last)?;
+            Ok(Tap {
+                i0: idx,
+                i1: idx,
+                frac: None,
+            })
+        }
+        ResizeMode::Bilinear => {
+            let f64t = k.ctx.f64_type();
+            let nonpos = d.cmp(IntPredicate::SLE, num, zero)?;
+            // Truncated, as `num / den` and `num % den` in i128 (used only where `num > 0`).
+            let q = llvm(k.b.build_int_signed_div(num, den, "q"))?;
+            let r = llvm(k.b.build_int_signed_rem(num, den, "r"))?;
+            let beyond = d.cmp(IntPredicate::SGE, q, last)?;
+            let i0 = d.pick(nonpos, zero, d.pick(beyond, last, q)?)?;
+            let i1 = d.pick(nonpos, zero, d.pick(beyond, last, k.add(q, k.c(1))?)?)?;
+            let rf = llvm(k.b.build_signed_int_to_float(r, f64t, "rf"))?;
+            let df = llvm(k.b.build_signed_int_to_float(den, f64t, "df"))?;
+            let w = k.fdiv(rf, df)?;
+            let edge = llvm(k.b.build_or(nonpos, beyond, "edge"))?;
+            let frac = llvm(k.b.build_select(edge, f64t.const_float(0.0), w, "fr"))?;
+            Ok(Tap {
+                i0,
+                i1,
+                frac: Some(frac.into_float_value()),
+            })
+        }
+    }
+}
+
+/// `resize` on NCHW: per image plane, per output row, per output column, the static
+/// kernel's reads and (bilinear) `f64` interpolation, the taps computed per row and column.
+pub(super) fn resize<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    rz: &Resize,
+    name: &str,
+) -> R<Call<'c>> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let (xe, oe) = (spec.dims(func, x)?, spec.dims(func, r)?);
+    if xe.len() != 4 || oe.len() != 4 {
+        return Err(refuse(
+            spec,
+            func,
+            op,
+            "a resize of a tensor that is not NCHW",
+        ));
+    }
+    let args = args_dyn(func, st, &[x, r])?;
+    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let xd = d.dims_of(&xe)?;
+    let od = d.dims_of(&oe)?;
+    let (h, w, oh, ow) = (xd[2], xd[3], od[2], od[3]);
+    let planes = d.imul(xd[0], xd[1])?;
+    let (px, po) = (d.param(0)?, d.param(1)?);
+    let k = &d.k;
+    let f64t = k.ctx.f64_type();
+    let hw = d.imul(h, w)?;
+    let ohw = d.imul(oh, ow)?;
+    let mut sizes = xd.clone();
+    sizes.extend(&od);
+    let empty = d.any_zero(&sizes)?;
+    let full = llvm(k.b.build_not(empty, "full"))?;
+    k.when(full, &mut || {
+        d.loop_step(k.c(0), planes, 1, &mut |p| {
+            let bx = d.imul(p, hw)?;
+            let bo = d.imul(p, ohw)?;
+            d.loop_step(k.c(0), oh, 1, &mut |oy| {
+                let ty = tap(&d, rz, oy, h, oh)?;
+                let r0 = k.add(bx, d.imul(ty.i0, w)?)?;
+                let r1 = k.add(bx, d.imul(ty.i1, w)?)?;
+                let ro = k.add(bo, d.imul(oy, ow)?)?;
+                d.loop_step(k.c(0), ow, 1, &mut |ox| {
+                    let tx = tap(&d, rz, ox, w, ow)?;
+                    let v = match (ty.frac, tx.frac) {
+                        (Some(wy), Some(wx)) => {
+                            let one = f64t.const_float(1.0);
+                            let v = |row: IntValue<'c>, col: IntValue<'c>| -> R<FloatValue<'c>> {
+                                let e = k.ld(px, k.add(row, col)?)?;
+                                llvm(k.b.build_float_ext(e, f64t, "d"))
+                            };
+                            let lerp = |a: FloatValue<'c>, b: FloatValue<'c>, t: FloatValue<'c>| {
+                                // a * (1 - t) + b * t, as the static kernel and the interpreter.
+                                let s = llvm(k.b.build_float_sub(one, t, "s"))?;
+                                let p = llvm(k.b.build_float_mul(a, s, "p"))?;
+                                let q = llvm(k.b.build_float_mul(b, t, "q"))?;
+                                llvm(k.b.build_float_add(p, q, "l"))
+                            };
+                            let top = lerp(v(r0, tx.i0)?, v(r0, tx.i1)?, wx)?;
+                            let bottom = lerp(v(r1, tx.i0)?, v(r1, tx.i1)?, wx)?;
+                            let y = lerp(top, bottom, wy)?;
+                            llvm(k.b.build_float_trunc(y, k.f32t, "y"))?
+                        }
+                        _ => k.ld(px, k.add(r0, tx.i0)?)?,
+                    };
+                    k.st(po, k.add(ro, ox)?, v)
+                })
+            })
+        })
+    })?;
+    finish_call(g, d.f, &args)
+}

@@ -1,0 +1,3 @@
+//! Helpers shared by integration tests (each test binary includes what it uses).
+
+pub mod dynamic;
