@@ -29,7 +29,7 @@ pub fn check_leading_batch(f: &Function, b: &str) -> Result<(), String> {
             Ok(())
         } else {
             Err(format!(
-                "{what} {} has type {t}: the dim `{b}` must be its first dim and nowhere else (run-time extents other than a leading batch are not compiled yet)",
+                "{what} {} has type {t}: the dim `{b}` must be its first dim and nowhere else",
                 f.value_name(v)
             ))
         }
