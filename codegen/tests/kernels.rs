@@ -258,7 +258,8 @@ fn conv2d_row_packed_narrow_images() {
     // stores), 1x7 and 7x1 kernels, strides 2-3 (one strided load per output row a vector
     // touches, 1x1/2 included), over-padding, dilations, asymmetric padding, groups, output
     // channels that leave a remainder of the channel tile, and an image just above the
-    // row-packing limit, which takes the row kernel.
+    // unrolling limit, whose repeating middle rows run as a loop (40-wide rows: a period of
+    // 5 vectors).
     #[allow(clippy::type_complexity)]
     let shapes: [(u64, u64, u64, u64, [u64; 2], [u64; 4], u64); 12] = [
         // (h, w, kh, kw, strides, pads, dilation)
@@ -296,6 +297,38 @@ fn conv2d_row_packed_narrow_images() {
         &[("w", vec![20, 144, 1, 1]), ("b", vec![20])],
         "conv2d(%x, %w, %b) {strides = [2, 2], activation = relu}",
     ));
+}
+
+#[test]
+fn conv2d_row_packed_periodic_images() {
+    // Stride-1 images above the unrolling limit whose middle rows repeat: the row-packed
+    // kernel runs them as a loop over repetitions of a block of vectors, the border rows
+    // unrolled. ResNet's 56×56 "same" 3×3 (a period of 7 vectors; 11 output channels leave
+    // a channel-tile remainder), a "valid" convolution whose grid rows are wider than its
+    // output rows (per-row stores shifted per repetition), dilation with asymmetric padding,
+    // a 1×1 with row padding on an input too big for L2 (pixel tiles outside, the loop
+    // around them), and a 147-wide image whose period is too long, which takes the row
+    // kernel.
+    #[allow(clippy::type_complexity)]
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 4], u64); 5] = [
+        // (c, m, h, w, kh, kw, pads, dilation)
+        (3, 11, 56, 56, 3, 3, [1, 1, 1, 1], 1),
+        (2, 9, 30, 72, 3, 3, [0, 0, 0, 0], 1),
+        (2, 8, 40, 48, 3, 3, [2, 1, 0, 3], 2),
+        (48, 8, 56, 56, 1, 1, [1, 0, 1, 0], 1),
+        (2, 7, 12, 147, 3, 3, [1, 1, 1, 1], 1),
+    ];
+    for (case, &(c, m, h, w, kh, kw, pads, dil)) in shapes.iter().enumerate() {
+        let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
+        check(&model(
+            &[("x", vec![1, c, h, w])],
+            &[("w", vec![m, c, kh, kw]), ("b", vec![m])],
+            &format!(
+                "conv2d(%x, %w, %b) {{dilations = [{dil}, {dil}], pads = [{}, {}, {}, {}]{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
 }
 
 #[test]
@@ -888,6 +921,12 @@ fn register_tiles_for_a_sixteen_register_file() {
             &[("x", vec![1, 5, 7, 7])],
             &[("w", vec![14, 5, 3, 3]), ("b", vec![14])],
             "conv2d(%x, %w, %b) {pads = [1, 1, 1, 1], activation = relu}",
+        ),
+        // Row-packed with a periodic middle (200 vectors of 8 lanes, a period of 5).
+        model(
+            &[("x", vec![1, 3, 40, 40])],
+            &[("w", vec![10, 3, 3, 3]), ("b", vec![10])],
+            "conv2d(%x, %w, %b) {pads = [1, 1, 1, 1]}",
         ),
         model(
             &[("x", vec![1, 3, 9, 70])],

@@ -21,8 +21,10 @@
 //! accumulators, [`tile`] sizes them to the register file, leaving room for the `NV` input
 //! vectors and a weight broadcast), the K loop runs over input channels with the `KH·KW` taps unrolled, bias and
 //! activation in the epilogue. Every grid vector of the image is unrolled (masks are
-//! constants), so the path is taken only when the image has at most [`MAX_VECTORS`] of
-//! them; the channel-tile loop stays a runtime loop.
+//! constants) when the image has at most [`MAX_VECTORS`] of them; a bigger stride-1 image
+//! whose rows repeat (a 56-wide row is 7 vectors every 2 rows) unrolls only its border rows
+//! and runs the middle as a loop over repetitions of one block of vectors ([`Periodic`]).
+//! The channel-tile loop stays a runtime loop.
 
 use super::geometry::Conv;
 use crate::kernels::common::{activation, vector_registers};
@@ -62,10 +64,110 @@ fn grid(d: &Conv) -> i64 {
     (d.oh - 1) * grid_width(d) + d.ow
 }
 
-/// Whether the row-packed kernel handles `d` with vectors of `w` lanes.
+/// Whether the row-packed kernel handles `d` with vectors of `w` lanes: small images
+/// unrolled whole, bigger stride-1 ones when their rows repeat ([`Periodic`]).
 pub fn applies(d: &Conv, w: u32) -> bool {
-    let w = w as i64;
-    d.oh >= 1 && d.ow >= 1 && (grid(d) + w - 1) / w <= MAX_VECTORS
+    let wl = w as i64;
+    d.oh >= 1
+        && d.ow >= 1
+        && ((grid(d) + wl - 1) / wl <= MAX_VECTORS || Periodic::find(d, w).is_some())
+}
+
+/// Longest loop body (in grid vectors) of a [`Periodic`] run.
+const MAX_PERIOD_VECTORS: i64 = 48;
+
+/// A run of grid vectors computed by a runtime loop instead of being unrolled (stride-1
+/// images bigger than [`MAX_VECTORS`], e.g. ResNet's and GoogLeNet's 56×56 layers, where the
+/// row kernel of [`super::im2col`] runs 6 × 2 tiles and leaves 8 of every 64 lanes idle on a
+/// 56-wide row). With a grid row of `G` points and `W` lanes, the lane pattern of vector `v`
+/// (which lanes exist, which taps fall in the padding, where each output-row segment is
+/// stored) repeats every `G / gcd(G, W)` vectors once no tap row is in the padding; the loop
+/// body is `len` vectors (a multiple of that period and of the tile's `NV`), repetition `p`
+/// computes vectors `v0 + p·len ..` with the masks of `v0 ..`, reading the input `p·x_step`
+/// and writing the output `p·o_step` elements further on. Every vector's loads and stores
+/// are checked against its representative's at compile time, so a vector whose pattern
+/// differs is never looped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Periodic {
+    v0: i64,
+    len: i64,
+    count: i64,
+    x_step: i64,
+    o_step: i64,
+}
+
+impl Periodic {
+    fn find(d: &Conv, w: u32) -> Option<Periodic> {
+        let wl = w as i64;
+        let nvec = (grid(d) + wl - 1) / wl;
+        if d.sh != 1 || d.sw != 1 || nvec <= MAX_VECTORS {
+            return None;
+        }
+        let gw = grid_width(d);
+        let g = gcd(gw, wl);
+        let period = gw / g;
+        let nv = tile(w).1;
+        let len = period * nv / gcd(period, nv);
+        if len > MAX_PERIOD_VECTORS {
+            return None;
+        }
+        let rows = len * wl / gw;
+        let (x_step, o_step) = (rows * d.sh * d.wi, rows * d.ow);
+        let grid = Grid { d: *d, w: wl, gw };
+        let sig: Vec<Signature> = (0..nvec).map(|v| grid.signature(v)).collect();
+        // Vector `v` repeats `v - len` when its loads and stores are that vector's, shifted.
+        let repeats = |v: i64| {
+            let (a, b) = (&sig[(v - len) as usize], &sig[v as usize]);
+            a.loads.len() == b.loads.len()
+                && a.loads.iter().zip(&b.loads).all(|(x, y)| {
+                    x.len() == y.len()
+                        && x.iter().zip(y).all(|(p, q)| {
+                            p.at + x_step == q.at && p.wide == q.wide && p.lanes == q.lanes
+                        })
+                })
+                && a.stores.len() == b.stores.len()
+                && a.stores
+                    .iter()
+                    .zip(&b.stores)
+                    .all(|(p, q)| p.0 + o_step == q.0 && p.1 == q.1)
+        };
+        // The first block whose next block repeats it, then as many blocks as keep repeating.
+        let v0 = (0..nvec - 2 * len + 1).find(|&v0| (v0 + len..v0 + 2 * len).all(repeats))?;
+        let mut count = 2;
+        while v0 + (count + 1) * len <= nvec
+            && (v0 + count * len..v0 + (count + 1) * len).all(repeats)
+        {
+            count += 1;
+        }
+        let unrolled = nvec - (count - 1) * len;
+        (unrolled <= MAX_VECTORS).then_some(Periodic {
+            v0,
+            len,
+            count,
+            x_step,
+            o_step,
+        })
+    }
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Balanced tiles over vectors `a..b`: as few as `nv` allows, sizes differing by at most one.
+fn balanced(a: i64, b: i64, nv: i64) -> Vec<(i64, i64)> {
+    let n = b - a;
+    let ntiles = (n + nv - 1) / nv;
+    (0..ntiles)
+        .map(|t| {
+            let v0 = a + t * n / ntiles;
+            (v0, a + (t + 1) * n / ntiles - v0)
+        })
+        .collect()
 }
 
 /// Emits the kernel body at the builder's position; `pb` is the optional bias.
@@ -83,14 +185,20 @@ pub fn emit<'a, 'c>(
     let wl = w as i64;
     let (mr, nv_max) = tile(w);
     let nvec = (grid(d) + wl - 1) / wl;
-    // Balanced pixel tiles: as few as NV allows, sizes differing by at most one vector.
-    let ntiles = (nvec + nv_max - 1) / nv_max;
-    let tiles: Vec<(i64, i64)> = (0..ntiles)
-        .map(|t| {
-            let v0 = t * nvec / ntiles;
-            (v0, (t + 1) * nvec / ntiles - v0)
-        })
-        .collect();
+    // Pixel tiles: unrolled before and after a periodic run (computed by a loop over its
+    // repetitions, [`Periodic`]), or over the whole image.
+    let periodic = Periodic::find(d, w);
+    let (before, body, after) = match periodic {
+        Some(p) => (
+            balanced(0, p.v0, nv_max),
+            balanced(p.v0, p.v0 + p.len, nv_max),
+            balanced(p.v0 + p.count * p.len, nvec, nv_max),
+        ),
+        None => (balanced(0, nvec, nv_max), Vec::new(), Vec::new()),
+    };
+    let ntiles = before.len() as i64
+        + periodic.map_or(0, |p| p.count * body.len() as i64)
+        + after.len() as i64;
     // Loop order by memory traffic: channel tiles outside re-read the group's whole input
     // once per tile of MR output channels, pixel tiles outside re-read its weights once per
     // pixel tile. An input that stays in L2 is cheap to re-read; a bigger one (ResNet's
@@ -107,7 +215,11 @@ pub fn emit<'a, 'c>(
                 w,
                 d,
                 cg,
-                gw: grid_width(d),
+                grid: Grid {
+                    d: *d,
+                    w: wl,
+                    gw: grid_width(d),
+                },
                 x: k.gep(
                     px,
                     k.mul(k.add(k.mul(b, d.c)?, k.mul(gi, cg)?)?, d.h * d.wi)?,
@@ -123,30 +235,86 @@ pub fn emit<'a, 'c>(
                 },
             };
             let mfull = mg / mr * mr;
-            let channels = |ts: &[(i64, i64)]| -> R<()> {
+            // Every channel tile × the pixel tiles `ts`, `shift` the periodic run's offsets.
+            let channels = |ts: &[(i64, i64)], shift: Option<Shift<'c>>| -> R<()> {
                 k.loop_step(0, mfull, mr, &mut |m0| {
                     for &(v0, nv) in ts {
-                        img.tile(m0, mr, v0, nv)?;
+                        img.tile(m0, mr, v0, nv, shift)?;
                     }
                     Ok(())
                 })?;
                 if mfull < mg {
                     for &(v0, nv) in ts {
-                        img.tile(k.c(mfull), mg - mfull, v0, nv)?;
+                        img.tile(k.c(mfull), mg - mfull, v0, nv, shift)?;
                     }
                 }
                 Ok(())
             };
+            let run = |f: &dyn Fn(Shift<'c>) -> R<()>| -> R<()> {
+                match periodic {
+                    Some(p) => k.loop_(0, p.count, &mut |rep| {
+                        f(Shift {
+                            x: k.mul(rep, p.x_step)?,
+                            o: k.mul(rep, p.o_step)?,
+                        })
+                    }),
+                    None => Ok(()),
+                }
+            };
             if pixels_outer {
-                for t in &tiles {
-                    channels(std::slice::from_ref(t))?;
+                for t in &before {
+                    channels(std::slice::from_ref(t), None)?;
+                }
+                run(&|sh| {
+                    for t in &body {
+                        channels(std::slice::from_ref(t), Some(sh))?;
+                    }
+                    Ok(())
+                })?;
+                for t in &after {
+                    channels(std::slice::from_ref(t), None)?;
                 }
                 Ok(())
             } else {
-                channels(&tiles)
+                // Channel tiles outside: each runs the whole image, the periodic run as a
+                // loop inside it.
+                let pixels = |m0: IntValue<'c>, mr: i64| -> R<()> {
+                    for &(v0, nv) in &before {
+                        img.tile(m0, mr, v0, nv, None)?;
+                    }
+                    run(&|sh| {
+                        for &(v0, nv) in &body {
+                            img.tile(m0, mr, v0, nv, Some(sh))?;
+                        }
+                        Ok(())
+                    })?;
+                    for &(v0, nv) in &after {
+                        img.tile(m0, mr, v0, nv, None)?;
+                    }
+                    Ok(())
+                };
+                k.loop_step(0, mfull, mr, &mut |m0| pixels(m0, mr))?;
+                if mfull < mg {
+                    pixels(k.c(mfull), mg - mfull)?;
+                }
+                Ok(())
             }
         })
     })
+}
+
+/// A periodic run's offsets for one repetition: input and output elements.
+#[derive(Clone, Copy)]
+struct Shift<'c> {
+    x: IntValue<'c>,
+    o: IntValue<'c>,
+}
+
+/// What a grid vector reads and writes, for comparing vectors ([`Periodic`]): per tap its
+/// loads, and its output-row segments (first element, lanes).
+struct Signature {
+    loads: Vec<Vec<Load>>,
+    stores: Vec<(i64, Vec<bool>)>,
 }
 
 /// One load of a tap: `sw·W` lanes from channel element `at`, `wide` the lanes fetched,
@@ -163,14 +331,22 @@ struct Img<'k, 'a, 'c> {
     w: u32,
     d: &'k Conv,
     cg: i64,
-    gw: i64,
+    grid: Grid,
     x: PointerValue<'c>,
     o: PointerValue<'c>,
     wt: PointerValue<'c>,
     bias: Option<PointerValue<'c>>,
 }
 
-impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
+/// The grid of an image: its points, and what each vector reads and writes (compile-time).
+#[derive(Clone, Copy)]
+struct Grid {
+    d: Conv,
+    w: i64,
+    gw: i64,
+}
+
+impl Grid {
     /// Grid point `q` as (output row, column), `None` past the last output.
     fn point(&self, q: i64) -> Option<(i64, i64)> {
         let (oy, g) = (q / self.gw, q % self.gw);
@@ -182,8 +358,8 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
     /// each run of lanes in one grid row — one (wide, strided) load per distinct `A`. Lanes
     /// past the last output or reading the padding are in no load.
     fn tap_loads(&self, v: i64, i: i64, j: i64) -> Vec<Load> {
-        let d = self.d;
-        let wl = self.w as i64;
+        let d = &self.d;
+        let wl = self.w;
         let mut loads: Vec<Load> = Vec::new();
         for l in 0..wl {
             let Some((oy, ox)) = self.point(v * wl + l) else {
@@ -212,6 +388,40 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
         loads
     }
 
+    /// Where vector `v`'s lanes are stored: one segment per output row it touches, lanes of
+    /// row `oy` at `oy·OW + g = q − oy·(G − OW)` (the first lane's element, the lanes).
+    fn stores(&self, v: i64) -> Vec<(i64, Vec<bool>)> {
+        let q0 = v * self.w;
+        let mut rows: Vec<(i64, Vec<bool>)> = Vec::new();
+        for l in 0..self.w {
+            if let Some((oy, _)) = self.point(q0 + l) {
+                let at = q0 - oy * (self.gw - self.d.ow);
+                match rows.iter_mut().find(|(a, _)| *a == at) {
+                    Some((_, on)) => on[l as usize] = true,
+                    None => {
+                        let mut on = vec![false; self.w as usize];
+                        on[l as usize] = true;
+                        rows.push((at, on));
+                    }
+                }
+            }
+        }
+        rows
+    }
+
+    fn signature(&self, v: i64) -> Signature {
+        let d = &self.d;
+        Signature {
+            loads: (0..d.kh)
+                .flat_map(|i| (0..d.kw).map(move |j| (i, j)))
+                .map(|(i, j)| self.tap_loads(v, i, j))
+                .collect(),
+            stores: self.stores(v),
+        }
+    }
+}
+
+impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
     /// The vector one tap reads for its lanes (zero elsewhere): each load fetches `sw·W`
     /// lanes from `xc + at` (masked: only the lanes it needs) and keeps every `sw`-th; loads
     /// after the first are merged in with constant lane selects.
@@ -248,10 +458,10 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
         out.ok_or_else(|| crate::CodegenError::Llvm("a tap with no load".into()))
     }
 
-    /// `mr` output channels from `m0` × grid vectors `v0..v0 + nv`.
-    fn tile(&self, m0: IntValue<'c>, mr: i64, v0: i64, nv: i64) -> R<()> {
+    /// `mr` output channels from `m0` × grid vectors `v0..v0 + nv`; with `shift`, the
+    /// vectors one periodic repetition further on, which read and write that much further.
+    fn tile(&self, m0: IntValue<'c>, mr: i64, v0: i64, nv: i64, shift: Option<Shift<'c>>) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
-        let wl = w as i64;
         let taps = d.kh * d.kw;
         let nvu = nv as usize;
         // Per tap and vector: the compile-time loads (None when no lane reads inside the
@@ -261,7 +471,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             for j in 0..d.kw {
                 let per: Vec<Option<Vec<Load>>> = (v0..v0 + nv)
                     .map(|v| {
-                        let loads = self.tap_loads(v, i, j);
+                        let loads = self.grid.tap_loads(v, i, j);
                         (!loads.is_empty()).then_some(loads)
                     })
                     .collect();
@@ -283,6 +493,10 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                 let mut acc: Vec<VectorValue<'c>> =
                     cur.iter().map(|v| v.into_vector_value()).collect();
                 let xc = k.mul(c, d.h * d.wi)?;
+                let xc = match shift {
+                    Some(sh) => k.add(xc, sh.x)?,
+                    None => xc,
+                };
                 let wc = k.mul(c, taps)?;
                 for (t, per) in &plan {
                     let bv: Vec<Option<VectorValue<'c>>> = per
@@ -315,25 +529,14 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             for v in 0..nv {
                 let a = acc[(r * nv + v) as usize].into_vector_value();
                 let y = self.epilogue(llvm(k.b.build_float_add(a, bias, "b"))?)?;
-                // One store per output row the vector touches: lanes of row `oy` go to
-                // `oy·OW + g = q − oy·(Wi − OW)`.
-                let q0 = (v0 + v) * wl;
-                let mut rows: Vec<(i64, Vec<bool>)> = Vec::new();
-                for l in 0..wl {
-                    if let Some((oy, _)) = self.point(q0 + l) {
-                        let shift = oy * (self.gw - d.ow);
-                        match rows.iter_mut().find(|(s, _)| *s == shift) {
-                            Some((_, on)) => on[l as usize] = true,
-                            None => {
-                                let mut on = vec![false; w as usize];
-                                on[l as usize] = true;
-                                rows.push((shift, on));
-                            }
-                        }
-                    }
-                }
-                for (shift, on) in rows {
-                    let at = k.add(plane, k.c(q0 - shift))?;
+                // One store per output row the vector touches ([`Grid::stores`]).
+                let rows = self.grid.stores(v0 + v);
+                for (at, on) in rows {
+                    let at = k.add(plane, k.c(at))?;
+                    let at = match shift {
+                        Some(sh) => k.add(at, sh.o)?,
+                        None => at,
+                    };
                     if on.iter().all(|&b| b) {
                         k.stv(self.o, at, y)?;
                     } else {
@@ -406,6 +609,44 @@ fn store_lanes<'a, 'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn conv(h: i64, wi: i64, k: i64, pad: i64) -> Conv {
+        Conv {
+            n: 1,
+            c: 4,
+            h,
+            wi,
+            m: 8,
+            groups: 1,
+            kh: k,
+            kw: k,
+            oh: h + 2 * pad - k + 1,
+            ow: wi + 2 * pad - k + 1,
+            sh: 1,
+            sw: 1,
+            dh: 1,
+            dw: 1,
+            pt: pad,
+            pl: pad,
+            act: None,
+        }
+    }
+
+    /// ResNet's 56×56 "same" 3×3: 196 vectors of 16, a period of 7 vectors (2 rows), the body
+    /// 21 vectors (3 tiles of 3); only the first and last rows' vectors are unrolled.
+    #[test]
+    fn a_56_wide_image_loops_over_its_middle_rows() {
+        let d = conv(56, 56, 3, 1);
+        let p = Periodic::find(&d, 16).expect("periodic");
+        assert_eq!((p.len, p.x_step, p.o_step), (21, 6 * 56, 6 * 56));
+        assert!(p.v0 >= 3 && p.v0 < 10, "{p:?}");
+        assert!(p.v0 + p.count * p.len <= 196 && p.v0 + (p.count + 1) * p.len > 196 - 10);
+        assert!(applies(&d, 16));
+        // Small images are unrolled whole; a 147-wide row's period (147 vectors) is too long.
+        assert_eq!(Periodic::find(&conv(28, 28, 3, 1), 16), None);
+        assert_eq!(Periodic::find(&conv(20, 147, 3, 1), 16), None);
+        assert!(!applies(&conv(20, 147, 3, 1), 16));
+    }
 
     /// Accumulators, the input vectors of one tap and the weight broadcast fit the registers.
     #[test]
