@@ -684,15 +684,20 @@ impl TimeIndex {
         // Short tensors live at `lo` start in [lo - SHORT_SPAN, lo]; a short query also takes
         // everything starting up to `hi` in the same scan.
         let (first, last) = (step.scan_first as usize, step.scan_last as usize);
-        self.scan_slots(first, last, lo, &mut g.scanned);
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
-        if scan_end <= hi {
-            self.starting_in(scan_end, hi + 1, g);
-        }
         // By offset alone: ranges with equal offsets coalesce into the same union in any
         // order, and a key sort is cheaper than comparing pairs.
-        g.scanned.sort_unstable_by_key(|r| r.0);
-        g.ranges.extend_from_slice(&g.scanned);
+        if scan_end <= hi {
+            // A long query: the start-block tree's unions go into `g.ranges` as runs while
+            // the scanned ranges wait apart, then follow as one sorted run.
+            self.scan_slots(first, last, lo, &mut g.scanned);
+            self.starting_in(scan_end, hi + 1, g);
+            g.scanned.sort_unstable_by_key(|r| r.0);
+            g.ranges.extend_from_slice(&g.scanned);
+        } else {
+            self.scan_slots(first, last, lo, &mut g.ranges);
+            g.ranges.sort_unstable_by_key(|r| r.0);
+        }
         g.end_run();
         // Long tensors live at `lo`; those starting in the window are found twice, which
         // changes no union.
