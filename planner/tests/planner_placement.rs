@@ -71,6 +71,55 @@ proptest! {
     }
 }
 
+/// 2,100 to 2,600 records over as many start points, 1 in 5 living up to 2,500 operators and
+/// 1 in 20 from the first to the last: whole blocks of the placement's per-block unions of
+/// long tensors (1,024 start points, which the small sets above never reach) are covered, so
+/// its gap search reads those unions beside the local ranges, on random sizes and lifetimes
+/// rather than the fixed instance below.
+fn record_sets_across_cover_blocks() -> impl Strategy<Value = (Vec<UsageRecord>, u64)> {
+    (2_100usize..2_600).prop_flat_map(|n| {
+        // Record i starts at operator i (`None`: at 0), and lives `length` operators more.
+        let lifetime = prop_oneof![
+            12 => (0usize..4).prop_map(Some),
+            3 => (0usize..40).prop_map(Some),
+            4 => (33usize..2_500).prop_map(Some),
+            1 => Just(None),
+        ];
+        let size = (0u64..14, 1u64..64).prop_map(|(shift, s)| s << shift);
+        (
+            proptest::collection::vec((size, lifetime), n..=n),
+            prop_oneof![Just(1u64), Just(64)],
+        )
+            .prop_map(move |(records, align)| {
+                let records = records
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (size, lifetime))| {
+                        let (first_op, last_op) = match lifetime {
+                            Some(length) => (i, (i + length).min(n)),
+                            None => (0, n),
+                        };
+                        UsageRecord {
+                            first_op,
+                            last_op,
+                            size,
+                        }
+                    })
+                    .collect();
+                (records, align)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn placement_matches_alg3_across_cover_blocks((records, align) in record_sets_across_cover_blocks()) {
+        assert_textbook(&records, align);
+    }
+}
+
 /// SplitMix64, for the larger deterministic instances below.
 struct Rng(u64);
 

@@ -293,9 +293,9 @@ struct Gather {
     /// The runs, one after another; `ends[k]` is where run k ends.
     ranges: Vec<(u64, u64)>,
     ends: Vec<usize>,
-    /// Block unions read while the first run (the scan) is still being filled.
-    unions: Vec<(u64, u64)>,
-    union_ends: Vec<usize>,
+    /// The scanned ranges, unsorted, kept apart while the start-block tree's unions go
+    /// straight into `ranges` as runs of their own (copied once, not first set aside).
+    scanned: Vec<(u64, u64)>,
     scratch: Vec<(u64, u64)>,
     scratch_ends: Vec<usize>,
 }
@@ -304,27 +304,13 @@ impl Gather {
     fn clear(&mut self) {
         self.ranges.clear();
         self.ends.clear();
-        self.unions.clear();
-        self.union_ends.clear();
+        self.scanned.clear();
     }
 
-    /// Ends the run being filled (the first also takes in the block unions read meanwhile).
+    /// Ends the run being filled.
     fn end_run(&mut self) {
         if self.ends.last().copied().unwrap_or(0) < self.ranges.len() {
             self.ends.push(self.ranges.len());
-        }
-        if !self.union_ends.is_empty() {
-            let base = self.ranges.len();
-            self.ranges.extend_from_slice(&self.unions);
-            self.ends.extend(
-                self.union_ends
-                    .iter()
-                    .map(|&e| base + e)
-                    .filter(|&e| e > base),
-            );
-            self.ends.dedup();
-            self.unions.clear();
-            self.union_ends.clear();
         }
     }
 
@@ -499,6 +485,8 @@ struct TimeIndex {
     parent_read: Vec<u32>,
     block_unions: Vec<Vec<(u64, u64)>>,
     pending: Vec<Vec<(u64, u64)>>,
+    /// [`Self::refresh_block`]'s output buffer.
+    merge_buffer: Vec<(u64, u64)>,
 }
 
 impl TimeIndex {
@@ -600,6 +588,7 @@ impl TimeIndex {
             parent_read,
             block_unions,
             pending,
+            merge_buffer: Vec::new(),
         }
     }
 
@@ -695,12 +684,20 @@ impl TimeIndex {
         // Short tensors live at `lo` start in [lo - SHORT_SPAN, lo]; a short query also takes
         // everything starting up to `hi` in the same scan.
         let (first, last) = (step.scan_first as usize, step.scan_last as usize);
-        self.scan_slots(first, last, lo, &mut g.ranges);
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
+        // By offset alone: ranges with equal offsets coalesce into the same union in any
+        // order, and a key sort is cheaper than comparing pairs.
         if scan_end <= hi {
+            // A long query: the start-block tree's unions go into `g.ranges` as runs while
+            // the scanned ranges wait apart, then follow as one sorted run.
+            self.scan_slots(first, last, lo, &mut g.scanned);
             self.starting_in(scan_end, hi + 1, g);
+            g.scanned.sort_unstable_by_key(|r| r.0);
+            g.ranges.extend_from_slice(&g.scanned);
+        } else {
+            self.scan_slots(first, last, lo, &mut g.ranges);
+            g.ranges.sort_unstable_by_key(|r| r.0);
         }
-        g.ranges.sort_unstable();
         g.end_run();
         // Long tensors live at `lo`; those starting in the window are found twice, which
         // changes no union.
@@ -730,37 +727,34 @@ impl TimeIndex {
     }
 
     /// Placed tensors starting at points `[from, to)`: whole blocks from the start-block tree,
-    /// the partial blocks at either end scanned.
+    /// each union a run of `g.ranges`, the partial blocks at either end scanned into
+    /// `g.scanned`.
     fn starting_in(&mut self, from: usize, to: usize, g: &mut Gather) {
         let first_block = from.div_ceil(BLOCK);
         let end_block = to / BLOCK;
         if first_block >= end_block {
-            self.scan(from, to, 0, &mut g.ranges);
+            self.scan(from, to, 0, &mut g.scanned);
             return;
         }
-        self.scan(from, first_block * BLOCK, 0, &mut g.ranges);
-        self.scan(end_block * BLOCK, to, 0, &mut g.ranges);
-        // The scanned ranges so far form the first run (sorted by the caller); the block
-        // unions, each already sorted, are kept after it as runs of their own.
-        let scanned = g.ranges.len();
+        self.scan(from, first_block * BLOCK, 0, &mut g.scanned);
+        self.scan(end_block * BLOCK, to, 0, &mut g.scanned);
         let (mut l, mut r) = (first_block + self.blocks, end_block + self.blocks);
         while l < r {
             if l & 1 == 1 {
                 let id = self.refresh_block(l);
-                g.unions.extend_from_slice(&self.block_unions[id]);
-                g.union_ends.push(g.unions.len());
+                g.ranges.extend_from_slice(&self.block_unions[id]);
+                g.end_run();
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
                 let id = self.refresh_block(r);
-                g.unions.extend_from_slice(&self.block_unions[id]);
-                g.union_ends.push(g.unions.len());
+                g.ranges.extend_from_slice(&self.block_unions[id]);
+                g.end_run();
             }
             l /= 2;
             r /= 2;
         }
-        debug_assert_eq!(scanned, g.ranges.len());
     }
 
     /// Merges the ranges placed under `node` since its last read into its union; returns
@@ -771,11 +765,14 @@ impl TimeIndex {
         if pending.is_empty() {
             return id;
         }
-        pending.sort_unstable();
-        let mut merged = Vec::with_capacity(self.block_unions[id].len() + pending.len());
-        merge_unions(&self.block_unions[id], pending, &mut merged);
+        // By offset alone, as in `intersecting`.
+        pending.sort_unstable_by_key(|r| r.0);
+        // Merged into a reused buffer that then trades places with the old union, whose
+        // allocation becomes the next buffer: no allocation per read.
+        self.merge_buffer.clear();
+        merge_unions(&self.block_unions[id], pending, &mut self.merge_buffer);
         pending.clear();
-        self.block_unions[id] = merged;
+        std::mem::swap(&mut self.block_unions[id], &mut self.merge_buffer);
         id
     }
 }
