@@ -1106,6 +1106,13 @@ mod tests {
     proptest! {
         #[test]
         fn plain_rows_split_as_the_csv_crate_does(text in plain_text()) {
+            // The csv crate drops a second byte order mark with the first, and then counts a
+            // line end right after them as no line: "\u{feff}\u{feff}\nid" has `id` on line 1
+            // for it. Rows counts that line (the diagnostic names line 2, where `id` stands),
+            // so this one shape of text is not compared.
+            let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+            let after_marks = body.strip_prefix('\u{feff}');
+            prop_assume!(!after_marks.is_some_and(|t| t.starts_with(['\n', '\r'])));
             prop_assert_eq!(all_rows(Rows::new(&text)), all_rows(through_csv_crate(&text)));
         }
 
