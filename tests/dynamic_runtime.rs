@@ -8,13 +8,14 @@
 //! shape; inputs that disagree on a dim are refused naming it and both values. The same for a
 //! static library (a C program against it) and an ONNX model with `dim_param` dims.
 
+#[path = "common/dynamic.rs"]
+mod shared;
+
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use tir_interp::{npy, Tensor};
-use tir_passes::planner::checker::check_offsets;
-use tir_passes::planner::{OffsetsPlan, UsageRecord};
 
 const MODEL: &str = "tests/dynamic/bert.tir";
 
@@ -207,34 +208,8 @@ fn check_model(dir: &Path, model: &str, exe: &Path, batch: u64, seq: u64) {
 
     // The plan: every record as large as its value at this shape, through the checker.
     let sizes = value_bytes(model, batch, seq);
-    let text = std::fs::read_to_string(&plan).expect("plan file");
-    let mut records = Vec::new();
-    let mut offsets = Vec::new();
-    let mut slab = None;
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        if f[0] == "# slab" {
-            slab = Some(f[1].parse::<u64>().expect("slab"));
-            continue;
-        }
-        let n = |i: usize| f[i].parse::<u64>().expect("number");
-        assert_eq!(Some(&n(3)), sizes.get(f[0]), "{tag}: size of {}", f[0]);
-        records.push(UsageRecord {
-            first_op: n(1) as usize,
-            last_op: n(2) as usize,
-            size: n(3),
-        });
-        offsets.push(n(4));
-    }
-    assert!(!records.is_empty(), "{text}");
-    let plan = OffsetsPlan {
-        offsets,
-        total_size: slab.expect("slab line"),
-    };
-    if let Err(errors) = check_offsets(&records, &plan, 64) {
-        panic!("{tag}: the run-time plan is invalid: {errors:?}\n{text}");
-    }
-    assert!(stdout.contains(&format!("slab: {} bytes", plan.total_size)));
+    let records = shared::check_plan_file(&tag, &plan, &sizes, &stdout);
+    assert!(records > 0, "{tag}: an empty run-time plan");
 }
 
 #[test]

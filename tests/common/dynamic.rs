@@ -202,7 +202,19 @@ pub fn check(dir: &Path, exe: &Path, run: &Run) -> usize {
 
     // The plan: every record as large as its value at this shape, through the checker.
     let sizes = value_bytes(run.model, run.dims);
-    let text = std::fs::read_to_string(&plan).expect("plan file");
+    check_plan_file(&tag, &plan, &sizes, &stdout)
+}
+
+/// Reads the run-time plan the executable printed (`--print-plan`), asserts every record is as
+/// large as its value at this shape (`sizes`), checks the plan with the independent checker and
+/// that the executable reported its slab; returns the number of records.
+pub fn check_plan_file(
+    tag: &str,
+    plan: &Path,
+    sizes: &HashMap<String, u64>,
+    stdout: &str,
+) -> usize {
+    let text = std::fs::read_to_string(plan).expect("plan file");
     let mut records = Vec::new();
     let mut offsets = Vec::new();
     let mut slab = None;
