@@ -9,8 +9,10 @@
 //! pre-transposed weight with C, without C, a computed transposed B), batch_norm and
 //! reductions over a run-time batch and length, concat along the batch.
 //! `tests/dynamic/tconv.tir`: conv_transpose (strides, pads, output_padding, groups,
-//! dilations, a stride above the kernel, a fused activation). And the refusal of
-//! an op without such a kernel, naming the dim still free.
+//! dilations, a stride above the kernel, a fused activation). `tests/dynamic/pointwise.tir`:
+//! prelu (per channel and one slope), hard_sigmoid, split, slices counted from the run-time
+//! end (steps 2 and −2), trilu upper and lower. And the refusal of an op without such a
+//! kernel, naming the dim still free.
 
 mod common;
 
@@ -22,6 +24,7 @@ use std::sync::OnceLock;
 const SHAPE_OPS: &str = "tests/dynamic/shape_ops.tir";
 const BATCH_OPS: &str = "tests/dynamic/batch_ops.tir";
 const TCONV: &str = "tests/dynamic/tconv.tir";
+const POINTWISE: &str = "tests/dynamic/pointwise.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("ops", test)
@@ -40,6 +43,21 @@ fn batch_ops_exe() -> &'static Path {
 fn tconv_exe() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     dynamic::compiled("ops", TCONV, "h, w", &EXE)
+}
+
+fn pointwise_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    dynamic::compiled("ops", POINTWISE, "h, w", &EXE)
+}
+
+fn check_pointwise(dir: &Path, h: u64, w: u64) {
+    let run = Run {
+        model: POINTWISE,
+        dims: &[("h", h), ("w", w)],
+        inputs: &[("x", vec![1, 4, h, w], h * 13 + w)],
+        interpret: true,
+    };
+    assert!(dynamic::check(dir, pointwise_exe(), &run) > 0);
 }
 
 fn check_image(dir: &Path, h: u64, w: u64) {
@@ -104,8 +122,27 @@ fn conv_transpose_runs_every_image_size_like_the_static_compile() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn slice_split_prelu_hard_sigmoid_and_trilu_run_every_size_like_the_static_compile() {
+    let dir = scratch("pointwise");
+    // 2×2 is the smallest with a non-empty slice (rows from 1 by 2, columns from w − 5,
+    // clamped to 0, to w − 1); w below 5 clamps that start at run time, 7 and 30 do not;
+    // square and unequal matrices for trilu's diagonals.
+    for (h, w) in [(2, 2), (3, 7), (9, 4), (17, 30)] {
+        check_pointwise(&dir, h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+    #[test]
+    fn random_sizes_of_the_pointwise_ops_match_the_static_compile(h in 2u64..=24, w in 2u64..=24) {
+        let dir = scratch(&format!("propp{h}x{w}"));
+        check_pointwise(&dir, h, w);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn random_image_sizes_match_the_static_compile(h in 3u64..=24, w in 3u64..=24) {
         let dir = scratch(&format!("prop{h}x{w}"));
@@ -121,18 +158,18 @@ proptest! {
     }
 }
 
-/// A model whose op (`hard_sigmoid`) has no kernel with run-time extents, over symbolic `h`
-/// and `w`: given `h` at compile time, the refusal names `w`, the dim still free.
+/// A model whose op (`cumsum`) has no kernel with run-time extents, over symbolic `h` and
+/// `w`: given `h` at compile time, the refusal names `w`, the dim still free.
 #[test]
 fn a_refusal_names_the_dim_left_free_not_one_given() {
     let dir = scratch("refusal");
-    let model = dir.join("hs.tir");
+    let model = dir.join("cs.tir");
     std::fs::write(
         &model,
-        "module @hs {\n  func @main(%x: tensor<1x3x{h}x{w}xf32>) {\n    %y = hard_sigmoid(%x) {alpha = 0.2, beta = 0.5}\n    return %y\n  }\n}\n",
+        "module @cs {\n  func @main(%x: tensor<1x3x{h}x{w}xf32>) {\n    %y = cumsum(%x) {axis = 3}\n    return %y\n  }\n}\n",
     )
     .expect("write model");
-    let exe = dir.join("hs");
+    let exe = dir.join("cs");
     let m = dynamic::s(&model);
     let out = tirc(&["compile", m, "-o", dynamic::s(&exe), "--dim", "h=9"]);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -46,6 +46,7 @@ use tir_ir::{Activation, BinaryOp, Function, Op, OpData, UnaryOp, Value};
 mod cnn;
 mod gemm;
 mod norm;
+mod pointwise;
 mod reduce;
 mod shape_ops;
 mod tconv;
@@ -547,6 +548,17 @@ pub(crate) fn emit_op<'a, 'c>(
             shape_ops::pad_gather(g, spec, func, st, op, pads, *mode, name)?
         }
         Op::Resize(rz) => shape_ops::resize(g, spec, func, st, op, rz, name)?,
+        Op::Slice(sl) => shape_ops::slice(g, spec, func, st, op, sl, name)?,
+        Op::HardSigmoid { alpha, beta } => {
+            // The static kernel's `clip(alpha · x + beta, 0, 1)`, alpha and beta as f32.
+            let (a, b) = (*alpha as f32 as f64, *beta as f32 as f64);
+            elementwise(g, spec, func, st, op, name, &move |k, x| {
+                let y = k.fadd(k.fmul(k.f(a), x)?, k.f(b))?;
+                k.clip(y, 0.0, 1.0)
+            })?
+        }
+        Op::Prelu => pointwise::prelu(g, spec, func, st, op, name)?,
+        Op::Trilu { upper, k } => pointwise::trilu(g, spec, func, st, op, *upper, *k, name)?,
         Op::BatchNorm { epsilon } => norm::batch_norm(g, spec, func, st, op, *epsilon, name)?,
         Op::Reduce { kind, axes, .. } => reduce::reduce(g, spec, func, st, op, *kind, axes, name)?,
         Op::ConvTranspose(c) => tconv::conv_transpose(g, spec, func, st, op, c, name)?,
@@ -1246,6 +1258,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         weights: &tir_interp::Weights,
         name: &str,
         spec: &'a DynSpec,
+        guard: Option<&crate::guard::Guard>,
     ) -> R<()> {
         let func = b.func();
         let storage = Storage::analyze(func)?;
@@ -1308,7 +1321,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             self.param(f, 4)?,
         );
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
+        // Guard mode: the canaries at the run-time ends of the buffers (`guard`'s docs).
+        let guarded = guard.map(|gd| (gd, self.dyn_guard_setup(func, &storage)));
+        let plan = [slab, offsets, dims];
         for (idx, calls) in per_op.iter().enumerate() {
+            if let Some((_, gs)) = &guarded {
+                self.dyn_guard_fill(gs, plan, idx)?;
+            }
             for (kernel, locs) in calls {
                 let mut args: Vec<inkwell::values::BasicMetadataValueEnum> =
                     Vec::with_capacity(locs.len() + 1);
@@ -1366,6 +1385,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                     args.push(dims.into());
                 }
                 self.call_kernel(*kernel, args, None)?;
+            }
+            if let Some((gd, gs)) = &guarded {
+                self.dyn_guard_after(gs, gd, func, &storage, plan, idx)?;
             }
         }
         llvm(self.builder.build_return(None))?;
@@ -1433,7 +1455,7 @@ pub fn emit_dynamic(
         min_tile_flops: opts.min_tile_flops,
         parallel: Default::default(),
     };
-    gen.build_dynamic(b, weights, &opts.name, spec)?;
+    gen.build_dynamic(b, weights, &opts.name, spec, opts.guard.as_ref())?;
     module
         .verify()
         .map_err(|e| CodegenError::Llvm(e.to_string()))?;
@@ -1605,7 +1627,9 @@ fn tables_c(
 }
 
 /// The C source of a dynamic executable's `main`: `exe_main.c` with `DYNAMIC` on, the model's
-/// tables ([`tables_c`]), the planner, the dims pinned at compile time.
+/// tables ([`tables_c`]), the planner, the dims pinned at compile time. With `guard` bytes
+/// (`--guard`; 0 for none) every record is planned that much longer and the guard's C side
+/// ([`crate::guard::GUARD_DYN_C`]) is included, for a module built with the same guard.
 pub fn main_c(
     func: &Function,
     name: &str,
@@ -1613,6 +1637,7 @@ pub fn main_c(
     records: &[DynRecord],
     n_allocs: usize,
     pinned: &[(usize, u64)],
+    guard: u64,
 ) -> Result<String, String> {
     use std::fmt::Write as _;
     let mut x = tables_c(func, spec, records, n_allocs)?;
@@ -1629,7 +1654,11 @@ pub fn main_c(
         x,
         "void {name}_run_dyn(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims);\n#define MODEL_RUN_DYN {name}_run_dyn"
     );
+    if guard > 0 {
+        let _ = writeln!(x, "#define TIR_GUARD {guard}");
+    }
     x.push_str(PLAN_C);
+    x.push_str(crate::guard::GUARD_DYN_C);
     Ok(crate::exe::main_c_with(func, name, None, &x))
 }
 
@@ -1674,6 +1703,11 @@ pub fn unsupported_op(f: &Function, given: &tir_ir::Bindings) -> Option<String> 
                     | Op::Reduce { .. }
                     | Op::Gemm(_)
                     | Op::ConvTranspose(_)
+                    | Op::Slice(_)
+                    | Op::Split { .. }
+                    | Op::Prelu
+                    | Op::HardSigmoid { .. }
+                    | Op::Trilu { .. }
             );
         if !ok {
             let s = first_symbol(&spec, f, op);

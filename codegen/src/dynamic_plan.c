@@ -11,6 +11,11 @@
 /* No header is included (the executable's own includes come after this text, with
    _GNU_SOURCE first): the compiler's builtins stand for memcmp, memcpy, memset. */
 #define TIR_PLAN_CACHE 4
+/* Guard mode (`tirc compile --guard`): every record this many bytes longer, so that the bytes
+   after a buffer are its canary for its whole life (`tir_codegen::guard`). */
+#ifndef TIR_GUARD
+#define TIR_GUARD 0
+#endif
 /* Record sizes above this are refused (no slab that large can be allocated). */
 #define TIR_TOO_BIG (1ULL << 62)
 typedef struct {
@@ -27,7 +32,7 @@ static int greedy_by_size(plan_t *p) {
     tir_rec_bytes(p->dims, raw);
     for (int r = 0; r < NREC; r++) {
         if (raw[r] > TIR_TOO_BIG) return 1;
-        size[r] = (raw[r] + 63) / 64 * 64; off[r] = 0; order[r] = r; p->bytes[r] = raw[r];
+        size[r] = (raw[r] + TIR_GUARD + 63) / 64 * 64; off[r] = 0; order[r] = r; p->bytes[r] = raw[r];
     }
     /* Stable insertion sort by raw size, descending. */
     for (int i = 1; i < NREC; i++) {

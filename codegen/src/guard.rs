@@ -18,7 +18,8 @@ use crate::nest::{llvm, R};
 use crate::storage::{Base, Storage};
 use crate::{CodegenError, Gen};
 use inkwell::module::Linkage;
-use inkwell::values::{FunctionValue, PointerValue};
+use inkwell::types::BasicMetadataTypeEnum;
+use inkwell::values::{BasicMetadataValueEnum, FunctionValue, PointerValue};
 use inkwell::AddressSpace;
 use tir_ir::op::Role;
 use tir_ir::{EntityRef, Function, Op, Value};
@@ -161,6 +162,38 @@ void tir_guard_check(const unsigned char *p, unsigned long long n, long long op,
         }
     }
 }
+"#;
+
+/// The C side of guard mode in a dynamic executable (`tir_codegen::dynamic`), placed after
+/// the model's tables and the run-time planner (which pads every record by `TIR_GUARD`
+/// bytes): a record's canary sits at its run-time offset plus its run-time size, both read
+/// from the plan and the dims the entry point runs with, so that the bytes watched are the
+/// ones after the buffer at this shape, not at the compile's probe.
+pub const GUARD_DYN_C: &str = r#"
+#if TIR_GUARD
+void tir_guard_fill(unsigned char *p, unsigned long long n);
+void tir_guard_check(const unsigned char *p, unsigned long long n, long long op,
+                     const char *op_name, const char *result, const char *buffer,
+                     unsigned long long offset, unsigned long long size);
+static unsigned long long tir_guard_bytes(const long long *d, long long r) {
+    unsigned long long b[NREC + 1];
+    tir_rec_bytes(d, b);
+    return b[r];
+}
+void tir_guard_dyn_fill(unsigned char *slab, const unsigned long long *offsets, const long long *d, long long r) {
+    tir_guard_fill(slab + offsets[rec_alloc[r]] + tir_guard_bytes(d, r), TIR_GUARD);
+}
+void tir_guard_dyn_check(unsigned char *slab, const unsigned long long *offsets, const long long *d, long long r,
+                         long long op, const char *op_name, const char *result) {
+    unsigned long long at = offsets[rec_alloc[r]], n = tir_guard_bytes(d, r);
+    tir_guard_check(slab + at + n, TIR_GUARD, op, op_name, result, rec_name[r], at, n);
+}
+/* Test-only fault injection (`--guard-fault-op`): one float just past the record's end. */
+void tir_guard_dyn_fault(unsigned char *slab, const unsigned long long *offsets, const long long *d, long long r) {
+    float f = 1.5f;
+    __builtin_memcpy(slab + offsets[rec_alloc[r]] + tir_guard_bytes(d, r), &f, sizeof f);
+}
+#endif
 "#;
 
 /// The guard's state in the entry point: the regions and the two C helpers.
@@ -307,6 +340,136 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 ],
                 "",
             ))?;
+        }
+        Ok(())
+    }
+}
+
+/// The guard's state in a dynamic entry point (`<model>_run_dyn`): the regions (in record
+/// order: region `r` is the run-time plan's record `r`) and the C helpers of [`GUARD_DYN_C`].
+pub(crate) struct DynGuarded<'ctx> {
+    pub(crate) regions: Vec<Region>,
+    fill: FunctionValue<'ctx>,
+    check: FunctionValue<'ctx>,
+    fault: FunctionValue<'ctx>,
+}
+
+impl<'a, 'ctx> Gen<'a, 'ctx> {
+    pub(crate) fn dyn_guard_setup(&self, func: &Function, st: &Storage) -> DynGuarded<'ctx> {
+        let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
+        let i64t = self.ctx.i64_type();
+        let i64p = i64t.ptr_type(AddressSpace::default());
+        let void = self.ctx.void_type();
+        let rec: [BasicMetadataTypeEnum; 4] = [i8p.into(), i64p.into(), i64p.into(), i64t.into()];
+        let mut with_op = rec.to_vec();
+        with_op.extend::<[BasicMetadataTypeEnum; 3]>([i64t.into(), i8p.into(), i8p.into()]);
+        let ext = Some(Linkage::External);
+        DynGuarded {
+            regions: regions(func, st),
+            fill: self
+                .module
+                .add_function("tir_guard_dyn_fill", void.fn_type(&rec, false), ext),
+            check: self.module.add_function(
+                "tir_guard_dyn_check",
+                void.fn_type(&with_op, false),
+                ext,
+            ),
+            fault: self
+                .module
+                .add_function("tir_guard_dyn_fault", void.fn_type(&rec, false), ext),
+        }
+    }
+
+    /// Before the op of layout index `idx` of a dynamic entry point: the canaries of the
+    /// buffers it starts, at their run-time ends (`plan` is `[slab, offsets, dims]`).
+    pub(crate) fn dyn_guard_fill(
+        &self,
+        gs: &DynGuarded<'ctx>,
+        plan: [PointerValue<'ctx>; 3],
+        idx: usize,
+    ) -> R<()> {
+        let i64t = self.ctx.i64_type();
+        for (r, _) in gs
+            .regions
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.first == idx)
+        {
+            let args: Vec<BasicMetadataValueEnum> = plan
+                .iter()
+                .map(|&p| p.into())
+                .chain([i64t.const_int(r as u64, false).into()])
+                .collect();
+            llvm(self.builder.build_call(gs.fill, &args, ""))?;
+        }
+        Ok(())
+    }
+
+    /// After the op of layout index `idx` of a dynamic entry point: the injected fault
+    /// (tests: after the record holding the op's first result, `fault` when it is in the
+    /// slab), then the canaries of every buffer live at the op, at their run-time ends.
+    pub(crate) fn dyn_guard_after(
+        &self,
+        gs: &DynGuarded<'ctx>,
+        gd: &Guard,
+        func: &Function,
+        st: &Storage,
+        plan: [PointerValue<'ctx>; 3],
+        idx: usize,
+    ) -> R<()> {
+        let i64t = self.ctx.i64_type();
+        let call = |f: FunctionValue<'ctx>, r: usize, extra: &[BasicMetadataValueEnum<'ctx>]| {
+            let mut args: Vec<BasicMetadataValueEnum> = plan.iter().map(|&p| p.into()).collect();
+            args.push(i64t.const_int(r as u64, false).into());
+            args.extend_from_slice(extra);
+            llvm(self.builder.build_call(f, &args, "")).map(|_| ())
+        };
+        let op = func.ops_in_order().nth(idx).map(|(_, d)| d);
+        let first = op.and_then(|d| d.results.first().copied());
+        if let (Some(n), Some(v)) = (&gd.fault_after, first) {
+            if func.values[v].name == n.trim_start_matches('%') {
+                let loc = st.of(func, v)?;
+                let r = gs
+                    .regions
+                    .iter()
+                    .position(|g| g.first <= idx && idx <= g.last && g.offset == loc.offset)
+                    .filter(|_| loc.base == Base::Slab)
+                    .ok_or_else(|| {
+                        CodegenError::Llvm(format!(
+                            "guard fault: the result of op #{idx} is not a buffer of the slab"
+                        ))
+                    })?;
+                call(gs.fault, r, &[])?;
+            }
+        }
+        let (op_name, result) = match op {
+            Some(d) => (
+                d.op.name().to_string(),
+                d.results
+                    .first()
+                    .map(|&r| func.value_name(r))
+                    .unwrap_or_default(),
+            ),
+            None => ("return".to_string(), String::new()),
+        };
+        let live: Vec<usize> = (0..gs.regions.len())
+            .filter(|&r| gs.regions[r].first <= idx && idx <= gs.regions[r].last)
+            .collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let s_op = llvm(self.builder.build_global_string_ptr(&op_name, "op"))?;
+        let s_res = llvm(self.builder.build_global_string_ptr(&result, "res"))?;
+        for r in live {
+            call(
+                gs.check,
+                r,
+                &[
+                    i64t.const_int(idx as u64, false).into(),
+                    s_op.as_pointer_value().into(),
+                    s_res.as_pointer_value().into(),
+                ],
+            )?;
         }
         Ok(())
     }

@@ -338,9 +338,9 @@ fn compile_dynamic(
         eprintln!("{name}: error: {msg}");
         Failure::Reported
     };
-    if o.guard || o.reorder.is_some() || o.strategy.is_some() {
+    if o.reorder.is_some() || o.strategy.is_some() {
         return Err(Failure::Usage(
-            "--guard, --reorder and --strategy need every dim given a value with --dim NAME=N (a model with run-time dims is planned by its executable, greedy by size)".into(),
+            "--reorder and --strategy need every dim given a value with --dim NAME=N (a model with run-time dims is planned by its executable, greedy by size)".into(),
         ));
     }
     let f = module
@@ -431,6 +431,12 @@ fn compile_dynamic(
         name: symbol.clone(),
         target_cpu: o.target_cpu.clone(),
         opt_level: o.opt_level,
+        // Guard mode: the canaries at the run-time ends of the buffers, the executable's plan
+        // padded to match (`main_c`).
+        guard: o.guard.then_some(tir_codegen::guard::Guard {
+            bytes: GUARD_BYTES,
+            fault_after: o.guard_fault_op.clone(),
+        }),
         ..CgOptions::native(&symbol)
     };
     let bytes = tir_codegen::dynamic::emit_dynamic(&proof, &weights, &cg, &spec, Artifact::Object)
@@ -459,9 +465,16 @@ fn compile_dynamic(
         .map_err(&err)?;
         input::write_atomic(&o.output.with_extension("h"), header.as_bytes())?;
     } else {
-        let main =
-            tir_codegen::dynamic::main_c(proof.func(), &symbol, &spec, &recs, n_allocs, &pinned)
-                .map_err(&err)?;
+        let main = tir_codegen::dynamic::main_c(
+            proof.func(),
+            &symbol,
+            &spec,
+            &recs,
+            n_allocs,
+            &pinned,
+            if o.guard { GUARD_BYTES } else { 0 },
+        )
+        .map_err(&err)?;
         tir_codegen::exe::link(&main, &bytes, Path::new(&o.output)).map_err(err)?;
     }
     eprintln!(

@@ -1,4 +1,5 @@
-//! Copies and gathers with run-time extents (issue 18): `concat` along any axis, `pad`
+//! Copies and gathers with run-time extents (issue 18): `concat` along any axis, `slice`
+//! (and `split`, bufferized as slices), `pad`
 //! (constant, reflect, edge) and `resize` (nearest and bilinear, every coordinate mode) when
 //! the extents they move are known only at run time.
 //!
@@ -25,7 +26,7 @@ use crate::storage::Storage;
 use crate::Gen;
 use inkwell::values::{FloatValue, IntValue, PointerValue};
 use inkwell::IntPredicate;
-use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode};
+use tir_ir::op::{CoordMode, NearestMode, PadMode, Resize, ResizeMode, Slice};
 use tir_ir::shape::norm_axis;
 use tir_ir::{Function, OpData};
 
@@ -139,6 +140,87 @@ pub(super) fn concat<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
+/// What a kernel from one operand to one result starts with: both tensors' run-time extents
+/// and row-major strides, and their pointers.
+struct Io<'c> {
+    xd: Vec<IntValue<'c>>,
+    xs: Vec<IntValue<'c>>,
+    od: Vec<IntValue<'c>>,
+    os: Vec<IntValue<'c>>,
+    px: PointerValue<'c>,
+    po: PointerValue<'c>,
+}
+
+/// The kernel of `op` from its first operand `x` to its result (`void name(x, out, dims)`),
+/// positioned in its entry block, with [`Io`].
+fn copy_kernel<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    name: &str,
+) -> R<(Dk<'a, 'c>, Vec<crate::Arg>, Io<'c>)> {
+    let (x, r) = (op.operands[0], op.results[0]);
+    let args = args_dyn(func, st, &[x, r])?;
+    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let xd = d.dims_of(&spec.dims(func, x)?)?;
+    let od = d.dims_of(&spec.dims(func, r)?)?;
+    let io = Io {
+        xs: d.contiguous(&xd)?,
+        os: d.contiguous(&od)?,
+        xd,
+        od,
+        px: d.param(0)?,
+        po: d.param(1)?,
+    };
+    Ok((d, args, io))
+}
+
+/// `slice` (and `split`, which bufferization rewrites as one slice per result): the output
+/// read from the input at each sliced axis's start with the step as a stride, the static
+/// kernel's start (`kernels/copy.rs`: a negative start counted from the end, clamped into
+/// `0..=d`, or `-1..=d-1` for a negative step) computed at run time from the axis's extent.
+/// A copy: any loop order gives the static bits.
+pub(super) fn slice<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    s: &Slice,
+    name: &str,
+) -> R<Call<'c>> {
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name)?;
+    let k = &d.k;
+    let rank = io.xd.len();
+    let mut strides = io.xs.clone();
+    let mut base = k.c(0);
+    for (i, &start) in s.starts.iter().enumerate() {
+        let axis = s.axes.get(i).copied().unwrap_or(i as i64);
+        let ax = norm_axis(axis, rank).map_err(|_| refuse(spec, func, op, "a slice axis"))?;
+        let ext = io.xd[ax];
+        let step = s.steps.get(i).copied().unwrap_or(1);
+        let from = if start < 0 {
+            k.add(k.c(start), ext)?
+        } else {
+            k.c(start)
+        };
+        let from = if step > 0 {
+            d.clamp(from, k.c(0), ext)?
+        } else {
+            d.clamp(from, k.c(-1), d.isub(ext, k.c(1))?)?
+        };
+        base = k.add(base, d.imul(from, io.xs[ax])?)?;
+        strides[ax] = d.imul(io.xs[ax], k.c(step))?;
+    }
+    // Nothing is read when the output is empty (the static kernel has no kernel then).
+    d.nest(&io.od, &[strides, io.os], &mut |idx| {
+        k.st(io.po, idx[1], k.ld(io.px, k.add(base, idx[0])?)?)
+    })?;
+    finish_call(g, d.f, &args)
+}
+
 /// `pad` with a constant: the output filled with the value, then the input copied inside at
 /// the pads' offset (the static kernel's two steps, in one kernel).
 #[allow(clippy::too_many_arguments)]
@@ -152,14 +234,15 @@ pub(super) fn pad_constant<'a, 'c>(
     value: f64,
     name: &str,
 ) -> R<Call<'c>> {
-    let (x, r) = (op.operands[0], op.results[0]);
-    let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
-    let xd = d.dims_of(&spec.dims(func, x)?)?;
-    let od = d.dims_of(&spec.dims(func, r)?)?;
-    let os = d.contiguous(&od)?;
-    let xs = d.contiguous(&xd)?;
-    let (px, po) = (d.param(0)?, d.param(1)?);
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name)?;
+    let Io {
+        xd,
+        xs,
+        od,
+        os,
+        px,
+        po,
+    } = io;
     let k = &d.k;
     let n = d.prod(&od)?;
     let fill = k.f(value);
@@ -187,14 +270,15 @@ pub(super) fn pad_gather<'a, 'c>(
     mode: PadMode,
     name: &str,
 ) -> R<Call<'c>> {
-    let (x, r) = (op.operands[0], op.results[0]);
-    let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
-    let xd = d.dims_of(&spec.dims(func, x)?)?;
-    let od = d.dims_of(&spec.dims(func, r)?)?;
-    let xs = d.contiguous(&xd)?;
-    let os = d.contiguous(&od)?;
-    let (px, po) = (d.param(0)?, d.param(1)?);
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name)?;
+    let Io {
+        xd,
+        xs,
+        od,
+        os,
+        px,
+        po,
+    } = io;
     let k = &d.k;
     // The static kernel writes nothing when either tensor is empty.
     let mut sizes = xd.clone();

@@ -1,0 +1,167 @@
+//! The executable's modes on a model with run-time dims (issue 18): `--guard` (canaries after
+//! every buffer at its run-time end, checked after every op) runs clean at several shapes with
+//! the outputs of the static compile and a plan that passes the checker, and reports an
+//! injected out-of-bounds store at its op, naming the buffer's slab bytes at the run-time
+//! shape; `--threads N` gives the same bytes for every N.
+
+mod common;
+
+use common::dynamic::{self as dynamic, ok, tirc, Run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const CNN: &str = "tests/dynamic/cnn.tir";
+const SHAPE_OPS: &str = "tests/dynamic/shape_ops.tir";
+const BATCH_OPS: &str = "tests/dynamic/batch_ops.tir";
+
+fn scratch(test: &str) -> PathBuf {
+    dynamic::scratch("modes", test)
+}
+
+/// `tirc compile model -o dir/name --opt-level 1 extra...`, which must succeed and report
+/// run-time dims.
+fn compile(dir: &Path, model: &str, name: &str, extra: &[&str]) -> PathBuf {
+    let exe = dir.join(name);
+    let mut args = vec!["compile", model, "-o", dynamic::s(&exe), "--opt-level", "1"];
+    args.extend(extra);
+    let out = tirc(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("run-time dims"), "{stderr}");
+    exe
+}
+
+#[test]
+fn guarded_dynamic_executables_run_clean_at_every_shape_like_the_static_compile() {
+    let dir = scratch("guard");
+    // The CNN (strided convolution, ceil-mode pool, global pool, gemm) at its smallest
+    // size, odd and unequal sides, and larger than both compile probes.
+    let exe = compile(&dir, CNN, "cnn", &["--guard"]);
+    for (h, w) in [(7, 7), (13, 30), (33, 70)] {
+        let run = Run {
+            model: CNN,
+            dims: &[("h", h), ("w", w)],
+            inputs: &[("x", vec![1, 3, h, w], h * 131 + w)],
+            interpret: false,
+        };
+        assert!(dynamic::check(&dir, &exe, &run) > 0);
+    }
+    // Pads, concats, resizes, reductions.
+    let exe = compile(&dir, SHAPE_OPS, "shape_ops", &["--guard"]);
+    for (h, w) in [(3, 3), (9, 5), (17, 30)] {
+        let run = Run {
+            model: SHAPE_OPS,
+            dims: &[("h", h), ("w", w)],
+            inputs: &[("x", vec![1, 3, h, w], h * 7 + w)],
+            interpret: false,
+        };
+        assert!(dynamic::check(&dir, &exe, &run) > 0);
+    }
+    // Gemms and concats along a run-time batch.
+    let exe = compile(&dir, BATCH_OPS, "batch_ops", &["--guard"]);
+    for (n, l) in [(1, 1), (7, 2), (19, 33)] {
+        let run = Run {
+            model: BATCH_OPS,
+            dims: &[("n", n), ("l", l)],
+            inputs: &[
+                ("x", vec![n, 16], n * 5 + l),
+                ("y", vec![n, 4, l], n + 3 * l),
+            ],
+            interpret: false,
+        };
+        assert!(dynamic::check(&dir, &exe, &run) > 0);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An off-by-one store after `max_pool`'s result (the hidden `--guard-fault-op`) is reported
+/// at that op, with the buffer's bytes at the shape it runs: the canary watched is the one at
+/// the run-time end, not at a compile probe's (the probes' images are 18×24 and 30×38; these
+/// are smaller and larger).
+#[test]
+fn the_guard_reports_an_out_of_bounds_store_at_the_run_time_end_of_its_buffer() {
+    let dir = scratch("fault");
+    let broken = compile(&dir, CNN, "broken", &["--guard", "--guard-fault-op", "2"]);
+    for (h, w) in [(7, 7), (13, 30), (40, 71)] {
+        let x = dir.join(format!("x{h}x{w}.npy"));
+        dynamic::write_npy(&x, &[1, 3, h, w], h + w);
+        let input = format!("x={}", dynamic::s(&x));
+        let run = Command::new(&broken)
+            .args(["--input", &input])
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert_eq!(run.status.code(), Some(3), "{h}x{w}: {err}");
+        assert!(err.contains("`max_pool` (%2) wrote out of bounds"), "{err}");
+        // `slab bytes [A, B)`: B − A is %2's size at this shape.
+        let want = dynamic::value_bytes(CNN, &[("h", h), ("w", w)])["%2"];
+        let span = err
+            .split("slab bytes [")
+            .nth(1)
+            .and_then(|t| t.split(')').next())
+            .expect("slab bytes in the report");
+        let (a, b) = span.split_once(", ").expect("[A, B)");
+        let (a, b) = (a.parse::<u64>().expect("A"), b.parse::<u64>().expect("B"));
+        assert_eq!(b - a, want, "{h}x{w}: {err}");
+        assert!(err.contains("at byte +0"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--threads 1`, `2` and `3` give the same bytes at every shape (and the outputs of a run
+/// without the flag).
+#[test]
+fn every_thread_count_gives_the_same_bytes() {
+    let dir = scratch("threads");
+    for (model, name, shapes) in [
+        (
+            CNN,
+            "cnn",
+            vec![vec![1, 3, 7, 7], vec![1, 3, 13, 30], vec![1, 3, 33, 70]],
+        ),
+        (
+            SHAPE_OPS,
+            "shape_ops",
+            vec![vec![1, 3, 3, 3], vec![1, 3, 17, 30]],
+        ),
+    ] {
+        let exe = compile(&dir, model, name, &[]);
+        for shape in shapes {
+            let tag: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            let tag = format!("{name}{}", tag.join("x"));
+            let x = dir.join(format!("{tag}.npy"));
+            dynamic::write_npy(&x, &shape, shape[2] * 3 + shape[3]);
+            let input = format!("x={}", dynamic::s(&x));
+            let run = |threads: Option<&str>| -> Vec<(String, Vec<u8>)> {
+                let out = dir.join(format!("{tag}-{}", threads.unwrap_or("none")));
+                std::fs::create_dir_all(&out).expect("output dir");
+                let mut cmd = Command::new(&exe);
+                cmd.args(["--input", &input])
+                    .args(["--output", &format!("{}/", dynamic::s(&out))]);
+                if let Some(t) = threads {
+                    cmd.args(["--threads", t]);
+                }
+                ok(cmd.output().expect("run"), "dynamic executable");
+                let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&out)
+                    .expect("outputs")
+                    .map(|e| {
+                        let p = e.expect("entry").path();
+                        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                        (n.to_string(), std::fs::read(&p).expect("output"))
+                    })
+                    .collect();
+                files.sort();
+                assert!(!files.is_empty());
+                files
+            };
+            let one = run(Some("1"));
+            for t in [None, Some("2"), Some("3")] {
+                assert!(
+                    run(t) == one,
+                    "{tag}: --threads {t:?} differs from --threads 1"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
