@@ -251,6 +251,33 @@ fn conv2d_wide_rows_implicit_im2col() {
     }
 }
 
+/// Several implicit-im2col channel tiles (6 output channels each) and a row tail, on
+/// outputs too big to be row-packed: a stem-like 7×7/2 of 3 channels, a strided 3×3 with
+/// groups, a dilated stride-1 kernel on 147-wide rows.
+#[test]
+fn conv2d_im2col_full_channel_tiles() {
+    for (x, w, attrs) in [
+        (
+            vec![1, 3, 90, 90],
+            vec![29, 3, 7, 7],
+            "strides = [2, 2], pads = [3, 3, 3, 3], activation = relu",
+        ),
+        (
+            vec![1, 4, 90, 103],
+            vec![50, 2, 3, 3],
+            "strides = [2, 2], pads = [1, 0, 1, 1], groups = 2",
+        ),
+        (vec![1, 2, 14, 147], vec![24, 2, 3, 2], "dilations = [1, 2]"),
+    ] {
+        let m = w[0];
+        check(&model(
+            &[("x", x)],
+            &[("w", w), ("b", vec![m])],
+            &format!("conv2d(%x, %w, %b) {{{attrs}}}"),
+        ));
+    }
+}
+
 #[test]
 fn conv2d_row_packed_narrow_images() {
     // Narrow images run row-packed (whole image on the vector lanes): 7/14/17-wide rows,

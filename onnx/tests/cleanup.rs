@@ -195,3 +195,73 @@ fn zero_spatial_pad_folds_into_conv() {
         }
     }
 }
+
+/// A strided 1×1 convolution without padding reads its input through a `slice` with the
+/// strides as steps and becomes stride 1 (ResNet's downsampling shortcuts then run on the
+/// GEMM micro-kernel); a padded one, or one with a 3×3 kernel, stays. Each output is the
+/// same products summed in the same order, so the values equal the unrewritten graph's
+/// bitwise.
+#[test]
+fn strided_pointwise_conv_reads_a_subsampled_input() {
+    let m = model(
+        13,
+        vec![input("x", &[1, 4, 7, 9])],
+        &["a", "g", "p", "k"],
+        vec![
+            tseq("w", &[6, 4, 1, 1]),
+            tf32("b", &[6], &[0.5, -0.25, 0.0, 1.0, -1.0, 0.125]),
+            tseq("wg", &[4, 2, 1, 1]),
+            tseq("w3", &[3, 4, 3, 3]),
+        ],
+        vec![
+            // Subsampled: stride 2 (odd extents: rows 0, 2, 4, 6, columns 0, 2, .., 8).
+            node(
+                "Conv",
+                &["x", "w", "b"],
+                &["a0"],
+                vec![ais("strides", &[2, 2])],
+            ),
+            node("Relu", &["a0"], &["a"], vec![]),
+            // Subsampled: strides 3 × 2, two groups.
+            node(
+                "Conv",
+                &["x", "wg"],
+                &["g"],
+                vec![ais("strides", &[3, 2]), ai("group", 2)],
+            ),
+            // Not subsampled: padded.
+            node(
+                "Conv",
+                &["x", "w"],
+                &["p"],
+                vec![ais("strides", &[2, 2]), ais("pads", &[1, 0, 1, 0])],
+            ),
+            // Not subsampled: a 3×3 kernel.
+            node("Conv", &["x", "w3"], &["k"], vec![ais("strides", &[2, 2])]),
+        ],
+    );
+    let imp = import(&m).unwrap();
+    let t = tir_ir::print(&imp.module);
+    assert_eq!(t.matches("= slice(").count(), 2, "{t}");
+    assert_eq!(t.matches("strides = [2, 2]").count(), 2, "{t}");
+    assert!(!t.contains("strides = [3, 2]"), "{t}");
+    let raw = ImportOptions {
+        no_cleanup: true,
+        ..Default::default()
+    };
+    let run = |opts: &ImportOptions| {
+        let imp = import_with(&m, opts).unwrap();
+        let st = imp.weights.to_safetensors().unwrap();
+        let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
+        let x = tir_interp::Tensor::f32(
+            vec![1, 4, 7, 9],
+            (0..252).map(|v| (v as f32 * 0.37).sin()).collect(),
+        )
+        .unwrap();
+        let outs = tir_interp::run(&imp.module, &weights, &[x]).unwrap();
+        outs.iter()
+            .map(|t| t.as_f32().unwrap().iter().map(|v| v.to_bits()).collect())
+            .collect::<Vec<Vec<u32>>>()
+    };
+    assert_eq!(run(&ImportOptions::default()), run(&raw));
+}
