@@ -789,6 +789,32 @@ fn pointwise_small_spatial_k_blocked_and_gemv() {
 }
 
 #[test]
+fn whole_window_conv_is_a_gemv() {
+    // A kernel as big as its unpadded input gives one output pixel and runs as the pointwise
+    // convolution of a C·KH·KW-channel 1×1 image (iris_landmark's 2×2 heads): any stride,
+    // two images, with and without a bias, odd channel counts for the gemv's tails, and big
+    // enough to be cut into tiles of output channels.
+    for (n, c, m, h, w, s, bias, act) in [
+        (1, 128, 213, 2, 2, 1, true, ""),
+        (1, 64, 15, 2, 2, 2, true, ", activation = relu"),
+        (2, 7, 5, 3, 5, 1, false, ""),
+        (2, 33, 70, 3, 3, 3, true, ", activation = relu6"),
+        (1, 301, 97, 4, 4, 1, false, ""),
+    ] {
+        let (operands, consts) = if bias {
+            ("%x, %w, %b", vec![("w", vec![m, c, h, w]), ("b", vec![m])])
+        } else {
+            ("%x, %w", vec![("w", vec![m, c, h, w])])
+        };
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &consts,
+            &format!("conv2d({operands}) {{strides = [{s}, {s}]{act}}}"),
+        ));
+    }
+}
+
+#[test]
 fn global_avg_pool_vectorised_planes() {
     // Plane sizes for every part of the vectorised sum: unrolled steps of two vectors, a
     // single vector, the masked remainder, and planes of one element or one vector.
