@@ -815,6 +815,22 @@ fn whole_window_conv_is_a_gemv() {
 }
 
 #[test]
+fn element_wise_ops_in_place() {
+    // A chain of element-wise ops each of which may write over its dying operand: an operand
+    // read in place is read through the output's pointer (both operands of `mul(%r, %r)`),
+    // cut into tiles (64×32×32 is above the cut), serially and on 3 threads, and through the
+    // tile bodies' constant offsets.
+    for (c, h, w) in [(64, 32, 32), (3, 5, 7), (16, 1, 33)] {
+        let text = format!(
+            "module @k {{\n  func @main(%x: {t}, %y: {t}) {{\n    %alpha = const {{name = \"alpha\"}} : {s}\n    %e = relu(%x) : {t}\n    %p = prelu(%e, %alpha) : {t}\n    %r = add(%p, %y) : {t}\n    %m = mul(%r, %r) : {t}\n    %s = sub(%m, %y) : {t}\n    %flat = reshape(%s) {{shape = [-1]}}\n    return %flat\n  }}\n}}\n",
+            t = t(&[1, c, h, w]),
+            s = t(&[1, c, 1, 1]),
+        );
+        check(&text);
+    }
+}
+
+#[test]
 fn global_avg_pool_vectorised_planes() {
     // Plane sizes for every part of the vectorised sum: unrolled steps of two vectors, a
     // single vector, the masked remainder, and planes of one element or one vector.
