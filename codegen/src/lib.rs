@@ -620,9 +620,16 @@ pub(crate) struct Gen<'a, 'ctx> {
     /// [`Options::min_tile_flops`].
     pub min_tile_flops: u64,
     /// The tiled kernels ([`parallel`]): each with its tile count and, once an entry point
-    /// hands it to `parallel_for`, its `body(ctx, begin, end)`.
+    /// hands it to `parallel_for`, its `body(ctx, begin, end)` per argument layout (the
+    /// context slot and constant byte offset of each pointer argument).
     #[allow(clippy::type_complexity)]
-    pub parallel: std::cell::RefCell<Vec<(FunctionValue<'ctx>, u64, Option<FunctionValue<'ctx>>)>>,
+    pub parallel: std::cell::RefCell<
+        Vec<(
+            FunctionValue<'ctx>,
+            u64,
+            Vec<(Vec<(u32, u64)>, FunctionValue<'ctx>)>,
+        )>,
+    >,
 }
 
 /// A tensor argument of a kernel: its storage and element count.
@@ -863,7 +870,6 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let outputs = self.param(run, 1)?;
         let slab = self.param(run, 2)?;
         let mut bases: Vec<(Base, PointerValue<'ctx>)> = Vec::new();
-        let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
         let i32t = self.ctx.i32_type();
         let tick_at = |i: u32, p: PointerValue<'ctx>| -> R<()> {
             let f = inkwell::values::CallableValue::try_from(p)
@@ -886,7 +892,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 self.guard_fill(gs, gd, slab, idx)?;
             }
             for &(kernel, ref locs) in calls {
-                let mut args = Vec::with_capacity(locs.len());
+                let mut based = Vec::with_capacity(locs.len());
                 for &loc in locs {
                     let base = match bases.iter().find(|(b, _)| *b == loc.base) {
                         Some(&(_, p)) => p,
@@ -915,15 +921,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                             p
                         }
                     };
-                    // SAFETY: the offset lies inside the base's allocation (the plan is checked).
-                    let p = llvm(unsafe {
-                        self.builder
-                            .build_in_bounds_gep(base, &[kr.c(loc.offset as i64)], "t")
-                    })?;
-                    let p = llvm(self.builder.build_pointer_cast(p, fp, "f"))?;
-                    args.push(p.into());
+                    based.push((base, loc.offset));
                 }
-                self.call_kernel(kernel, args, pfor)?;
+                self.call_kernel_at(kernel, &based, pfor)?;
             }
             if let Some((gd, gs, func, storage)) = guard {
                 self.guard_after(gs, gd, func, storage, slab, idx)?;

@@ -126,7 +126,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         tiles: i64,
     ) -> FunctionValue<'ctx> {
         let f = self.kernel_with(name, args, writes, 2);
-        self.parallel.borrow_mut().push((f, tiles as u64, None));
+        self.parallel
+            .borrow_mut()
+            .push((f, tiles as u64, Vec::new()));
         f
     }
 
@@ -262,16 +264,22 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             .fn_type(&[i8p.into(), i64t.into(), i64t.into()], false)
     }
 
-    /// `void <kernel>_tiles(void *ctx, int64_t begin, int64_t end)`: the kernel's pointer
-    /// arguments read from the array `ctx`, then the kernel on `begin..end`. Made once per
-    /// kernel; the builder's position is kept.
-    fn tile_body(&self, f: FunctionValue<'ctx>) -> R<FunctionValue<'ctx>> {
+    /// `void <kernel>_tiles(void *ctx, int64_t begin, int64_t end)`: the kernel on
+    /// `begin..end`, its pointer arguments `ctx[slot] + offset` for each `(slot, offset)` of
+    /// `layout` (`ctx` an array of byte pointers: the slab, the caller's buffers, the
+    /// weights). The offsets are constants in the body, so once the kernel is inlined into it
+    /// LLVM sees, as in `<model>_run`, that an element-wise op writing in place reads and
+    /// writes the same addresses: with opaque pointers its vectoriser guarded every loop with
+    /// a run-time overlap check, which an op in place fails, and ran the scalar loop (a
+    /// 64×32×32 `add` took 33 µs instead of 7 at one thread, issue 22). Made once per kernel
+    /// and layout; the builder's position is kept.
+    fn tile_body(&self, f: FunctionValue<'ctx>, layout: &[(u32, u64)]) -> R<FunctionValue<'ctx>> {
         if let Some(b) = self
             .parallel
             .borrow()
             .iter()
             .find(|(k, _, _)| *k == f)
-            .and_then(|&(_, _, b)| b)
+            .and_then(|(_, _, bodies)| bodies.iter().find(|(l, _)| l == layout).map(|p| p.1))
         {
             return Ok(b);
         }
@@ -292,11 +300,23 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             i8p.ptr_type(AddressSpace::default()),
             "ctx",
         ))?;
-        let nargs = f.count_params() - 2;
+        let mut bases: Vec<(u32, PointerValue<'ctx>)> = Vec::new();
         let mut args: Vec<BasicMetadataValueEnum> = Vec::new();
-        for i in 0..nargs {
-            let q = k.gep(ctx, k.c(i as i64))?;
-            let p = llvm(self.builder.build_load(q, "arg"))?.into_pointer_value();
+        for &(slot, offset) in layout {
+            let base = match bases.iter().find(|(s, _)| *s == slot) {
+                Some(&(_, p)) => p,
+                None => {
+                    let q = k.gep(ctx, k.c(slot as i64))?;
+                    let p = llvm(self.builder.build_load(q, "base"))?.into_pointer_value();
+                    bases.push((slot, p));
+                    p
+                }
+            };
+            // SAFETY: the offset lies inside the base's allocation (the plan is checked).
+            let p = llvm(unsafe {
+                self.builder
+                    .build_in_bounds_gep(base, &[k.c(offset as i64)], "t")
+            })?;
             args.push(llvm(self.builder.build_pointer_cast(p, fp, "f"))?.into());
         }
         for i in 1..3 {
@@ -313,7 +333,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             .iter_mut()
             .find(|(k, _, _)| *k == f)
         {
-            e.2 = Some(b);
+            e.2.push((layout.to_vec(), b));
         }
         if let Some(h) = here {
             self.builder.position_at_end(h);
@@ -321,9 +341,62 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         Ok(b)
     }
 
-    /// One kernel call of an entry point. A tiled kernel runs on the calling thread over all
-    /// its tiles when `pfor` is `None`; else its arguments go to `ctx` (an array of at least
-    /// as many pointers) and `parallel_for(pool, body, ctx, tiles)` runs it.
+    /// One kernel call of an entry point, its pointer arguments given as `(base, offset)`:
+    /// a byte pointer and a constant byte offset. A tiled kernel runs on the calling thread
+    /// over all its tiles when `pfor` is `None`; else the distinct bases go to `ctx` (an array
+    /// of at least as many pointers as the widest kernel has arguments) and
+    /// `parallel_for(pool, body, ctx, tiles)` runs it, the body adding the offsets
+    /// ([`Gen::tile_body`]).
+    pub(crate) fn call_kernel_at(
+        &self,
+        kernel: FunctionValue<'ctx>,
+        based: &[(PointerValue<'ctx>, u64)],
+        pfor: Option<ParallelFor<'ctx>>,
+    ) -> R<()> {
+        let i64t = self.ctx.i64_type();
+        let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
+        let (Some(tiles), Some(pf)) = (self.tiles_of(kernel), pfor) else {
+            let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
+            let mut args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::with_capacity(based.len());
+            for &(base, offset) in based {
+                let base = llvm(self.builder.build_pointer_cast(base, i8p, "b"))?;
+                // SAFETY: the offset lies inside the base's allocation (the plan is checked).
+                let p = llvm(unsafe {
+                    self.builder
+                        .build_in_bounds_gep(base, &[i64t.const_int(offset, false)], "t")
+                })?;
+                args.push(llvm(self.builder.build_pointer_cast(p, fp, "f"))?.into());
+            }
+            return self.call_kernel(kernel, args, None);
+        };
+        let mut slots: Vec<PointerValue<'ctx>> = Vec::new();
+        let mut layout: Vec<(u32, u64)> = Vec::with_capacity(based.len());
+        for &(base, offset) in based {
+            let slot = match slots.iter().position(|&p| p == base) {
+                Some(s) => s,
+                None => {
+                    slots.push(base);
+                    slots.len() - 1
+                }
+            };
+            layout.push((slot as u32, offset));
+        }
+        let body = self.tile_body(kernel, &layout)?;
+        for (i, &p) in slots.iter().enumerate() {
+            let p = llvm(self.builder.build_pointer_cast(p, i8p, "a"))?;
+            let i = i64t.const_int(i as u64, false);
+            // SAFETY: `ctx` has room for every argument of the widest kernel, and a call has
+            // no more distinct bases than arguments.
+            let q = llvm(unsafe { self.builder.build_in_bounds_gep(pf.ctx, &[i], "slot") })?;
+            llvm(self.builder.build_store(q, p))?;
+        }
+        self.call_parallel_for(pf, body, tiles)
+    }
+
+    /// One kernel call with its pointer arguments computed by the caller. A tiled kernel runs
+    /// on the calling thread over all its tiles when `pfor` is `None`; else its arguments go
+    /// to `ctx` (an array of at least as many pointers) and `parallel_for(pool, body, ctx,
+    /// tiles)` runs it.
     pub(crate) fn call_kernel(
         &self,
         kernel: FunctionValue<'ctx>,
@@ -341,7 +414,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             llvm(self.builder.build_call(kernel, &args, ""))?;
             return Ok(());
         };
-        let body = self.tile_body(kernel)?;
+        // Each argument its own slot at offset 0.
+        let layout: Vec<(u32, u64)> = (0..args.len() as u32).map(|i| (i, 0)).collect();
+        let body = self.tile_body(kernel, &layout)?;
         let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
         for (i, a) in args.iter().enumerate() {
             let BasicMetadataValueEnum::PointerValue(p) = *a else {
@@ -355,6 +430,18 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             let q = llvm(unsafe { self.builder.build_in_bounds_gep(pf.ctx, &[i], "slot") })?;
             llvm(self.builder.build_store(q, p))?;
         }
+        self.call_parallel_for(pf, body, tiles)
+    }
+
+    /// `parallel_for(pool, body, ctx, tiles)`.
+    fn call_parallel_for(
+        &self,
+        pf: ParallelFor<'ctx>,
+        body: FunctionValue<'ctx>,
+        tiles: u64,
+    ) -> R<()> {
+        let i64t = self.ctx.i64_type();
+        let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
         let f = inkwell::values::CallableValue::try_from(pf.function)
             .map_err(|_| CodegenError::Llvm("parallel_for is not a function pointer".into()))?;
         let ctx = llvm(self.builder.build_pointer_cast(pf.ctx, i8p, "ctx"))?;

@@ -816,6 +816,48 @@ fn pointwise_small_spatial_k_blocked_and_gemv() {
 }
 
 #[test]
+fn whole_window_conv_is_a_gemv() {
+    // A kernel as big as its unpadded input gives one output pixel and runs as the pointwise
+    // convolution of a C·KH·KW-channel 1×1 image (iris_landmark's 2×2 heads): any stride,
+    // two images, with and without a bias, odd channel counts for the gemv's tails, and big
+    // enough to be cut into tiles of output channels.
+    for (n, c, m, h, w, s, bias, act) in [
+        (1, 128, 213, 2, 2, 1, true, ""),
+        (1, 64, 15, 2, 2, 2, true, ", activation = relu"),
+        (2, 7, 5, 3, 5, 1, false, ""),
+        (2, 33, 70, 3, 3, 3, true, ", activation = relu6"),
+        (1, 301, 97, 4, 4, 1, false, ""),
+    ] {
+        let (operands, consts) = if bias {
+            ("%x, %w, %b", vec![("w", vec![m, c, h, w]), ("b", vec![m])])
+        } else {
+            ("%x, %w", vec![("w", vec![m, c, h, w])])
+        };
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &consts,
+            &format!("conv2d({operands}) {{strides = [{s}, {s}]{act}}}"),
+        ));
+    }
+}
+
+#[test]
+fn element_wise_ops_in_place() {
+    // A chain of element-wise ops each of which may write over its dying operand: an operand
+    // read in place is read through the output's pointer (both operands of `mul(%r, %r)`),
+    // cut into tiles (64×32×32 is above the cut), serially and on 3 threads, and through the
+    // tile bodies' constant offsets.
+    for (c, h, w) in [(64, 32, 32), (3, 5, 7), (16, 1, 33)] {
+        let text = format!(
+            "module @k {{\n  func @main(%x: {t}, %y: {t}) {{\n    %alpha = const {{name = \"alpha\"}} : {s}\n    %e = relu(%x) : {t}\n    %p = prelu(%e, %alpha) : {t}\n    %r = add(%p, %y) : {t}\n    %m = mul(%r, %r) : {t}\n    %s = sub(%m, %y) : {t}\n    %flat = reshape(%s) {{shape = [-1]}}\n    return %flat\n  }}\n}}\n",
+            t = t(&[1, c, h, w]),
+            s = t(&[1, c, 1, 1]),
+        );
+        check(&text);
+    }
+}
+
+#[test]
 fn global_avg_pool_vectorised_planes() {
     // Plane sizes for every part of the vectorised sum: unrolled steps of two vectors, a
     // single vector, the masked remainder, and planes of one element or one vector.

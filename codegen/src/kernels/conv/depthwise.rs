@@ -97,7 +97,16 @@ pub fn emit<'a, 'c>(
                 plane.row(k.c(oy), &border(oy))?;
             }
             let all: Vec<i64> = (0..d.kh).collect();
-            k.loop_(r0, r1, &mut |oy| plane.row(oy, &all))?;
+            // With unit row strides, interior rows go in pairs ([`Plane::pair`]): the second
+            // row's kernel rows are the first's moved down by one, so most input vectors are
+            // loaded once for both.
+            let pairs = if d.sh == 1 && d.kh > 1 {
+                (r1 - r0).max(0) / 2
+            } else {
+                0
+            };
+            k.loop_(0, pairs, &mut |q| plane.pair(k.add(k.c(r0), k.mul(q, 2)?)?))?;
+            k.loop_(r0 + 2 * pairs, r1, &mut |oy| plane.row(oy, &all))?;
             for oy in r1..d.oh {
                 plane.row(k.c(oy), &border(oy))?;
             }
@@ -129,28 +138,15 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             })
             .collect::<R<_>>()?;
         let orow = k.gep(self.oplane, k.mul(oy, d.ow)?)?;
-        // A vector column's lanes read `ix .. ix + sw`, all inside the row for every tap.
-        let col_in = |ox: i64, j: i64| {
-            let ix = ox * d.sw + j * d.dw - d.pl;
-            ix >= 0 && ix + d.sw - 1 < d.wi
-        };
-        let (c0, c1) = interval(d.ow, |ox| (0..d.kw).all(|j| col_in(ox, j)));
         // The border columns go into whole vectors with their padding lanes masked off
         // ([`Plane::edge`]): `[0, lead)` before the interior, `[end, ow)` after its whole
         // vectors. A scalar border column (up to `KH·KW` dependent FMAs) cost about as much
         // as a whole vector of interior outputs.
+        let (lead, end, big) = self.columns();
         let wl = self.w as i64;
-        let lead = if c0 > 0 && c1 > c0 {
-            ((c0 + wl - 1) / wl * wl).min(d.ow)
-        } else {
-            0
-        };
-        let len = if c1 > lead { (c1 - lead) / wl * wl } else { 0 };
-        let end = lead + len;
         for ox in (0..lead).step_by(self.w as usize) {
             self.edge(&xrows, orow, ox, (lead - ox).min(wl))?;
         }
-        let big = len / (NV * wl) * NV * wl;
         k.loop_step(lead, lead + big, NV * wl, &mut |ox| {
             self.vectors(&xrows, orow, ox, NV as u32, None)
         })?;
@@ -161,6 +157,125 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             self.edge(&xrows, orow, ox, (d.ow - ox).min(wl))?;
         }
         Ok(())
+    }
+
+    /// Interior output rows `oy` and `oy + 1` (unit row stride, every kernel row inside the
+    /// input): the border columns row by row as in [`Plane::row`], the interior vectors of
+    /// both rows together ([`Plane::vectors2`]). Each output gets the same FMAs in the same
+    /// order as from [`Plane::row`], so the bits are those of two single rows.
+    fn pair(&self, oy: IntValue<'c>) -> R<()> {
+        let (k, d) = (self.k, self.d);
+        let all: Vec<i64> = (0..d.kh).collect();
+        let oy1 = k.add(oy, k.c(1))?;
+        // Input rows `oy − pt + q·dh`... for the first output row's kernel rows, and
+        // `oy + 1 − pt + i·dh` for the second's.
+        let xrow = |o: IntValue<'c>, i: i64| -> R<PointerValue<'c>> {
+            let iy = k.add(o, k.c(i * d.dh - d.pt))?;
+            k.gep(self.xplane, k.mul(iy, d.wi)?)
+        };
+        let rows0: Vec<(i64, PointerValue<'c>)> = all
+            .iter()
+            .map(|&i| Ok((i, xrow(oy, i)?)))
+            .collect::<R<_>>()?;
+        let rows1: Vec<(i64, PointerValue<'c>)> = all
+            .iter()
+            .map(|&i| Ok((i, xrow(oy1, i)?)))
+            .collect::<R<_>>()?;
+        let orow0 = k.gep(self.oplane, k.mul(oy, d.ow)?)?;
+        let orow1 = k.gep(self.oplane, k.mul(oy1, d.ow)?)?;
+        let (lead, end, big) = self.columns();
+        let wl = self.w as i64;
+        for ox in (0..lead).step_by(self.w as usize) {
+            self.edge(&rows0, orow0, ox, (lead - ox).min(wl))?;
+            self.edge(&rows1, orow1, ox, (lead - ox).min(wl))?;
+        }
+        k.loop_step(lead, lead + big, NV * wl, &mut |ox| {
+            self.vectors2(oy, [orow0, orow1], ox, NV as u32)
+        })?;
+        k.loop_step(lead + big, end, wl, &mut |ox| {
+            self.vectors2(oy, [orow0, orow1], ox, 1)
+        })?;
+        for ox in (end..d.ow).step_by(self.w as usize) {
+            self.edge(&rows0, orow0, ox, (d.ow - ox).min(wl))?;
+            self.edge(&rows1, orow1, ox, (d.ow - ox).min(wl))?;
+        }
+        Ok(())
+    }
+
+    /// `nv` vectors of outputs from column `ox` of rows `oy` and `oy + 1` (unit row stride):
+    /// input row `oy − pt + δ` feeds the first row's kernel row `i` when `δ = i·dh` and the
+    /// second's when `δ = 1 + i·dh`, so each of its vectors is loaded once and used by both.
+    /// Per accumulator the FMAs still run over `(i, j)` in order, as in [`Plane::vectors`].
+    fn vectors2(
+        &self,
+        oy: IntValue<'c>,
+        orows: [PointerValue<'c>; 2],
+        ox: IntValue<'c>,
+        nv: u32,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let b = k.splat(self.bias, w)?;
+        let mut acc: [Vec<VectorValue<'c>>; 2] = [vec![b; nv as usize], vec![b; nv as usize]];
+        let ix0 = k.mul(ox, d.sw)?;
+        // The (row, kernel row) pairs an input row offset δ feeds, δ ascending: for each
+        // accumulator its kernel rows come in ascending order.
+        let mut deltas: Vec<(i64, Vec<(usize, i64)>)> = Vec::new();
+        for r in 0..2usize {
+            for i in 0..d.kh {
+                let delta = r as i64 + i * d.dh;
+                match deltas.iter_mut().find(|(dl, _)| *dl == delta) {
+                    Some((_, uses)) => uses.push((r, i)),
+                    None => deltas.push((delta, vec![(r, i)])),
+                }
+            }
+        }
+        deltas.sort_by_key(|(dl, _)| *dl);
+        for (delta, uses) in &deltas {
+            let iy = k.add(oy, k.c(delta - d.pt))?;
+            let xrow = k.gep(self.xplane, k.mul(iy, d.wi)?)?;
+            for j in 0..d.kw {
+                // `v` indexes the accumulators of both rows.
+                #[allow(clippy::needless_range_loop)]
+                for v in 0..nv as usize {
+                    let at = k.add(ix0, k.c(v as i64 * wl * d.sw + j * d.dw - d.pl))?;
+                    let x = self.load(xrow, at, None)?;
+                    for &(r, i) in uses {
+                        let t = k.splat(self.tap[(i * d.kw + j) as usize], w)?;
+                        acc[r][v] = k.fma(x, t, acc[r][v])?;
+                    }
+                }
+            }
+        }
+        for (r, accs) in acc.into_iter().enumerate() {
+            for (v, a) in accs.into_iter().enumerate() {
+                let at = k.add(ox, k.c(v as i64 * wl))?;
+                self.store(a, orows[r], at, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The column split of a row: border vectors over `[0, lead)`, interior vectors over
+    /// `[lead, end)` (the first `big` of them in blocks of `NV`), border vectors over
+    /// `[end, ow)`.
+    fn columns(&self) -> (i64, i64, i64) {
+        let d = self.d;
+        // A vector column's lanes read `ix .. ix + sw`, all inside the row for every tap.
+        let col_in = |ox: i64, j: i64| {
+            let ix = ox * d.sw + j * d.dw - d.pl;
+            ix >= 0 && ix + d.sw - 1 < d.wi
+        };
+        let (c0, c1) = interval(d.ow, |ox| (0..d.kw).all(|j| col_in(ox, j)));
+        let wl = self.w as i64;
+        let lead = if c0 > 0 && c1 > c0 {
+            ((c0 + wl - 1) / wl * wl).min(d.ow)
+        } else {
+            0
+        };
+        let len = if c1 > lead { (c1 - lead) / wl * wl } else { 0 };
+        let big = len / (NV * wl) * NV * wl;
+        (lead, lead + len, big)
     }
 
     /// The `lanes` outputs from column `ox` of a row (a constant column: the borders), each
