@@ -400,6 +400,31 @@ fn static_only_commands_refuse_dynamic_models() {
     ]);
     assert!(out.contains("alloc_slab"), "{out}");
     assert!(out.contains("tensor<1x3x32x16xf32>"), "{out}");
+    // Without dims, `verify` alone runs on the symbolic model; a pass that needs sizes is
+    // refused by name, with the dims still free.
+    let out = ok(&["opt", "tests/dynamic/cnn.tir", "--passes", "verify"]);
+    assert!(out.contains("tensor<1x3x{h}x{w}xf32>"), "{out}");
+    let e = fails(
+        &["opt", "tests/dynamic/cnn.tir", "--passes", "verify,plan"],
+        1,
+    );
+    assert!(e.contains("the pass `plan` needs every dim's value"), "{e}");
+    assert!(e.contains("`h`, `w`"), "{e}");
+    let e = fails(
+        &[
+            "opt",
+            "tests/dynamic/cnn.tir",
+            "--passes",
+            "reorder",
+            "--dim",
+            "h=8",
+        ],
+        1,
+    );
+    assert!(
+        e.contains("the pass `reorder`") && e.contains("`w` has none"),
+        "{e}"
+    );
     let e = fails(&["plan", "tests/fmt/messy.tir", "--dim", "n=3"], 2);
     assert!(e.contains("the model has no symbolic dims"), "{e}");
 }
