@@ -411,8 +411,44 @@ pub(super) fn conv2d<'a, 'c>(
     let po = d.param(args.len() as u32 - 1)?;
     // The static kernel's choice (`kernels::conv::emit`), made on constants only.
     let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    // The static kernel also runs a kernel as big as its unpadded input as the 1×1
+    // convolution of a `C·KH·KW`-channel 1×1 image (`kernels::conv::conv2d`'s `whole`); here
+    // that depends on the run-time extents, so it is a run-time branch to the same path.
+    let whole_possible = !pointwise && groups == 1 && dh == 1 && dw == 1 && c.pads == [0; 4];
     if pointwise {
         pointwise_conv(&d, g.width, &geo, px, pw, pb, po)?;
+    } else if whole_possible {
+        let k = &d.k;
+        let same_h = d.icmp(IntPredicate::EQ, geo.h, k.c(kh))?;
+        let same_w = d.icmp(IntPredicate::EQ, geo.wi, k.c(kw))?;
+        let whole = llvm(k.b.build_and(same_h, same_w, "whole"))?;
+        k.if_else(whole, &mut |whole| {
+            if whole {
+                let one = k.c(1);
+                let flat = Geo {
+                    n: geo.n,
+                    h: one,
+                    wi: one,
+                    oh: one,
+                    ow: one,
+                    ci: ci * kh * kw,
+                    m,
+                    groups: 1,
+                    kh: 1,
+                    kw: 1,
+                    sh: 1,
+                    sw: 1,
+                    dh: 1,
+                    dw: 1,
+                    pt: 0,
+                    pl: 0,
+                    act: geo.act,
+                };
+                pointwise_conv(&d, g.width, &flat, px, pw, pb, po)
+            } else {
+                Spatial::new(&d, g.width, &geo, geo.cg() == 1)?.emit(px, pw, pb, po)
+            }
+        })?;
     } else {
         let sp = Spatial::new(&d, g.width, &geo, geo.cg() == 1)?;
         sp.emit(px, pw, pb, po)?;
