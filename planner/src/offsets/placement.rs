@@ -30,9 +30,10 @@
 //! and a placement only appends its range to their pending lists, merged in when a query
 //! reads the node, so record sets whose queries are all short (chains) never pay for it.
 //!
-//! A placement thus costs O(SHORT_SPAN + log n) reads plus the sizes of the O(log n) unions it
-//! reads, instead of the number of intersecting tensors; on inference graphs and the public
-//! traces the unions stay small because live tensors pack memory densely.
+//! A placement thus costs O(SHORT_SPAN + log n) reads (a long query also scans at most
+//! 2 x [`BLOCK`] slots at its ends) plus the sizes of the O(log n) unions it reads, instead
+//! of the number of intersecting tensors; on inference graphs and the public traces the
+//! unions stay small because live tensors pack memory densely.
 
 use crate::align_size;
 use crate::error::overflow;
