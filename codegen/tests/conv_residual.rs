@@ -224,3 +224,25 @@ fn randomised_shapes() {
         );
     }
 }
+
+#[test]
+fn a_residual_conv_with_a_free_dim_is_refused_naming_it() {
+    // The kernels with run-time extents have no residual epilogue: the op is named as one
+    // without such a kernel, with the dim to pin (and the same op without the residual is not).
+    let text = |operands: &str| {
+        format!(
+            "module @m {{\n  func @main(%x: tensor<{{n}}x4x6x6xf32>, %s: tensor<{{n}}x4x6x6xf32>) {{\n    %w = const {{name = \"w\"}} : tensor<4x4x3x3xf32>\n    %b = const {{name = \"b\"}} : tensor<4xf32>\n    %y = conv2d({operands}) {{pads = [1, 1, 1, 1], activation = relu}}\n    %r = add(%y, %s)\n    return %r\n  }}\n}}\n"
+        )
+    };
+    let check = |operands: &str| {
+        let m = tir_ir::parse_and_verify(&text(operands)).unwrap_or_else(|d| panic!("{d:?}"));
+        assert!(m.is_dynamic());
+        tir_codegen::dynamic::unsupported_op(m.entry().unwrap(), &tir_ir::Bindings::default())
+    };
+    let why = check("%x, %w, %b, %s").expect("refused");
+    assert!(
+        why.contains("`conv2d` (%y)") && why.contains("--dim n=N"),
+        "{why}"
+    );
+    assert_eq!(check("%x, %w, %b"), None);
+}
