@@ -534,6 +534,11 @@ pub(crate) fn emit_op<'a, 'c>(
             layer_norm(g, spec, func, st, op, *axis, *epsilon, name)?
         }
         Op::MatMul { activation } => matmul(g, spec, func, st, op, *activation, name)?,
+        // The run-time conv kernel has no residual epilogue (import fuses none into a
+        // dynamic model's convolutions).
+        Op::Conv2d(_) if op.operands.len() > 3 => {
+            return Err(refuse(spec, func, op, "a conv2d with a residual operand"))
+        }
         Op::Conv2d(c) => cnn::conv2d(g, spec, func, st, op, c, name)?,
         Op::MaxPool(p) => cnn::pool(g, spec, func, st, op, p, true, name)?,
         Op::AvgPool(p) => cnn::pool(g, spec, func, st, op, p, false, name)?,
@@ -1677,8 +1682,8 @@ pub fn unsupported_op(f: &Function, given: &tir_ir::Bindings) -> Option<String> 
                 .get(&f.values[v].name)
                 .is_some_and(|t| t.dtype == tir_ir::DType::F32)
         });
-        let ok = f32
-            && matches!(
+        let ok =
+            f32 && matches!(
                 op.op,
                 Op::Unary(_)
                     | Op::Clip { .. }
@@ -1708,7 +1713,7 @@ pub fn unsupported_op(f: &Function, given: &tir_ir::Bindings) -> Option<String> 
                     | Op::Prelu
                     | Op::HardSigmoid { .. }
                     | Op::Trilu { .. }
-            );
+            ) && !(matches!(op.op, Op::Conv2d(_)) && op.operands.len() > 3);
         if !ok {
             let s = first_symbol(&spec, f, op);
             let r = op

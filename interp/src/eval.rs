@@ -325,7 +325,14 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
     let out = &mut outs[0];
     match op {
         Op::Const { .. } => {}
-        Op::Conv2d(c) => kernels::conv2d(c, ins[0], ins[1], ins.get(2).copied(), out),
+        Op::Conv2d(c) => kernels::conv2d(
+            c,
+            ins[0],
+            ins[1],
+            ins.get(2).copied(),
+            ins.get(3).copied(),
+            out,
+        ),
         Op::ConvTranspose(c) => {
             kernels::conv_transpose(c, ins[0], ins[1], ins.get(2).copied(), out)
         }

@@ -276,7 +276,17 @@ pub fn prelu(x: View, slope: View, out: &mut Out) {
 
 /// `y[n, m, oh, ow] = b[m] + Σ x[n, g*Cg + c, oh*sH + i*dH - pad_top, ow*sW + j*dW - pad_left]
 /// * w[m, c, i, j]`, zero outside the input.
-pub fn conv2d(c: &Conv2d, x: View, w: View, bias: Option<View>, out: &mut Out) {
+/// `act(bias + Σ x·w + residual)`: the sum starts from the bias, the residual is added once
+/// the sum is complete and before the activation, so a fused residual gives the bits of a
+/// separate `add` of the convolution's result and the residual.
+pub fn conv2d(
+    c: &Conv2d,
+    x: View,
+    w: View,
+    bias: Option<View>,
+    residual: Option<View>,
+    out: &mut Out,
+) {
     let [n, ci, h, wd] = dims4(x.shape);
     let [m, cg, kh, kw] = dims4(w.shape);
     let [_, _, oh, ow] = dims4(&out.shape);
@@ -336,6 +346,12 @@ pub fn conv2d(c: &Conv2d, x: View, w: View, bias: Option<View>, out: &mut Out) {
                             }
                         }
                     }
+                }
+            }
+            if let Some(r) = residual {
+                let rplane = &r.data[(b * m + oc) * oh * ow..][..oh * ow];
+                for (o, &rv) in plane.iter_mut().zip(rplane) {
+                    *o += rv;
                 }
             }
             apply_activation(c.activation, plane);

@@ -472,7 +472,9 @@ pub enum GridPadding {
 word_enum!(GridPadding { Zeros => "zeros", Border => "border", Reflection => "reflection" });
 
 /// 2-D convolution (ONNX Conv on NCHW). Operands: input `[N, C, H, W]`, weight
-/// `[M, C/groups, kH, kW]`, optional bias `[M]`.
+/// `[M, C/groups, kH, kW]`, optional bias `[M]`, optional residual of the result's type
+/// (only after a bias): `act(conv(x) + bias + residual)`, a ResNet block's skip add fused
+/// into its last convolution as onnxruntime does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Conv2d {
     pub strides: [u64; 2],
@@ -971,7 +973,9 @@ impl Op {
         match self {
             Op::Const { .. } | Op::AllocSlab { .. } => Arity::Exactly(0),
             Op::AllocTensor { .. } => Arity::Exactly(1),
-            Op::Conv2d(_) | Op::ConvTranspose(_) | Op::Gemm(_) => Arity::Range(2, 3),
+            // conv2d's fourth operand is the residual (it needs the bias before it).
+            Op::Conv2d(_) => Arity::Range(2, 4),
+            Op::ConvTranspose(_) | Op::Gemm(_) => Arity::Range(2, 3),
             Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
             Op::LayerNorm { .. } => Arity::Range(2, 3),
             Op::BatchNorm { .. } => Arity::Exactly(5),

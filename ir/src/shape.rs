@@ -1001,7 +1001,24 @@ fn conv2d<D: Dim>(
             cx,
         )?);
     }
-    Ok(TensorTypeOf::new(s, x.dtype))
+    let out = TensorTypeOf::new(s, x.dtype);
+    // The residual is added element by element to the result: exactly its type, no
+    // broadcasting (the kernels read it at the output's own index).
+    if let Some(r) = ins.get(3) {
+        let bad = || {
+            shape_error_at(
+                3,
+                format!("residual must have the result's type {out}, got {r}"),
+            )
+        };
+        if r.rank() != 4 {
+            return Err(bad());
+        }
+        for (a, b) in r.shape.iter().zip(&out.shape) {
+            cx.require_eq(a, b, bad)?;
+        }
+    }
+    Ok(out)
 }
 
 /// `conv_transpose`, per spatial axis

@@ -43,7 +43,9 @@ pub struct Depthwise {
     pub act: Option<Activation>,
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias.
+/// Emits the kernel body at the builder's position; `pb` is the optional bias, `pr` the
+/// optional residual (laid out as the output).
+#[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -51,6 +53,7 @@ pub fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
     let mg = d.m / d.c.max(1);
@@ -71,7 +74,14 @@ pub fn emit<'a, 'c>(
                 llvm(k.b.build_int_signed_div(oc, k.c(mg), "ic"))?
             };
             let xplane = k.gep(px, k.mul(k.add(k.mul(b, d.c)?, ic)?, d.h * d.wi)?)?;
-            let oplane = k.gep(po, k.mul(k.add(k.mul(b, d.m)?, oc)?, d.oh * d.ow)?)?;
+            let plane_at = k.mul(k.add(k.mul(b, d.m)?, oc)?, d.oh * d.ow)?;
+            let oplane = Out {
+                o: k.gep(po, plane_at)?,
+                r: match pr {
+                    Some(p) => Some(k.gep(p, plane_at)?),
+                    None => None,
+                },
+            };
             let wbase = k.mul(oc, taps)?;
             let tap: Vec<FloatValue> = (0..taps)
                 .map(|t| k.ld(pw, k.add(wbase, k.c(t))?))
@@ -115,13 +125,33 @@ pub fn emit<'a, 'c>(
     })
 }
 
+/// Where outputs go: the output, and the residual read at the same index (if any).
+#[derive(Clone, Copy)]
+struct Out<'c> {
+    o: PointerValue<'c>,
+    r: Option<PointerValue<'c>>,
+}
+
+impl<'c> Out<'c> {
+    /// Both pointers moved by `at` elements.
+    fn at<'a>(self, k: &K<'a, 'c>, at: IntValue<'c>) -> R<Out<'c>> {
+        Ok(Out {
+            o: k.gep(self.o, at)?,
+            r: match self.r {
+                Some(p) => Some(k.gep(p, at)?),
+                None => None,
+            },
+        })
+    }
+}
+
 /// One output plane's state: its input and output planes, taps and bias.
 struct Plane<'k, 'a, 'c> {
     k: &'k K<'a, 'c>,
     w: u32,
     d: &'k Depthwise,
     xplane: PointerValue<'c>,
-    oplane: PointerValue<'c>,
+    oplane: Out<'c>,
     tap: &'k [FloatValue<'c>],
     bias: FloatValue<'c>,
 }
@@ -137,7 +167,7 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
                 Ok((i, k.gep(self.xplane, k.mul(iy, d.wi)?)?))
             })
             .collect::<R<_>>()?;
-        let orow = k.gep(self.oplane, k.mul(oy, d.ow)?)?;
+        let orow = self.oplane.at(k, k.mul(oy, d.ow)?)?;
         // The border columns go into whole vectors with their padding lanes masked off
         // ([`Plane::edge`]): `[0, lead)` before the interior, `[end, ow)` after its whole
         // vectors. A scalar border column (up to `KH·KW` dependent FMAs) cost about as much
@@ -181,8 +211,8 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
             .iter()
             .map(|&i| Ok((i, xrow(oy1, i)?)))
             .collect::<R<_>>()?;
-        let orow0 = k.gep(self.oplane, k.mul(oy, d.ow)?)?;
-        let orow1 = k.gep(self.oplane, k.mul(oy1, d.ow)?)?;
+        let orow0 = self.oplane.at(k, k.mul(oy, d.ow)?)?;
+        let orow1 = self.oplane.at(k, k.mul(oy1, d.ow)?)?;
         let (lead, end, big) = self.columns();
         let wl = self.w as i64;
         for ox in (0..lead).step_by(self.w as usize) {
@@ -206,13 +236,7 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
     /// input row `oy − pt + δ` feeds the first row's kernel row `i` when `δ = i·dh` and the
     /// second's when `δ = 1 + i·dh`, so each of its vectors is loaded once and used by both.
     /// Per accumulator the FMAs still run over `(i, j)` in order, as in [`Plane::vectors`].
-    fn vectors2(
-        &self,
-        oy: IntValue<'c>,
-        orows: [PointerValue<'c>; 2],
-        ox: IntValue<'c>,
-        nv: u32,
-    ) -> R<()> {
+    fn vectors2(&self, oy: IntValue<'c>, orows: [Out<'c>; 2], ox: IntValue<'c>, nv: u32) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
         let b = k.splat(self.bias, w)?;
@@ -281,13 +305,7 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
     /// The `lanes` outputs from column `ox` of a row (a constant column: the borders), each
     /// tap's load masked to the lanes whose input is inside the row; for a stride `s` the
     /// load spans `s·W` inputs of which only every `s`-th lane is loaded.
-    fn edge(
-        &self,
-        xrows: &[(i64, PointerValue<'c>)],
-        orow: PointerValue<'c>,
-        ox: i64,
-        lanes: i64,
-    ) -> R<()> {
+    fn edge(&self, xrows: &[(i64, PointerValue<'c>)], orow: Out<'c>, ox: i64, lanes: i64) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let s = d.sw;
         let mut acc = k.splat(self.bias, w)?;
@@ -347,16 +365,29 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
         Ok(())
     }
 
-    /// Applies the activation to the first `lanes` (all without) lanes of `acc` and stores
-    /// them at `to[at..]`.
+    /// Adds the residual at `to.r[at..]` (if any) to the first `lanes` (all without) lanes
+    /// of `acc`, applies the activation to them and stores them at `to.o[at..]`.
     fn store(
         &self,
         acc: VectorValue<'c>,
-        to: PointerValue<'c>,
+        to: Out<'c>,
         at: IntValue<'c>,
         lanes: Option<u32>,
     ) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
+        // The accumulator started from the bias, so this is `(bias + Σ) + residual`, the
+        // bits of a separate `add` after the convolution.
+        let acc = match to.r {
+            Some(p) => {
+                let r = match lanes {
+                    Some(n) => k.ldv_masked(p, at, w, n)?,
+                    None => k.ldv(p, at, w)?,
+                };
+                llvm(k.b.build_float_add(acc, r, "res"))?
+            }
+            None => acc,
+        };
+        let to = to.o;
         let mut out = acc;
         if d.act.is_some() {
             for l in 0..lanes.unwrap_or(w) {
@@ -379,7 +410,7 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
     fn vectors(
         &self,
         xrows: &[(i64, PointerValue<'c>)],
-        orow: PointerValue<'c>,
+        orow: Out<'c>,
         ox: IntValue<'c>,
         nv: u32,
         lanes: Option<u32>,

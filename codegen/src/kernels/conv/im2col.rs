@@ -75,7 +75,9 @@ fn blocks(d: &Conv, w: i64) -> Vec<Block> {
     out
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias.
+/// Emits the kernel body at the builder's position; `pb` is the optional bias, `pr` the
+/// optional residual (laid out as the output).
+#[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -83,6 +85,7 @@ pub fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
     let cg = d.c / d.groups;
@@ -109,6 +112,13 @@ pub fn emit<'a, 'c>(
                 wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
                 bias: match pb {
                     Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    None => None,
+                },
+                res: match pr {
+                    Some(p) => Some(k.gep(
+                        p,
+                        k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
+                    )?),
                     None => None,
                 },
                 blocks: &bl,
@@ -138,6 +148,8 @@ struct Img<'k, 'a, 'c> {
     o: PointerValue<'c>,
     wt: PointerValue<'c>,
     bias: Option<PointerValue<'c>>,
+    /// The residual, at the same offsets as `o`.
+    res: Option<PointerValue<'c>>,
     blocks: &'k [Block],
 }
 
@@ -270,9 +282,20 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                 let a = acc[r as usize * nv + v].into_vector_value();
                 let lanes = &blk.store[v];
                 let n_on = lanes.iter().filter(|&&b| b).count() as u32;
+                let at = k.add(k.add(orow_r, ox0)?, k.c(v as i64 * wl))?;
+                // The residual at the indices the vector is stored to, added after the bias.
+                let rv = match self.res {
+                    Some(p) if n_on == w => Some(k.ldv(p, at, w)?),
+                    Some(p) => Some(k.ldv_masked(p, at, w, n_on)?),
+                    None => None,
+                };
                 let mut out = k.vty(w).get_undef();
                 for l in 0..n_on {
-                    let y = activation(k, d.act, k.fadd(k.lane(a, l)?, bias)?)?;
+                    let mut y = k.fadd(k.lane(a, l)?, bias)?;
+                    if let Some(rv) = rv {
+                        y = k.fadd(y, k.lane(rv, l)?)?;
+                    }
+                    let y = activation(k, d.act, y)?;
                     out = llvm(k.b.build_insert_element(
                         out,
                         y,
@@ -280,7 +303,6 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                         "o",
                     ))?;
                 }
-                let at = k.add(k.add(orow_r, ox0)?, k.c(v as i64 * wl))?;
                 if n_on == w {
                     k.stv(self.o, at, out)?;
                 } else {

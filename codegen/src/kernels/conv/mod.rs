@@ -11,7 +11,7 @@ mod rowpack;
 mod transpose;
 
 use super::common::{args_of, dims, unsupported, Call};
-use super::gemm::{gemm, Epilogue, Gemm};
+use super::gemm::{gemm_residual, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
@@ -31,6 +31,9 @@ pub(crate) fn conv2d<'a, 'c>(
 ) -> R<Vec<Call<'c>>> {
     let (x, wv, r) = (op.operands[0], op.operands[1], op.results[0]);
     let bias = op.operands.get(2).copied();
+    // The residual (fourth operand, after the bias): read by every kernel at the index it
+    // stores to, in the same tile and thread, and added after the bias.
+    let residual = op.operands.get(3).copied();
     let xd = dims(func, x)?;
     let wd = dims(func, wv)?;
     let od = dims(func, r)?;
@@ -47,6 +50,7 @@ pub(crate) fn conv2d<'a, 'c>(
     let (pt, pl) = (c.pads[0] as i64, c.pads[1] as i64);
     let mut vals = vec![x, wv];
     vals.extend(bias);
+    vals.extend(residual);
     vals.push(r);
     let args = args_of(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
@@ -115,9 +119,20 @@ pub(crate) fn conv2d<'a, 'c>(
     } else {
         None
     };
+    let pr = if residual.is_some() {
+        Some(g.param(f, nargs - 2)?)
+    } else {
+        None
+    };
     let po = g.param(f, nargs - 1)?;
+    let res_at = |at| -> R<Option<PointerValue<'c>>> {
+        match pr {
+            Some(p) => Ok(Some(k.gep(p, at)?)),
+            None => Ok(None),
+        }
+    };
     if !tiling.is_parallel() {
-        emit(&k, g.width, &d, pointwise, None, px, pw, pb, po)?;
+        emit(&k, g.width, &d, pointwise, None, px, pw, pb, pr, po)?;
     } else if pointwise && groups == 1 && split_columns(&d) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
@@ -126,7 +141,18 @@ pub(crate) fn conv2d<'a, 'c>(
             let sub = Conv { n: 1, ..d };
             let x = k.gep(px, xo)?;
             let o = k.gep(po, oo)?;
-            emit(&k, g.width, &sub, true, Some(cols), x, pw, pb, o)
+            emit(
+                &k,
+                g.width,
+                &sub,
+                true,
+                Some(cols),
+                x,
+                pw,
+                pb,
+                res_at(oo)?,
+                o,
+            )
         })?;
     } else {
         // Chunks of output channels (of groups when there are several): each tile is the
@@ -149,7 +175,18 @@ pub(crate) fn conv2d<'a, 'c>(
             let x = k.gep(px, xo)?;
             let wt = k.gep(pw, k.mul(u0, mu * cg * kh * kw)?)?;
             let o = k.gep(po, oo)?;
-            emit(&k, g.width, &sub, pointwise, None, x, wt, bias, o)
+            emit(
+                &k,
+                g.width,
+                &sub,
+                pointwise,
+                None,
+                x,
+                wt,
+                bias,
+                res_at(oo)?,
+                o,
+            )
         })?;
     }
     llvm(g.builder.build_return(None))?;
@@ -300,7 +337,8 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
-/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged).
+/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged). `pr`:
+/// the residual, at the same offsets as `po`.
 #[allow(clippy::too_many_arguments)]
 fn emit<'a, 'c>(
     k: &K<'a, 'c>,
@@ -311,6 +349,7 @@ fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
     let (n, ci, h, wi, m, groups) = (d.n, d.c, d.h, d.wi, d.m, d.groups);
@@ -341,7 +380,11 @@ fn emit<'a, 'c>(
                     Some(p) => Some(k.gep(p, bo)?),
                     None => None,
                 };
-                gemm(
+                let res = match pr {
+                    Some(p) => Some(k.gep(p, oo)?),
+                    None => None,
+                };
+                gemm_residual(
                     k,
                     width,
                     &gm,
@@ -350,6 +393,7 @@ fn emit<'a, 'c>(
                         row_bias,
                         act: d.act,
                     },
+                    res,
                 )
             })
         })
@@ -372,10 +416,10 @@ fn emit<'a, 'c>(
             pl: d.pl,
             act: d.act,
         };
-        depthwise::emit(k, width, &dw, px, pw, pb, po)
+        depthwise::emit(k, width, &dw, px, pw, pb, pr, po)
     } else if rowpack::applies(d, width) {
-        rowpack::emit(k, width, d, px, pw, pb, po)
+        rowpack::emit(k, width, d, px, pw, pb, pr, po)
     } else {
-        im2col::emit(k, width, d, px, pw, pb, po)
+        im2col::emit(k, width, d, px, pw, pb, pr, po)
     }
 }

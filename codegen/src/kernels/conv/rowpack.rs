@@ -170,7 +170,9 @@ fn balanced(a: i64, b: i64, nv: i64) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias.
+/// Emits the kernel body at the builder's position; `pb` is the optional bias, `pr` the
+/// optional residual (laid out as the output).
+#[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -178,6 +180,7 @@ pub fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
     let cg = d.c / d.groups;
@@ -231,6 +234,13 @@ pub fn emit<'a, 'c>(
                 wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
                 bias: match pb {
                     Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    None => None,
+                },
+                res: match pr {
+                    Some(p) => Some(k.gep(
+                        p,
+                        k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
+                    )?),
                     None => None,
                 },
             };
@@ -336,6 +346,8 @@ struct Img<'k, 'a, 'c> {
     o: PointerValue<'c>,
     wt: PointerValue<'c>,
     bias: Option<PointerValue<'c>>,
+    /// The residual, at the same offsets as `o`.
+    res: Option<PointerValue<'c>>,
 }
 
 /// The grid of an image: its points, and what each vector reads and writes (compile-time).
@@ -528,7 +540,11 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             let plane = k.mul(m, d.oh * d.ow)?;
             for v in 0..nv {
                 let a = acc[(r * nv + v) as usize].into_vector_value();
-                let y = self.epilogue(llvm(k.b.build_float_add(a, bias, "b"))?)?;
+                let biased = llvm(k.b.build_float_add(a, bias, "b"))?;
+                let y = match self.res {
+                    Some(_) => biased,
+                    None => self.epilogue(biased)?,
+                };
                 // One store per output row the vector touches ([`Grid::stores`]).
                 let rows = self.grid.stores(v0 + v);
                 for (at, on) in rows {
@@ -536,6 +552,15 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                     let at = match shift {
                         Some(sh) => k.add(at, sh.o)?,
                         None => at,
+                    };
+                    // With a residual, each segment reads it at the indices it stores to
+                    // (its other lanes zero, and not stored) and adds it after the bias.
+                    let y = match self.res {
+                        Some(p) => {
+                            let r = k.ldv_lanes(p, at, &on)?;
+                            self.epilogue(llvm(k.b.build_float_add(y, r, "res"))?)?
+                        }
+                        None => y,
                     };
                     if on.iter().all(|&b| b) {
                         k.stv(self.o, at, y)?;

@@ -9,20 +9,29 @@
 //! partial sums of a row are added at the end (the summation order differs from the
 //! reference's, within float rounding).
 
-use super::spec::{finish, Epilogue, Gemm};
+use super::spec::{finish_with, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, FloatValue, IntValue, VectorValue};
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
 
 /// Rows per block: independent A streams.
 const ROWS: i64 = 4;
 /// Vectors of K per row and step: independent accumulators per row.
 const UNROLL: i64 = 4;
 
-pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+/// `res`: the residual added in the epilogue, laid out as C.
+pub(super) fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+) -> R<()> {
     let mfull = gm.m / ROWS * ROWS;
-    k.loop_step(0, mfull, ROWS, &mut |i0| block(k, w, gm, epi, i0, ROWS))?;
+    k.loop_step(0, mfull, ROWS, &mut |i0| {
+        block(k, w, gm, epi, res, i0, ROWS)
+    })?;
     if mfull < gm.m {
-        block(k, w, gm, epi, k.c(mfull), gm.m - mfull)?;
+        block(k, w, gm, epi, res, k.c(mfull), gm.m - mfull)?;
     }
     Ok(())
 }
@@ -34,6 +43,7 @@ fn block<'a, 'c>(
     w: u32,
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
     i0: IntValue<'c>,
     rows: i64,
 ) -> R<()> {
@@ -91,8 +101,13 @@ fn block<'a, 'c>(
             s = k.fma(a, k.ld(gm.b, k.c(kk))?, s)?;
         }
         let row = k.add(i0, k.c(r as i64))?;
-        let out = finish(k, epi, s, row)?;
-        k.st(gm.c, k.mul(row, gm.c_rs)?, out)?;
+        let at = k.mul(row, gm.c_rs)?;
+        let rl = match res {
+            Some(p) => Some(k.ld(p, at)?),
+            None => None,
+        };
+        let out = finish_with(k, epi, s, row, rl)?;
+        k.st(gm.c, at, out)?;
     }
     Ok(())
 }
@@ -125,5 +140,5 @@ pub(crate) fn emit_rows<'a, 'c>(
     epi: Epilogue<'c>,
     rows: IntValue<'c>,
 ) -> R<()> {
-    k.loop_between(k.c(0), rows, &mut |i| block(k, w, gm, epi, i, 1))
+    k.loop_between(k.c(0), rows, &mut |i| block(k, w, gm, epi, None, i, 1))
 }

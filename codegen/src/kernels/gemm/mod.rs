@@ -10,6 +10,7 @@ pub(crate) use tile::{acc_regs, rows_for, wide};
 pub(crate) use gemv::emit_rows as gemv_rows;
 
 use crate::nest::{K, R};
+use inkwell::values::PointerValue;
 pub(crate) use spec::{finish, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
@@ -27,12 +28,24 @@ pub(crate) use spec::{finish, Epilogue, Gemm};
 ///   from the partial sums it stored in C, so every output is still one FMA chain in K
 ///   order, and only the last block applies the epilogue.
 pub(crate) fn gemm<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+    gemm_residual(k, w, gm, epi, None)
+}
+
+/// [`gemm`] whose epilogue also adds `res[i*c_rs + j]` (a residual laid out as C) after the
+/// bias and before the activation, read by the same tile just before it stores `C[i, j]`.
+pub(crate) fn gemm_residual<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         // An empty output (a sequence of length 0): nothing to compute, and no tile shape.
         return Ok(());
     }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv::emit(k, w, gm, epi);
+        return gemv::emit(k, w, gm, epi, res);
     }
-    tile::emit(k, w, gm, epi)
+    tile::emit(k, w, gm, epi, res)
 }

@@ -35,12 +35,28 @@ pub(crate) fn finish<'a, 'c>(
     acc: FloatValue<'c>,
     row: IntValue<'c>,
 ) -> R<FloatValue<'c>> {
+    finish_with(k, epi, acc, row, None)
+}
+
+/// [`finish`] with the output's residual element `res` added after the bias and before the
+/// activation: `act((alpha·acc + bias) + res)`, the order of a separate `add` of the
+/// residual to the unfused result, so fusing it changes no bit.
+pub(crate) fn finish_with<'a, 'c>(
+    k: &K<'a, 'c>,
+    epi: Epilogue<'c>,
+    acc: FloatValue<'c>,
+    row: IntValue<'c>,
+    res: Option<FloatValue<'c>>,
+) -> R<FloatValue<'c>> {
     let mut v = acc;
     if epi.alpha != 1.0 {
         v = k.fmul(v, k.f(epi.alpha))?;
     }
     if let Some(b) = epi.row_bias {
         v = k.fadd(v, k.ld(b, row)?)?;
+    }
+    if let Some(r) = res {
+        v = k.fadd(v, r)?;
     }
     activation(k, epi.act, v)
 }

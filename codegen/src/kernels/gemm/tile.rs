@@ -1,10 +1,10 @@
 //! The tiled GEMM: `MR × NV·W` register tiles with vector accumulators, the contiguous output
 //! dimension innermost, K cut into blocks whose B panel stays in L1 (see [`super::gemm`]).
 
-use super::spec::{finish, Epilogue, Gemm};
+use super::spec::{finish_with, Epilogue, Gemm};
 use crate::kernels::common::vector_registers;
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, IntValue};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 
 /// The wide tile `(MR, NV)` for `w`-lane vectors: `MR × NV·W` accumulators, the rest of the
 /// register file holding the `NV` B vectors and the broadcast A element. With AVX-512's 32
@@ -28,8 +28,15 @@ pub(crate) fn wide(w: u32) -> (i64, u32) {
 /// 512×512×512 GEMM's panel is 128 KiB).
 const PANEL_BYTES: i64 = 32 * 1024;
 
-/// The tile shapes of [`super::gemm`] but the matrix-vector product.
-pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'c>) -> R<()> {
+/// The tile shapes of [`super::gemm`] but the matrix-vector product; `res`: the residual
+/// added in the epilogue, laid out as C.
+pub(super) fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+) -> R<()> {
     let wl = w as i64;
     let (mr_wide, nv_wide) = wide(w);
     let j0 = k.c(0);
@@ -42,11 +49,23 @@ pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'
         let mfull = gm.m / mr * mr;
         let kb = KBlock::whole(k, gm.k);
         k.loop_step(0, mfull, mr, &mut |i0| {
-            tile(k, w, gm, epi, kb, i0, j0, mr, nv as u32, lanes)
+            tile(k, w, gm, epi, res, kb, i0, j0, mr, nv as u32, lanes)
         })?;
         if mfull < gm.m {
             let tail = gm.m - mfull;
-            tile(k, w, gm, epi, kb, k.c(mfull), j0, tail, nv as u32, lanes)?;
+            tile(
+                k,
+                w,
+                gm,
+                epi,
+                res,
+                kb,
+                k.c(mfull),
+                j0,
+                tail,
+                nv as u32,
+                lanes,
+            )?;
         }
         return Ok(());
     }
@@ -63,19 +82,43 @@ pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, gm: &Gemm<'c>, epi: Epilogue<'
         let mr = rows_for(w, nv as i64);
         let mfull = gm.m / mr * mr;
         k.loop_step(0, mfull, mr, &mut |i0| {
-            tile(k, w, gm, epi, kb, i0, j0, mr, nv, lanes)
+            tile(k, w, gm, epi, res, kb, i0, j0, mr, nv, lanes)
         })?;
         if mfull < gm.m {
-            tile(k, w, gm, epi, kb, k.c(mfull), j0, gm.m - mfull, nv, lanes)?;
+            tile(
+                k,
+                w,
+                gm,
+                epi,
+                res,
+                kb,
+                k.c(mfull),
+                j0,
+                gm.m - mfull,
+                nv,
+                lanes,
+            )?;
         }
         Ok(())
     };
     let cols = |kb: KBlock<'c>, i0: IntValue<'c>, mr: i64| -> R<()> {
         k.loop_step(0, nfull, nr, &mut |j0| {
-            tile(k, w, gm, epi, kb, i0, j0, mr, nv_wide, None)
+            tile(k, w, gm, epi, res, kb, i0, j0, mr, nv_wide, None)
         })?;
         if rest > 0 {
-            tile(k, w, gm, epi, kb, i0, k.c(nfull), mr, nrest, lanes_rest)?;
+            tile(
+                k,
+                w,
+                gm,
+                epi,
+                res,
+                kb,
+                i0,
+                k.c(nfull),
+                mr,
+                nrest,
+                lanes_rest,
+            )?;
         }
         Ok(())
     };
@@ -178,13 +221,15 @@ fn k_blocks<'a, 'c>(
 }
 
 /// One `mr × nv·W` tile over the K block `kb`; with `lanes = Some(n)` only the first `n`
-/// columns of the last vector are loaded and stored (masked).
+/// columns of the last vector are loaded and stored (masked). The last K block reads the
+/// residual `res` (if any) at the index it stores to, and adds it after the bias.
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
     kb: KBlock<'c>,
     i0: IntValue<'c>,
     j0: IntValue<'c>,
@@ -245,10 +290,20 @@ fn tile<'a, 'c>(
     for (r, &row) in rows.iter().enumerate() {
         for v in 0..nv {
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
+            let at = c_at(r, v)?;
             let out = if kb.last {
+                let rv = match (res, masked(v)) {
+                    (None, _) => None,
+                    (Some(p), Some(n)) => Some(k.ldv_masked(p, at, w, n)?),
+                    (Some(p), None) => Some(k.ldv(p, at, w)?),
+                };
                 let mut out = k.vty(w).get_undef();
                 for l in 0..masked(v).unwrap_or(w) {
-                    let x = finish(k, epi, k.lane(vec, l)?, row)?;
+                    let rl = match rv {
+                        Some(rv) => Some(k.lane(rv, l)?),
+                        None => None,
+                    };
+                    let x = finish_with(k, epi, k.lane(vec, l)?, row, rl)?;
                     out = llvm(k.b.build_insert_element(
                         out,
                         x,
@@ -260,7 +315,6 @@ fn tile<'a, 'c>(
             } else {
                 vec
             };
-            let at = c_at(r, v)?;
             match masked(v) {
                 Some(n) => k.stv_masked(gm.c, at, out, n)?,
                 None => k.stv(gm.c, at, out)?,
