@@ -7,6 +7,7 @@
 mod depthwise;
 mod geometry;
 mod im2col;
+mod panel;
 mod rowpack;
 mod transpose;
 
@@ -127,6 +128,14 @@ pub(crate) fn conv2d<'a, 'c>(
             let x = k.gep(px, xo)?;
             let o = k.gep(po, oo)?;
             emit(&k, g.width, &sub, true, Some(cols), x, pw, pb, o)
+        })?;
+    } else if panel::applies(&d) {
+        // Chunks of whole pixel blocks (output rows), each packing its own panels.
+        let scratch = panel::scratch(&k, &d, g.width)?;
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, oy0, rows| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let o = k.gep(po, k.mul(image, m * oh * ow)?)?;
+            panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, o, oy0, rows)
         })?;
     } else {
         // Chunks of output channels (of groups when there are several): each tile is the
@@ -289,6 +298,9 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
     }
+    if !pointwise && panel::applies(d) {
+        return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
+    }
     let granule = if pointwise {
         crate::kernels::gemm::acc_regs(w)
     } else if cg > 1 && rowpack::applies(d, w) {
@@ -373,6 +385,8 @@ fn emit<'a, 'c>(
             act: d.act,
         };
         depthwise::emit(k, width, &dw, px, pw, pb, po)
+    } else if panel::applies(d) {
+        panel::emit(k, width, d, px, pw, pb, po)
     } else if rowpack::applies(d, width) {
         rowpack::emit(k, width, d, px, pw, pb, po)
     } else {
