@@ -130,12 +130,24 @@ pub(crate) fn conv2d<'a, 'c>(
             emit(&k, g.width, &sub, true, Some(cols), x, pw, pb, o)
         })?;
     } else if panel::applies(&d) {
-        // Chunks of whole pixel blocks (output rows), each packing its own panels.
+        // Chunks of whole pixel blocks (output rows) or of output channels, each tile
+        // packing its own panels.
         let scratch = panel::scratch(&k, &d, g.width)?;
-        g.for_tiles(&k, f, nargs, tiling, &mut |image, oy0, rows| {
+        let rows = panel::cut_rows(&d);
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
             let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
             let o = k.gep(po, k.mul(image, m * oh * ow)?)?;
-            panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, o, oy0, rows)
+            if rows {
+                return panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, o, u0, units);
+            }
+            let sub = Conv { m: units, ..d };
+            let wt = k.gep(pw, k.mul(u0, ci * kh * kw)?)?;
+            let bias = match pb {
+                Some(p) => Some(k.gep(p, u0)?),
+                None => None,
+            };
+            let o = k.gep(o, k.mul(u0, oh * ow)?)?;
+            panel::emit_rows(&k, g.width, &sub, scratch, x, wt, bias, o, k.c(0), oh)
         })?;
     } else {
         // Chunks of output channels (of groups when there are several): each tile is the
@@ -298,10 +310,10 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
     }
-    if !pointwise && panel::applies(d) {
+    if !pointwise && panel::applies(d) && panel::cut_rows(d) {
         return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
     }
-    let granule = if pointwise {
+    let granule = if pointwise || panel::applies(d) {
         crate::kernels::gemm::acc_regs(w)
     } else if cg > 1 && rowpack::applies(d, w) {
         rowpack::tile(w).0

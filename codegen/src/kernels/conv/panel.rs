@@ -20,6 +20,11 @@
 //! order from zero, and only the last chunk adds the bias and applies the activation — the
 //! same instructions per output whatever the pixel blocks or threads.
 //!
+//! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
+//! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
+//! every tile packing the panel for its own channels. Either way each output is the same FMA
+//! chain, so the bits do not depend on the cut.
+//!
 //! The scratch panel is a fixed-size `alloca` in the kernel's entry block: one per call of
 //! the kernel function, so each thread running a tile has its own on its own stack (the
 //! pool's threads have the default 8 MiB stack; the panel is at most [`PANEL_BYTES`] plus
@@ -32,12 +37,21 @@ use crate::nest::{llvm, K, R};
 use crate::CodegenError;
 use inkwell::values::{BasicValue, IntValue, PointerValue, VectorValue};
 
-/// Bytes one K chunk of the panel may fill: within L2 (2 MiB here) beside the weights' chunk
-/// rows, a few times the 32 KiB the GEMM's L1 blocks take from it.
-const PANEL_BYTES: i64 = 96 * 1024;
+/// Bytes one K chunk of the panel may fill: within L2 (2 MiB here) beside the weights' rows
+/// of the chunk, several times the 32 KiB the GEMM's own K blocks bring through L1. Chunks
+/// of 48–384 KiB with blocks of 64–512 pixels were within the noise of each other on the
+/// stems and ResNet's 3×3/2 layers; 64 KiB blocks of 128 pixels were up to 10% slower on
+/// the layers with the largest K (2304–4608).
+const PANEL_BYTES: i64 = 192 * 1024;
 
-/// Output pixels a block aims at: two wide GEMM tiles (`2 × 4·16` with AVX-512).
-const BLOCK_PIXELS: i64 = 128;
+/// Output pixels a block aims at: four wide GEMM tiles (`4·16` columns each with AVX-512),
+/// so each weight row read from L2 serves 256 columns.
+const BLOCK_PIXELS: i64 = 256;
+
+/// Fewest pixel blocks per image for which the threads cut along output rows; an image with
+/// fewer (ResNet's 14×14 and 7×7 outputs: one block) is cut along output channels instead,
+/// each tile packing the panel itself.
+const MIN_ROW_CUT: i64 = 4;
 
 /// Widest output row this kernel takes: the packing unrolls `KW × ⌈OW/W⌉` vectors per input
 /// row, bounded here.
@@ -55,9 +69,20 @@ pub(super) fn applies(d: &Conv) -> bool {
         && (1..=MAX_OW).contains(&d.ow)
 }
 
-/// Output rows per pixel block (the granule of the threads' cut along output rows).
+/// Output rows per pixel block (the granule of the threads' cut along output rows): about
+/// [`BLOCK_PIXELS`], balanced so that the last block is not a sliver (28 rows of 28: 4 × 7).
 pub(super) fn block_rows(d: &Conv) -> i64 {
-    ((BLOCK_PIXELS + d.ow / 2) / d.ow).clamp(1, d.oh.max(1))
+    let oh = d.oh.max(1);
+    let most = ((BLOCK_PIXELS + d.ow / 2) / d.ow).clamp(1, oh);
+    let blocks = (oh + most - 1) / most;
+    (oh + blocks - 1) / blocks
+}
+
+/// Whether the threads cut `d` along output rows (whole pixel blocks, [`emit_rows`]) rather
+/// than along output channels (each tile the whole image for its channels).
+pub(super) fn cut_rows(d: &Conv) -> bool {
+    let r = block_rows(d);
+    (d.oh + r - 1) / r >= MIN_ROW_CUT
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -76,6 +101,7 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 
 /// The scratch panel of a kernel function: a fixed `alloca` at the top of its entry block,
 /// whatever the builder's position (a loop body), so the stack frame does not grow per call.
+/// Its size depends on the shape only (not on `d.m`: a channel tile packs the same panel).
 pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue<'c>> {
     let (cc, _) = chunks(d, w);
     let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
@@ -114,7 +140,9 @@ pub(super) fn emit<'a, 'c>(
 }
 
 /// Output rows `oy0 .. oy0 + rows` of one image (`x`, `o` at the image), in blocks of
-/// [`block_rows`] rows; `oy0` is a multiple of it.
+/// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
+/// the tile's count and `pw`, `pb`, `o` start at its first channel (`d.c` keeps the weights'
+/// row length).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
