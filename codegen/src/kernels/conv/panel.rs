@@ -57,12 +57,19 @@ const MIN_ROW_CUT: i64 = 4;
 /// row, bounded here.
 const MAX_OW: i64 = 256;
 
-/// Whether `d` runs on the packed panel: dense (one group), several input channels, a
-/// kernel bigger than 1×1 and a stride along some axis. Depthwise, grouped and 1×1
-/// convolutions keep their kernels.
+/// Fewest output channels for the panel: each packed element then serves at least this many
+/// FMAs. Below it the old kernels' repeated gather is cheap too: BlazeFace's 3→24 5×5/2 stem
+/// at 64² ran 0.15–0.17 ms row-tiled against 0.20–0.23 ms on the panel, while MobileNet's
+/// 3→32 3×3/2 stem went 0.34–0.36 → 0.31–0.32 ms (one thread, `--profile 20`, load ≈ 11).
+const MIN_CHANNELS: i64 = 32;
+
+/// Whether `d` runs on the packed panel: dense (one group), several input channels, at
+/// least [`MIN_CHANNELS`] output channels, a kernel bigger than 1×1 and a stride along some
+/// axis. Depthwise, grouped and 1×1 convolutions keep their kernels.
 pub(super) fn applies(d: &Conv) -> bool {
     d.groups == 1
         && d.c > 1
+        && d.m >= MIN_CHANNELS
         && d.kh * d.kw > 1
         && (d.sh > 1 || d.sw > 1)
         && d.oh >= 1
