@@ -27,7 +27,7 @@
 //!
 //! The scratch panel is a fixed-size `alloca` in the kernel's entry block: one per call of
 //! the kernel function, so each thread running a tile has its own on its own stack (the
-//! pool's threads have the default 8 MiB stack; the panel is at most [`PANEL_BYTES`] plus
+//! pool's threads have the default 8 MiB stack; the panel is at most [`PANEL_BYTES`], or
 //! one channel's rows). A slab tensor would need one panel per concurrent tile planned by
 //! the memory planner for a buffer that lives only inside one kernel call.
 
