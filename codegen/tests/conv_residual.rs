@@ -2,7 +2,7 @@
 //! convolution) on every kernel the convolution picks: the GEMM micro-kernel's wide tiles
 //! (masked column tail, K blocks), its narrow tiles and the matrix-vector product, the
 //! whole-window gemv, depthwise (rows, row pairs, borders, flat planes), row-packed and
-//! implicit-im2col tiles, with groups and batches. Per case:
+//! implicit-im2col tiles, the packed panels of strided convolutions, with groups and batches. Per case:
 //! - the interpreter gives the fused op exactly the bits of the unfused `add(conv, s)`;
 //! - the generated kernel gives exactly the bits of the unfused conv and add kernels, run
 //!   whole and cut into its smallest tiles on 1, 2 and 3 threads (every run the same bits);
@@ -194,6 +194,26 @@ fn row_packed_and_implicit_im2col() {
         "hard_swish",
     );
     check(&[1, 3, 20, 33], &[9, 3, 7, 7], 2, 1, [3; 4], 1, "relu");
+}
+
+#[test]
+fn packed_panels() {
+    // Strided convolutions with at least 32 output channels take the packed im2col panels:
+    // cut by output channels (one pixel block), by blocks of output rows (five blocks), and
+    // with K in chunks (64 channels of 3×3 taps over 256 pixels pass the 192 KiB chunk), the
+    // residual read by the last chunk's epilogue only.
+    check(&[1, 8, 14, 14], &[40, 8, 3, 3], 2, 1, [1; 4], 1, "relu");
+    check(&[1, 4, 70, 70], &[32, 4, 3, 3], 2, 1, [1; 4], 1, "");
+    check(
+        &[2, 5, 23, 30],
+        &[33, 5, 5, 5],
+        2,
+        1,
+        [2, 1, 2, 2],
+        1,
+        "relu6",
+    );
+    check(&[1, 64, 32, 32], &[32, 64, 3, 3], 2, 1, [1; 4], 1, "relu");
 }
 
 #[test]

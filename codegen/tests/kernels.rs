@@ -329,6 +329,46 @@ fn conv2d_row_packed_narrow_images() {
     ));
 }
 
+/// Strided dense convolutions on the packed im2col panel (issue 20): strides 2 and 3 (and
+/// along one axis only), padding on every side (over-padding too: whole padded kernel rows
+/// and columns), dilations, a batch of 2, output rows that are not whole vectors, pixel
+/// blocks of several rows with a tail block, output channels (at least the panel's 32) that
+/// leave tile tails, and enough input channels (43, 45, 70) that K is cut into chunks, the
+/// last one shorter; images of one block are cut by channels, bigger ones by rows.
+#[test]
+fn conv2d_strided_packed_panel() {
+    #[allow(clippy::type_complexity)]
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 9] = [
+        // (n, c, h, w, m, k, strides, pads, dilations)
+        (1, 3, 61, 77, 35, 7, [2, 2], [3, 2, 1, 3], [1, 1]),
+        (2, 5, 23, 19, 33, 3, [3, 3], [1, 1, 1, 1], [1, 1]),
+        (1, 43, 23, 31, 40, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (1, 45, 17, 17, 32, 3, [2, 2], [0, 1, 1, 0], [1, 1]),
+        (1, 70, 14, 14, 37, 3, [2, 2], [1, 1, 1, 1], [1, 1]),
+        (1, 4, 40, 21, 45, 5, [1, 2], [2, 2, 2, 2], [2, 1]),
+        (1, 6, 30, 50, 34, 3, [3, 1], [0, 2, 1, 0], [1, 2]),
+        (1, 2, 9, 9, 32, 3, [2, 2], [3, 3, 3, 3], [1, 1]),
+        (2, 3, 45, 200, 33, 4, [2, 3], [1, 2, 0, 1], [1, 1]),
+    ];
+    for (case, &(n, c, h, w, m, k, [sh, sw], pads, [dh, dw])) in shapes.iter().enumerate() {
+        let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
+        let (operands, mut consts) = if case % 4 == 3 {
+            ("%x, %w", vec![])
+        } else {
+            ("%x, %w, %b", vec![("b", vec![m])])
+        };
+        consts.insert(0, ("w", vec![m, c, k, k]));
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &consts,
+            &format!(
+                "conv2d({operands}) {{strides = [{sh}, {sw}], dilations = [{dh}, {dw}], pads = [{}, {}, {}, {}]{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+}
+
 #[test]
 fn conv2d_row_packed_periodic_images() {
     // Stride-1 images above the unrolling limit whose middle rows repeat: the row-packed

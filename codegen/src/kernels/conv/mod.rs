@@ -7,6 +7,7 @@
 mod depthwise;
 mod geometry;
 mod im2col;
+mod panel;
 mod rowpack;
 mod transpose;
 
@@ -153,6 +154,29 @@ pub(crate) fn conv2d<'a, 'c>(
                 res_at(oo)?,
                 o,
             )
+        })?;
+    } else if panel::applies(&d) {
+        // Chunks of whole pixel blocks (output rows) or of output channels, each tile
+        // packing its own panels.
+        let scratch = panel::scratch(&k, &d, g.width)?;
+        let rows = panel::cut_rows(&d);
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let at = k.mul(image, m * oh * ow)?;
+            let o = k.gep(po, at)?;
+            if rows {
+                let r = res_at(at)?;
+                return panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, r, o, u0, units);
+            }
+            let sub = Conv { m: units, ..d };
+            let wt = k.gep(pw, k.mul(u0, ci * kh * kw)?)?;
+            let bias = match pb {
+                Some(p) => Some(k.gep(p, u0)?),
+                None => None,
+            };
+            let at = k.add(at, k.mul(u0, oh * ow)?)?;
+            let (r, o) = (res_at(at)?, k.gep(po, at)?);
+            panel::emit_rows(&k, g.width, &sub, scratch, x, wt, bias, r, o, k.c(0), oh)
         })?;
     } else {
         // Chunks of output channels (of groups when there are several): each tile is the
@@ -326,7 +350,10 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
     }
-    let granule = if pointwise {
+    if !pointwise && panel::applies(d) && panel::cut_rows(d) {
+        return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
+    }
+    let granule = if pointwise || panel::applies(d) {
         crate::kernels::gemm::acc_regs(w)
     } else if cg > 1 && rowpack::applies(d, w) {
         rowpack::tile(w).0
@@ -417,6 +444,8 @@ fn emit<'a, 'c>(
             act: d.act,
         };
         depthwise::emit(k, width, &dw, px, pw, pb, pr, po)
+    } else if panel::applies(d) {
+        panel::emit(k, width, d, px, pw, pb, pr, po)
     } else if rowpack::applies(d, width) {
         rowpack::emit(k, width, d, px, pw, pb, pr, po)
     } else {

@@ -49,3 +49,23 @@ pub(crate) fn gemm_residual<'a, 'c>(
     }
     tile::emit(k, w, gm, epi, res)
 }
+
+/// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
+/// convolution panels of [`crate::kernels::conv`]): `first` starts from zero, else from the
+/// partial sums stored in C (exact in f32, so every output is still one FMA chain in K
+/// order); `last` applies the epilogue (adding `res`, laid out as C, as [`gemm_residual`]
+/// does), else stores the raw sums. Always the tile shapes.
+pub(crate) fn gemm_part<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    first: bool,
+    last: bool,
+) -> R<()> {
+    if gm.m <= 0 || gm.n <= 0 {
+        return Ok(());
+    }
+    tile::emit_part(k, w, gm, epi, res, first, last)
+}

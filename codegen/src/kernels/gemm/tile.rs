@@ -37,6 +37,26 @@ pub(super) fn emit<'a, 'c>(
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
 ) -> R<()> {
+    emit_part(k, w, gm, epi, res, true, true)
+}
+
+/// [`emit`] as one part of a longer K ([`super::gemm_part`]): `first` starts from zero, else
+/// from the partial sums in C; `last` applies the epilogue (and adds `res`), else stores the
+/// raw sums.
+pub(super) fn emit_part<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    first: bool,
+    last: bool,
+) -> R<()> {
+    let part = |kb: KBlock<'c>| KBlock {
+        first: kb.first && first,
+        last: kb.last && last,
+        ..kb
+    };
     let wl = w as i64;
     let (mr_wide, nv_wide) = wide(w);
     let j0 = k.c(0);
@@ -47,7 +67,7 @@ pub(super) fn emit<'a, 'c>(
         let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
         let mr = rows_for(w, nv);
         let mfull = gm.m / mr * mr;
-        let kb = KBlock::whole(k, gm.k);
+        let kb = part(KBlock::whole(k, gm.k));
         k.loop_step(0, mfull, mr, &mut |i0| {
             tile(k, w, gm, epi, res, kb, i0, j0, mr, nv as u32, lanes)
         })?;
@@ -123,7 +143,7 @@ pub(super) fn emit<'a, 'c>(
         Ok(())
     };
     if gm.k <= SHORT_K {
-        let kb = KBlock::whole(k, gm.k);
+        let kb = part(KBlock::whole(k, gm.k));
         k.loop_step(0, mfull, mr_wide, &mut |i0| cols(kb, i0, mr_wide))?;
         if rows_tail > 0 {
             cols(kb, k.c(mfull), rows_tail)?;
@@ -132,6 +152,7 @@ pub(super) fn emit<'a, 'c>(
     }
     let kc = (PANEL_BYTES / (nv_wide as i64 * wl * 4)).max(8);
     k_blocks(k, gm.k, kc, &mut |kb| {
+        let kb = part(kb);
         k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, nv_wide, None))?;
         if rest > 0 {
             rows(kb, k.c(nfull), nrest, lanes_rest)?;

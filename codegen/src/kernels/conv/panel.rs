@@ -1,0 +1,327 @@
+//! Strided dense k×k convolution as a GEMM on a packed im2col panel (issue 20).
+//!
+//! `out[m, p] = Σ_{(c,i,j)} W[m, (c, i, j)] · X[(c, i, j), p]`, where `X` is the im2col matrix
+//! (`K = C·KH·KW` rows in `(c, i, j)` order, one column per output pixel). The implicit-im2col
+//! kernels ([`super::im2col`], [`super::rowpack`]) load `X`'s columns straight from the input
+//! inside the K loop, so with a stride every vector costs two loads and a shuffle per tap,
+//! shared only by the 6 or 8 output channels of one register tile. Here, as in the im2col
+//! packing of onnxruntime's MLAS and oneDNN's GEMM-based convolution, a block of whole output
+//! rows (`rows · OW` consecutive pixels, so the block is contiguous in `[M, OH·OW]`) has its
+//! panel of `X` gathered once into a scratch buffer (padding as zeros), and every output
+//! channel then runs the ordinary GEMM micro-kernel ([`crate::kernels::gemm`]) on it: `M`
+//! output channels, `N = rows · OW` pixels, `B` = the panel, `C` = the output at the block's
+//! first pixel with row stride `OH·OW`. The strided gather is paid once per pixel block
+//! instead of once per channel tile.
+//!
+//! K is cut into chunks of whole input channels whose panel fills at most [`PANEL_BYTES`]
+//! (it stays in L2 while the GEMM's own K blocks bring it through L1): each chunk is packed,
+//! then multiplied into the output; a chunk after the first resumes from the partial sums
+//! stored in the output (exact in f32), so each output is still one FMA chain in `(c, i, j)`
+//! order from zero, and only the last chunk adds the bias and applies the activation — the
+//! same instructions per output whatever the pixel blocks or threads.
+//!
+//! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
+//! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
+//! every tile packing the panel for its own channels. Either way each output is the same FMA
+//! chain, so the bits do not depend on the cut.
+//!
+//! The scratch panel is a fixed-size `alloca` in the kernel's entry block: one per call of
+//! the kernel function, so each thread running a tile has its own on its own stack (the
+//! pool's threads have the default 8 MiB stack; the panel is at most [`PANEL_BYTES`], or
+//! one channel's rows). A slab tensor would need one panel per concurrent tile planned by
+//! the memory planner for a buffer that lives only inside one kernel call.
+
+use super::geometry::Conv;
+use crate::kernels::gemm::{gemm_part, Epilogue, Gemm};
+use crate::nest::{llvm, K, R};
+use crate::CodegenError;
+use inkwell::values::{BasicValue, IntValue, PointerValue, VectorValue};
+
+/// Bytes one K chunk of the panel may fill: within L2 (2 MiB here) beside the weights' rows
+/// of the chunk, several times the 32 KiB the GEMM's own K blocks bring through L1. Chunks
+/// of 48–384 KiB with blocks of 64–512 pixels were within the noise of each other on the
+/// stems and ResNet's 3×3/2 layers; 64 KiB blocks of 128 pixels were up to 10% slower on
+/// the layers with the largest K (2304–4608).
+const PANEL_BYTES: i64 = 192 * 1024;
+
+/// Output pixels a block aims at: four wide GEMM tiles (`4·16` columns each with AVX-512),
+/// so each weight row read from L2 serves 256 columns.
+const BLOCK_PIXELS: i64 = 256;
+
+/// Fewest pixel blocks per image for which the threads cut along output rows; an image with
+/// fewer (ResNet's 14×14 and 7×7 outputs: one block) is cut along output channels instead,
+/// each tile packing the panel itself.
+const MIN_ROW_CUT: i64 = 4;
+
+/// Widest output row this kernel takes: the packing unrolls `KW × ⌈OW/W⌉` vectors per input
+/// row, bounded here.
+const MAX_OW: i64 = 256;
+
+/// Fewest output channels for the panel: each packed element then serves at least this many
+/// FMAs. Below it the old kernels' repeated gather is cheap too: BlazeFace's 3→24 5×5/2 stem
+/// at 64² ran 0.15–0.17 ms row-tiled against 0.20–0.23 ms on the panel, while MobileNet's
+/// 3→32 3×3/2 stem went 0.34–0.36 → 0.31–0.32 ms (one thread, `--profile 20`, load ≈ 11).
+const MIN_CHANNELS: i64 = 32;
+
+/// Whether `d` runs on the packed panel: dense (one group), several input channels, at
+/// least [`MIN_CHANNELS`] output channels, a kernel bigger than 1×1 and a stride along some
+/// axis. Depthwise, grouped and 1×1 convolutions keep their kernels.
+pub(super) fn applies(d: &Conv) -> bool {
+    d.groups == 1
+        && d.c > 1
+        && d.m >= MIN_CHANNELS
+        && d.kh * d.kw > 1
+        && (d.sh > 1 || d.sw > 1)
+        && d.oh >= 1
+        && (1..=MAX_OW).contains(&d.ow)
+}
+
+/// Output rows per pixel block (the granule of the threads' cut along output rows): about
+/// [`BLOCK_PIXELS`], balanced so that the last block is not a sliver (28 rows of 28: 4 × 7).
+pub(super) fn block_rows(d: &Conv) -> i64 {
+    let oh = d.oh.max(1);
+    let most = ((BLOCK_PIXELS + d.ow / 2) / d.ow).clamp(1, oh);
+    let blocks = (oh + most - 1) / most;
+    (oh + blocks - 1) / blocks
+}
+
+/// Whether the threads cut `d` along output rows (whole pixel blocks, [`emit_rows`]) rather
+/// than along output channels (each tile the whole image for its channels).
+pub(super) fn cut_rows(d: &Conv) -> bool {
+    let r = block_rows(d);
+    (d.oh + r - 1) / r >= MIN_ROW_CUT
+}
+
+/// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
+fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
+    let wl = w as i64;
+    (rows * d.ow + wl - 1) / wl * wl
+}
+
+/// Input channels per K chunk (balanced: equal chunks but the last) and the chunk count.
+fn chunks(d: &Conv, w: u32) -> (i64, i64) {
+    let per_channel = d.kh * d.kw * row_stride(d, w, block_rows(d)) * 4;
+    let most = (PANEL_BYTES / per_channel).max(1);
+    let count = (d.c + most - 1) / most;
+    ((d.c + count - 1) / count, count)
+}
+
+/// The scratch panel of a kernel function: a fixed `alloca` at the top of its entry block,
+/// whatever the builder's position (a loop body), so the stack frame does not grow per call.
+/// Its size depends on the shape only (not on `d.m`: a channel tile packs the same panel).
+pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue<'c>> {
+    let (cc, _) = chunks(d, w);
+    let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
+    let entry = k
+        .func
+        .get_first_basic_block()
+        .ok_or_else(|| CodegenError::Llvm("kernel without an entry block".into()))?;
+    let b = k.ctx.create_builder();
+    match entry.get_first_instruction() {
+        Some(i) => b.position_before(&i),
+        None => b.position_at_end(entry),
+    }
+    let p = llvm(b.build_array_alloca(k.f32t, k.c(floats), "panel"))?;
+    if let Some(inst) = p.as_instruction_value() {
+        llvm(inst.set_alignment(64))?;
+    }
+    Ok(p)
+}
+
+/// The whole convolution (every image) at the builder's position.
+pub(super) fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &Conv,
+    px: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    pr: Option<PointerValue<'c>>,
+    po: PointerValue<'c>,
+) -> R<()> {
+    let panel = scratch(k, d, w)?;
+    k.loop_(0, d.n, &mut |b| {
+        let x = k.gep(px, k.mul(b, d.c * d.h * d.wi)?)?;
+        let at = k.mul(b, d.m * d.oh * d.ow)?;
+        let o = k.gep(po, at)?;
+        let r = match pr {
+            Some(p) => Some(k.gep(p, at)?),
+            None => None,
+        };
+        emit_rows(k, w, d, panel, x, pw, pb, r, o, k.c(0), d.oh)
+    })
+}
+
+/// Output rows `oy0 .. oy0 + rows` of one image (`x`, `o` at the image), in blocks of
+/// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
+/// the tile's count and `pw`, `pb`, `o` start at its first channel (`d.c` keeps the weights'
+/// row length). `res`, the residual (if any), is laid out as `o` and starts where it does.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit_rows<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &Conv,
+    panel: PointerValue<'c>,
+    x: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    res: Option<PointerValue<'c>>,
+    o: PointerValue<'c>,
+    oy0: IntValue<'c>,
+    rows: i64,
+) -> R<()> {
+    let r = block_rows(d);
+    let full = rows / r * r;
+    let blk = Block {
+        k,
+        w,
+        d,
+        panel,
+        x,
+        pw,
+        pb,
+        res,
+        o,
+    };
+    k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
+    if full < rows {
+        blk.run(k.add(oy0, k.c(full))?, rows - full)?;
+    }
+    Ok(())
+}
+
+/// What every pixel block of one image shares.
+struct Block<'k, 'a, 'c> {
+    k: &'k K<'a, 'c>,
+    w: u32,
+    d: &'k Conv,
+    panel: PointerValue<'c>,
+    x: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    res: Option<PointerValue<'c>>,
+    o: PointerValue<'c>,
+}
+
+impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
+    /// The block of `rows` output rows from `oy0`: per K chunk, pack then multiply.
+    fn run(&self, oy0: IntValue<'c>, rows: i64) -> R<()> {
+        let (k, d) = (self.k, self.d);
+        let taps = d.kh * d.kw;
+        let (cc, count) = chunks(d, self.w);
+        let np = row_stride(d, self.w, rows);
+        let c_at = k.gep(self.o, k.mul(oy0, d.ow)?)?;
+        // The residual is read by the last chunk's epilogue, at the index it stores.
+        let r_at = match self.res {
+            Some(p) => Some(k.gep(p, k.mul(oy0, d.ow)?)?),
+            None => None,
+        };
+        let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
+            self.pack(c0, cn, oy0, rows, np)?;
+            let gm = Gemm {
+                a: k.gep(self.pw, k.mul(c0, taps)?)?,
+                a_rs: d.c * taps,
+                a_cs: 1,
+                b: self.panel,
+                b_rs: np,
+                c: c_at,
+                c_rs: d.oh * d.ow,
+                m: d.m,
+                n: rows * d.ow,
+                k: cn * taps,
+            };
+            let epi = Epilogue {
+                alpha: 1.0,
+                row_bias: self.pb,
+                act: d.act,
+            };
+            gemm_part(k, self.w, &gm, epi, r_at, first, last)
+        };
+        if count == 1 {
+            return chunk(k.c(0), d.c, true, true);
+        }
+        let last = cc * (count - 1);
+        chunk(k.c(0), cc, true, false)?;
+        k.loop_step(cc, last, cc, &mut |c0| chunk(c0, cc, false, false))?;
+        chunk(k.c(last), d.c - last, false, true)
+    }
+
+    /// Packs input channels `c0 .. c0 + cn` for output rows `oy0 .. oy0 + rows`: panel row
+    /// `(c, i, j)` (from `c0`), column `dy·OW + ox` holds `x[c, oy·sh + i·dh − pt, ox·sw +
+    /// j·dw − pl]`, zero in the padding. Kernel rows in the padding (top and bottom) are a
+    /// run-time test per input row (the block's rows are not known at compile time); columns
+    /// in the padding are compile-time lane masks per tap and vector.
+    fn pack(&self, c0: IntValue<'c>, cn: i64, oy0: IntValue<'c>, rows: i64, np: i64) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let nvec = (d.ow + wl - 1) / wl;
+        let zero = k.vty(w).const_zero();
+        k.loop_(0, cn, &mut |c| {
+            let xc = k.mul(k.add(c0, c)?, d.h * d.wi)?;
+            let row_c = k.mul(c, d.kh * d.kw)?;
+            k.loop_(0, d.kh, &mut |i| {
+                let row_i = k.add(row_c, k.mul(i, d.kw)?)?;
+                let iy_i = k.add(k.mul(oy0, d.sh)?, k.add(k.mul(i, d.dh)?, k.c(-d.pt))?)?;
+                k.loop_(0, rows, &mut |dy| {
+                    let iy = k.add(iy_i, k.mul(dy, d.sh)?)?;
+                    let inside = k.in_range(iy, 0, d.h)?;
+                    let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
+                    let col = k.mul(dy, d.ow)?;
+                    for j in 0..d.kw {
+                        let prow = k.mul(k.add(row_i, k.c(j))?, np)?;
+                        for v in 0..nvec {
+                            let lanes = (d.ow - v * wl).min(wl);
+                            let v_at = self.tap(xrow, j, v, lanes)?;
+                            let val = match v_at {
+                                Some(vec) => llvm(k.b.build_select(inside, vec, zero, "pad"))?
+                                    .into_vector_value(),
+                                None => zero,
+                            };
+                            let at = k.add(k.add(prow, col)?, k.c(v * wl))?;
+                            if lanes == wl {
+                                k.stv(self.panel, at, val)?;
+                            } else {
+                                k.stv_masked(self.panel, at, val, lanes as u32)?;
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+        })
+    }
+
+    /// Vector `v` of output columns (its first `lanes` exist) for kernel column `j` from the
+    /// input row at `xrow`: `sw·W` lanes loaded, every `sw`-th kept; lanes in the padding or
+    /// past the row read as zero and are not touched. `None` when every lane is padding.
+    fn tap(&self, xrow: IntValue<'c>, j: i64, v: i64, lanes: i64) -> R<Option<VectorValue<'c>>> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let s = d.sw;
+        let ix = |l: i64| (v * wl + l) * s + j * d.dw - d.pl;
+        let on: Vec<bool> = (0..wl * s)
+            .map(|q| {
+                let (l, t) = (q / s, q % s);
+                l < lanes && ix(l) >= 0 && ix(l) < d.wi && ix(l) + t < d.wi
+            })
+            .collect();
+        if !(0..lanes).any(|l| on[(l * s) as usize]) {
+            return Ok(None);
+        }
+        let at = k.add(xrow, k.c(ix(0)))?;
+        let wide = k.ldv_lanes(self.x, at, &on)?;
+        if s == 1 {
+            return Ok(Some(wide));
+        }
+        let i32t = k.ctx.i32_type();
+        let mask: Vec<_> = (0..w)
+            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
+            .collect();
+        Ok(Some(llvm(k.b.build_shuffle_vector(
+            wide,
+            wide.get_type().get_undef(),
+            inkwell::types::VectorType::const_vector(&mask),
+            "every",
+        ))?))
+    }
+}
