@@ -767,6 +767,11 @@ fn elementwise<'a, 'c>(
     let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let n = d.prod(&d.dims_of(&re)?)?;
     let (px, po) = (d.param(0)?, d.param(1)?);
+    // In place (one buffer, so one address at every shape): stores through the operand's
+    // pointer, so that LLVM sees the loop read and write the same elements and vectorises it
+    // (two parameters that may overlap get a run-time overlap check, which an op in place
+    // fails: the scalar loop, issue 22).
+    let po = if args[0].loc == args[1].loc { px } else { po };
     let k = &d.k;
     // Whole cache lines of elements per tile.
     let (lo, hi) = d.split(n, 64)?;
@@ -835,6 +840,14 @@ fn binary<'a, 'c>(
         broadcast_strides(&d, &spec.dims(func, b)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
     let so = d.contiguous(&shape)?;
     let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
+    // In place: stores through the operand's pointer (see `elementwise`).
+    let po = if args[0].loc == args[2].loc {
+        pa
+    } else if args[1].loc == args[2].loc {
+        pb
+    } else {
+        po
+    };
     let k = &d.k;
     let same = spec.dims(func, a)? == od && spec.dims(func, b)? == od;
     if same
