@@ -11,6 +11,8 @@
 //!                      const uint64_t *offsets, const int64_t *dims);
 //! ```
 //!
+//! (and `<model>_run_dyn_parallel`, the same with `parallel_for, pool` after `dims`, which
+//! hands each tiled kernel's tiles to the caller's pool: [`DynTiles`])
 //! with one offset per `alloc_tensor` (as `<model>_run_at`) and the dims' values in
 //! [`DynSpec::symbols`] order. Every op with a symbolic extent gets a kernel here that takes
 //! `dims` as a last argument and evaluates its extents from it ([`DimExpr`] as LLVM integer
@@ -140,13 +142,43 @@ fn refuse(spec: &DynSpec, func: &Function, op: &OpData, why: &str) -> CodegenErr
     )
 }
 
+/// How a kernel with run-time extents is cut into tiles (issue 20): its work is `per_elem`
+/// FLOP-equivalents ([`crate::parallel::work`]) per element of a tensor of dims `elems`,
+/// evaluated at run time; tiles of at least [`crate::Options::min_tile_flops`] each, a power
+/// of two of them, at most `max` (a power of two). The kernel and the entry point compute the
+/// count from the same dims with the same integer arithmetic, so they agree; how many tiles
+/// there are never changes an output element's operations (each tile is a range of whole
+/// output units, computed by the same code as when one tile holds them all), so the bytes are
+/// the same for every thread count and every count of tiles.
+#[derive(Clone, Debug)]
+pub(crate) struct DynTiles {
+    pub elems: Vec<DimExpr>,
+    pub per_elem: u64,
+    pub max: i64,
+}
+
+impl DynTiles {
+    /// At most `units` tiles (rounded down to a power of two, at most 8).
+    pub(crate) fn new(elems: Vec<DimExpr>, per_elem: u64, units: i64) -> DynTiles {
+        let cap = units.clamp(1, 8);
+        DynTiles {
+            elems,
+            per_elem: per_elem.max(1),
+            max: 1i64 << (63 - cap.leading_zeros()),
+        }
+    }
+}
+
 /// A kernel of this module: `void name(float *args..., const int64_t *dims)` with its dims
-/// loaded once in the entry block.
+/// loaded once in the entry block; a tiled one also takes `int64_t begin, int64_t end`, the
+/// range of its `count` tiles it computes ([`Dk::split`]).
 struct Dk<'a, 'c> {
     k: K<'a, 'c>,
     f: FunctionValue<'c>,
     dims: Vec<IntValue<'c>>,
     syms: &'a [String],
+    /// `(begin, end, count)` of a tiled kernel.
+    tiles: Option<(IntValue<'c>, IntValue<'c>, IntValue<'c>)>,
 }
 
 impl<'a, 'c> Gen<'a, 'c> {
@@ -157,10 +189,27 @@ impl<'a, 'c> Gen<'a, 'c> {
         writes: &[bool],
         syms: &'a [String],
     ) -> R<Dk<'a, 'c>> {
+        self.dyn_kernel_tiled(name, args, writes, syms, None)
+    }
+
+    /// [`Gen::dyn_kernel`], cut into tiles as `tiles` says (`None`: one call does all).
+    fn dyn_kernel_tiled(
+        &self,
+        name: &str,
+        args: &[Arg],
+        writes: &[bool],
+        syms: &'a [String],
+        tiles: Option<DynTiles>,
+    ) -> R<Dk<'a, 'c>> {
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
         let ip = self.ctx.i64_type().ptr_type(AddressSpace::default());
         let mut params: Vec<BasicMetadataTypeEnum> = vec![fp.into(); args.len()];
         params.push(ip.into());
+        let tiles = tiles.filter(|t| t.max > 1);
+        if tiles.is_some() {
+            params.push(self.ctx.i64_type().into());
+            params.push(self.ctx.i64_type().into());
+        }
         let ty = self.ctx.void_type().fn_type(&params, false);
         let f = self.module.add_function(name, ty, Some(Linkage::Internal));
         self.attrs(f);
@@ -191,7 +240,27 @@ impl<'a, 'c> Gen<'a, 'c> {
                 Ok(llvm(self.builder.build_load(q, "dim"))?.into_int_value())
             })
             .collect::<R<_>>()?;
-        Ok(Dk { k, f, dims, syms })
+        let mut d = Dk {
+            k,
+            f,
+            dims,
+            syms,
+            tiles: None,
+        };
+        if let Some(t) = tiles {
+            let at = |i: usize| -> R<IntValue<'c>> {
+                f.get_nth_param((args.len() + 1 + i) as u32)
+                    .map(|p| p.into_int_value())
+                    .ok_or_else(|| CodegenError::Llvm("missing tile range parameter".into()))
+            };
+            let count = d.tile_count(&t, self.min_tile_flops)?;
+            d.tiles = Some((at(0)?, at(1)?, count));
+            self.parallel
+                .borrow_mut()
+                .push((f, t.max as u64, Vec::new()));
+            self.dyn_tiles.borrow_mut().push((f, t));
+        }
+        Ok(d)
     }
 }
 
@@ -269,6 +338,46 @@ impl<'a, 'c> Dk<'a, 'c> {
                 llvm(b.build_select(c, x, y, "m"))?.into_int_value()
             }
         })
+    }
+
+    /// The count of tiles of `t` at this shape: `work / min_work` rounded down to a power of
+    /// two, between 1 and `t.max` ([`crate::parallel::Tiling`]'s rule with run-time work).
+    fn tile_count(&self, t: &DynTiles, min_work: u64) -> R<IntValue<'c>> {
+        let k = &self.k;
+        let elems = self.prod(&self.dims_of(&t.elems)?)?;
+        let work = k.mul(elems, t.per_elem as i64)?;
+        let want = llvm(k.b.build_int_signed_div(work, k.c(min_work.max(1) as i64), "want"))?;
+        let mut count = k.c(1);
+        let mut p = 2;
+        while p <= t.max {
+            let ge = llvm(k.b.build_int_compare(IntPredicate::SGE, want, k.c(p), "ge"))?;
+            count = llvm(k.b.build_select(ge, k.c(p), count, "tiles"))?.into_int_value();
+            p *= 2;
+        }
+        Ok(count)
+    }
+
+    /// This call's share `[lo, hi)` of `n` units (run-time) cut into the kernel's tiles in
+    /// whole `granule`s: of `G = ⌈n / granule⌉` granules, tile `t` of `count` starts at
+    /// granule `⌊t·G/count⌋` ([`crate::parallel::Tiling::first`]), the last ends at `n`.
+    /// An untiled kernel's share is all of them.
+    fn split(&self, n: IntValue<'c>, granule: i64) -> R<(IntValue<'c>, IntValue<'c>)> {
+        let k = &self.k;
+        let Some((begin, end, count)) = self.tiles else {
+            return Ok((k.c(0), n));
+        };
+        let g = granule.max(1);
+        let gs = llvm(k.b.build_int_signed_div(k.add(n, k.c(g - 1))?, k.c(g), "gs"))?;
+        let at = |t: IntValue<'c>| -> R<IntValue<'c>> {
+            let q = llvm(k.b.build_int_signed_div(self.imul(t, gs)?, count, "q"))?;
+            let u = k.mul(q, g)?;
+            let c = llvm(k.b.build_int_compare(IntPredicate::SLT, u, n, "c"))?;
+            Ok(llvm(k.b.build_select(c, u, n, "u"))?.into_int_value())
+        };
+        let lo = at(begin)?;
+        let last = llvm(k.b.build_int_compare(IntPredicate::SGE, end, count, "last"))?;
+        let hi = llvm(k.b.build_select(last, n, at(end)?, "hi"))?.into_int_value();
+        Ok((lo, hi))
     }
 
     fn dims_of(&self, es: &[DimExpr]) -> R<Vec<IntValue<'c>>> {
@@ -373,6 +482,51 @@ impl<'a, 'c> Dk<'a, 'c> {
     ) -> R<()> {
         let mut ivs = Vec::with_capacity(shape.len());
         self.nest_rec(shape, sets, &mut ivs, body)
+    }
+
+    /// [`Dk::nest`] over this call's share of the rows (every axis but the last, in
+    /// row-major order; [`Dk::split`]): each row's indices from its number, then the last
+    /// axis inside.
+    fn nest_split(
+        &self,
+        shape: &[IntValue<'c>],
+        sets: &[Vec<IntValue<'c>>],
+        body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
+    ) -> R<()> {
+        if self.tiles.is_none() || shape.len() < 2 {
+            return self.nest(shape, sets, body);
+        }
+        let k = &self.k;
+        let last = shape.len() - 1;
+        let rows = self.prod(&shape[..last])?;
+        let (lo, hi) = self.split(rows, 1)?;
+        self.loop_step(lo, hi, 1, &mut |row| {
+            // The row's index on each outer axis, innermost first.
+            let mut ivs = vec![k.c(0); last];
+            let mut rest = row;
+            for a in (0..last).rev() {
+                ivs[a] = llvm(k.b.build_int_signed_rem(rest, shape[a], "i"))?;
+                rest = llvm(k.b.build_int_signed_div(rest, shape[a], "r"))?;
+            }
+            let bases: Vec<IntValue<'c>> = sets
+                .iter()
+                .map(|s| {
+                    let mut acc = k.c(0);
+                    for (&iv, &st) in ivs.iter().zip(s) {
+                        acc = k.add(acc, self.imul(iv, st)?)?;
+                    }
+                    Ok(acc)
+                })
+                .collect::<R<_>>()?;
+            self.loop_step(k.c(0), shape[last], 1, &mut |j| {
+                let idx: Vec<IntValue<'c>> = bases
+                    .iter()
+                    .zip(sets)
+                    .map(|(&b, s)| k.add(b, self.imul(j, s[last])?))
+                    .collect::<R<_>>()?;
+                body(&idx)
+            })
+        })
     }
 
     fn nest_rec(
@@ -613,11 +767,20 @@ fn elementwise<'a, 'c>(
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
-    let n = d.prod(&d.dims_of(&spec.dims(func, r)?)?)?;
+    let re = spec.dims(func, r)?;
+    let tiles = DynTiles::new(re.clone(), crate::parallel::work(8, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
+    let n = d.prod(&d.dims_of(&re)?)?;
     let (px, po) = (d.param(0)?, d.param(1)?);
+    // In place (one buffer, so one address at every shape): stores through the operand's
+    // pointer, so that LLVM sees the loop read and write the same elements and vectorises it
+    // (two parameters that may overlap get a run-time overlap check, which an op in place
+    // fails: the scalar loop, issue 22).
+    let po = if args[0].loc == args[1].loc { px } else { po };
     let k = &d.k;
-    d.loop_step(k.c(0), n, 1, &mut |i| {
+    // Whole cache lines of elements per tile.
+    let (lo, hi) = d.split(n, 64)?;
+    d.loop_step(lo, hi, 1, &mut |i| {
         let y = f(k, k.ld(px, i)?)?;
         k.st(po, i, y)
     })?;
@@ -667,7 +830,14 @@ fn binary<'a, 'c>(
     let (a, b, r) = (op.operands[0], op.operands[1], op.results[0]);
     let args = args_dyn(func, st, &[a, b, r])?;
     let od = spec.dims(func, r)?;
-    let d = g.dyn_kernel(name, &args, &[false, false, true], &spec.symbols)?;
+    let tiles = DynTiles::new(od.clone(), crate::parallel::work(8, 12), 8);
+    let d = g.dyn_kernel_tiled(
+        name,
+        &args,
+        &[false, false, true],
+        &spec.symbols,
+        Some(tiles),
+    )?;
     let shape = d.dims_of(&od)?;
     let sa =
         broadcast_strides(&d, &spec.dims(func, a)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
@@ -675,8 +845,60 @@ fn binary<'a, 'c>(
         broadcast_strides(&d, &spec.dims(func, b)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
     let so = d.contiguous(&shape)?;
     let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
+    // In place: stores through the operand's pointer (see `elementwise`).
+    let po = if args[0].loc == args[2].loc {
+        pa
+    } else if args[1].loc == args[2].loc {
+        pb
+    } else {
+        po
+    };
     let k = &d.k;
-    d.nest(&shape, &[sa, sb, so], &mut |idx| {
+    let same = spec.dims(func, a)? == od && spec.dims(func, b)? == od;
+    if same
+        && matches!(
+            bop,
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+        )
+    {
+        // Operands of the result's shape: one flat run of vectors, the last masked (written
+        // out: in place, the vectoriser's run-time overlap check fails and it would run the
+        // scalar loop). Each lane is the scalar kernel's operation and activation.
+        let w = g.width;
+        let wl = w as i64;
+        let n = d.prod(&shape)?;
+        let (lo, hi) = d.split(n, 64)?;
+        let span = llvm(k.b.build_int_sub(hi, lo, "span"))?;
+        let whole = k.add(
+            lo,
+            k.mul(llvm(k.b.build_int_signed_div(span, k.c(wl), "v"))?, wl)?,
+        )?;
+        let op = |x: VectorValue<'c>, y: VectorValue<'c>| -> R<VectorValue<'c>> {
+            let v = match bop {
+                BinaryOp::Add => k.b.build_float_add(x, y, "a"),
+                BinaryOp::Sub => k.b.build_float_sub(x, y, "s"),
+                BinaryOp::Mul => k.b.build_float_mul(x, y, "m"),
+                _ => k.b.build_float_div(x, y, "d"),
+            };
+            cnn::vector_activation(&d, w, act, llvm(v)?)
+        };
+        d.loop_step(lo, whole, wl, &mut |i| {
+            let v = op(k.ldv(pa, i, w)?, k.ldv(pb, i, w)?)?;
+            k.stv(po, i, v)
+        })?;
+        let rest = llvm(k.b.build_int_sub(hi, whole, "rest"))?;
+        let any = llvm(k.b.build_int_compare(IntPredicate::SGT, rest, k.c(0), "any"))?;
+        k.when(any, &mut || {
+            let mask = d.lanes_below(rest, w)?;
+            let v = op(
+                d.ldv_mask(pa, whole, w, mask)?,
+                d.ldv_mask(pb, whole, w, mask)?,
+            )?;
+            d.stv_mask(po, whole, v, mask)
+        })?;
+        return finish_call(g, d.f, &args);
+    }
+    d.nest_split(&shape, &[sa, sb, so], &mut |idx| {
         let (x, y) = (k.ld(pa, idx[0])?, k.ld(pb, idx[1])?);
         let v = match bop {
             BinaryOp::Add => k.fadd(x, y)?,
@@ -733,17 +955,21 @@ fn softmax<'a, 'c>(
     let xe = spec.dims(func, x)?;
     let ax = tir_ir::shape::norm_axis(axis, xe.len()).map_err(|_| unsupported(func, op, "axis"))?;
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles (issue 20): the rows before the axis; an exponential and a few operations per
+    // element.
+    let tiles = DynTiles::new(xe.clone(), crate::parallel::work(20, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let xd = d.dims_of(&xe)?;
     let len = xd[ax];
     let outer = d.prod(&xd[..ax])?;
+    let (o0, o1) = d.split(outer, 1)?;
     let inner = d.prod(&xd[ax + 1..])?;
     let (px, po) = (d.param(0)?, d.param(1)?);
     let k = &d.k;
     let f64t = k.ctx.f64_type();
     let zero = k.c(0);
     let row = d.imul(len, inner)?;
-    d.loop_step(zero, outer, 1, &mut |o| {
+    d.loop_step(o0, o1, 1, &mut |o| {
         d.loop_step(zero, inner, 1, &mut |i| {
             let base = k.add(d.imul(o, row)?, i)?;
             let at = |l: IntValue<'c>| k.add(base, d.imul(l, inner)?);
@@ -813,7 +1039,9 @@ fn layer_norm<'a, 'c>(
     let args = args_dyn(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
-    let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
+    // Tiles (issue 20): the rows before the axis; three passes over each.
+    let tiles = DynTiles::new(xe.clone(), crate::parallel::work(8, 12), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &writes, &spec.symbols, Some(tiles))?;
     let xd = d.dims_of(&xe)?;
     let norm_e = &xe[ax..];
     let norm = &xd[ax..];
@@ -837,7 +1065,8 @@ fn layer_norm<'a, 'c>(
     // The static kernel divides by the constant `inner as f64`; an integer converts exactly.
     let inner_f = llvm(k.b.build_signed_int_to_float(inner, f64t, "n"))?;
     let zero = k.c(0);
-    d.loop_step(zero, outer, 1, &mut |o| {
+    let (o0, o1) = d.split(outer, 1)?;
+    d.loop_step(o0, o1, 1, &mut |o| {
         let base = d.imul(o, inner)?;
         let z: BasicValueEnum = f64t.const_float(0.0).into();
         let s = d.carry(zero, inner, 1, vec![z], &mut |i, cur| {
@@ -927,7 +1156,17 @@ fn matmul<'a, 'c>(
         ));
     }
     let args = args_dyn(func, st, &[a, b, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, false, true], &spec.symbols)?;
+    // Tiles: rows of each product, whole register tiles of them; two FLOPs per output and K.
+    let mut elems = spec.dims(func, r)?;
+    elems.push(ash[ash.len() - 1].clone());
+    let tiles = DynTiles::new(elems, 2, 8);
+    let d = g.dyn_kernel_tiled(
+        name,
+        &args,
+        &[false, false, true],
+        &spec.symbols,
+        Some(tiles),
+    )?;
     let m = d.dim(&ash[ash.len() - 2])?;
     let kk = d.dim(&ash[ash.len() - 1])?;
     let nn = d.dim(&bsh[bsh.len() - 1])?;
@@ -954,9 +1193,21 @@ fn matmul<'a, 'c>(
         row_bias: None,
         act,
     };
+    let (lo, hi) = d.split(m, wide(g.width).0)?;
+    let rows = llvm(k.b.build_int_sub(hi, lo, "rows"))?;
     d.nest(&batch, &[sa, sb, so], &mut |idx| {
-        let (a, b, c) = (k.gep(pa, idx[0])?, k.gep(pb, idx[1])?, k.gep(po, idx[2])?);
-        dgemm(&d, g.width, (a, b, c), (m, kk, nn), k_static, n_static, epi)
+        let a = k.gep(k.gep(pa, idx[0])?, d.imul(lo, kk)?)?;
+        let c = k.gep(k.gep(po, idx[2])?, d.imul(lo, nn)?)?;
+        let b = k.gep(pb, idx[1])?;
+        dgemm(
+            &d,
+            g.width,
+            (a, b, c),
+            (rows, kk, nn),
+            k_static,
+            n_static,
+            epi,
+        )
     })?;
     finish_call(g, d.f, &args)
 }
@@ -1297,23 +1548,50 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             dynamic.push(false);
         }
 
-        let regs = regions(func, &storage);
         let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
         let i8pp = i8p.ptr_type(AddressSpace::default());
         let i64p = self.ctx.i64_type().ptr_type(AddressSpace::default());
-        let ty = self.ctx.void_type().fn_type(
-            &[
-                i8pp.into(),
-                i8pp.into(),
-                i8p.into(),
-                i64p.into(),
-                i64p.into(),
-            ],
-            false,
-        );
+        let plan_params: [BasicMetadataTypeEnum; 5] = [
+            i8pp.into(),
+            i8pp.into(),
+            i8p.into(),
+            i64p.into(),
+            i64p.into(),
+        ];
+        // Guard mode: the canaries at the run-time ends of the buffers (`guard`'s docs).
+        let guarded = guard.map(|gd| (gd, self.dyn_guard_setup(func, &storage)));
+        let ops = DynOps {
+            func,
+            storage: &storage,
+            per_op: &per_op,
+            dynamic: &dynamic,
+            globals: &globals,
+            guarded: guarded.as_ref().map(|(gd, gs)| (*gd, gs)),
+            syms: &spec.symbols,
+        };
+        // `<name>_run_dyn(inputs, outputs, slab, offsets, dims)`: every tile on this thread.
+        let ty = self.ctx.void_type().fn_type(&plan_params, false);
         let f = self
             .module
             .add_function(&format!("{name}_run_dyn"), ty, None);
+        self.dyn_calls(f, &ops, None)?;
+        // `<name>_run_dyn_parallel(..., parallel_for, pool)`: the tiled kernels handed to the
+        // caller's `parallel_for` (`crate::parallel`).
+        let pfor_ptr = self.parallel_for_type().ptr_type(AddressSpace::default());
+        let mut par_params = plan_params.to_vec();
+        par_params.push(pfor_ptr.into());
+        par_params.push(i8p.into());
+        let ty = self.ctx.void_type().fn_type(&par_params, false);
+        let f = self
+            .module
+            .add_function(&format!("{name}_run_dyn_parallel"), ty, None);
+        self.dyn_calls(f, &ops, Some(5))
+    }
+
+    /// The body of an entry point `f(inputs, outputs, slab, offsets, dims[, parallel_for,
+    /// pool])`: every op's kernels at the run-time plan's offsets, tiled ones with their
+    /// run-time tile count, through `parallel_for` when `pfor` gives its parameter.
+    fn dyn_calls(&self, f: FunctionValue<'ctx>, o: &DynOps<'_, 'ctx>, pfor: Option<u32>) -> R<()> {
         self.attrs(f);
         let entry = self.ctx.append_basic_block(f, "entry");
         self.builder.position_at_end(entry);
@@ -1325,12 +1603,28 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             self.param(f, 3)?,
             self.param(f, 4)?,
         );
+        let pf = match pfor {
+            Some(i) => Some(self.parallel_for_at(f, i)?),
+            None => None,
+        };
+        // The dims, for the tiled kernels' counts.
+        let d = Dk {
+            k: self.k(f),
+            f,
+            dims: (0..o.syms.len())
+                .map(|i| {
+                    let q = k.gep(dims, k.c(i as i64))?;
+                    Ok(llvm(self.builder.build_load(q, "dim"))?.into_int_value())
+                })
+                .collect::<R<_>>()?,
+            syms: o.syms,
+            tiles: None,
+        };
+        let regs = regions(o.func, o.storage);
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
-        // Guard mode: the canaries at the run-time ends of the buffers (`guard`'s docs).
-        let guarded = guard.map(|gd| (gd, self.dyn_guard_setup(func, &storage)));
         let plan = [slab, offsets, dims];
-        for (idx, calls) in per_op.iter().enumerate() {
-            if let Some((_, gs)) = &guarded {
+        for (idx, calls) in o.per_op.iter().enumerate() {
+            if let Some((_, gs)) = &o.guarded {
                 self.dyn_guard_fill(gs, plan, idx)?;
             }
             for (kernel, locs) in calls {
@@ -1365,7 +1659,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                             (slab, at)
                         }
                         Base::Input(i) | Base::Output(i) => {
-                            if dynamic[idx] && loc.offset != 0 {
+                            if o.dynamic[idx] && loc.offset != 0 {
                                 return Err(CodegenError::Llvm(format!(
                                     "op #{idx}: a view at an offset into an input or output"
                                 )));
@@ -1379,25 +1673,46 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                             let p = llvm(self.builder.build_load(q, "base"))?.into_pointer_value();
                             (p, k.c(loc.offset as i64))
                         }
-                        Base::Weight(w) => (globals[w], k.c(loc.offset as i64)),
+                        Base::Weight(w) => (o.globals[w], k.c(loc.offset as i64)),
                     };
                     // SAFETY: the executable's offsets are a checked plan of this structure at
                     // the shape of `dims`.
                     let p = llvm(unsafe { self.builder.build_in_bounds_gep(base, &[off], "t") })?;
                     args.push(llvm(self.builder.build_pointer_cast(p, fp, "f"))?.into());
                 }
-                if dynamic[idx] {
+                if o.dynamic[idx] {
                     args.push(dims.into());
                 }
-                self.call_kernel(*kernel, args, None)?;
+                let count = self
+                    .dyn_tiles
+                    .borrow()
+                    .iter()
+                    .find(|(f, _)| f == kernel)
+                    .map(|(_, t)| t.clone());
+                let count = match count {
+                    Some(t) => Some(d.tile_count(&t, self.min_tile_flops)?),
+                    None => None,
+                };
+                self.call_kernel_tiles(*kernel, args, pf, count)?;
             }
-            if let Some((gd, gs)) = &guarded {
-                self.dyn_guard_after(gs, gd, func, &storage, plan, idx)?;
+            if let Some((gd, gs)) = &o.guarded {
+                self.dyn_guard_after(gs, gd, o.func, o.storage, plan, idx)?;
             }
         }
         llvm(self.builder.build_return(None))?;
         Ok(())
     }
+}
+
+/// What the entry points of a dynamic compile call ([`Gen::dyn_calls`]).
+struct DynOps<'o, 'c> {
+    func: &'o Function,
+    storage: &'o Storage,
+    per_op: &'o [Vec<Call<'c>>],
+    dynamic: &'o [bool],
+    globals: &'o [PointerValue<'c>],
+    guarded: Option<(&'o crate::guard::Guard, &'o crate::guard::DynGuarded<'c>)>,
+    syms: &'o [String],
 }
 
 /// The C expression of `e` over `d[i]` (the dims in `syms` order), with the helpers
@@ -1459,6 +1774,7 @@ pub fn emit_dynamic(
         width,
         min_tile_flops: opts.min_tile_flops,
         parallel: Default::default(),
+        dyn_tiles: Default::default(),
     };
     gen.build_dynamic(b, weights, &opts.name, spec, opts.guard.as_ref())?;
     module
@@ -1657,7 +1973,7 @@ pub fn main_c(
     let _ = writeln!(x, " }}");
     let _ = writeln!(
         x,
-        "void {name}_run_dyn(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims);\n#define MODEL_RUN_DYN {name}_run_dyn"
+        "void {name}_run_dyn_parallel(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims, tir_parallel_for parallel_for, void *pool);\n#define MODEL_RUN_DYN {name}_run_dyn_parallel"
     );
     if guard > 0 {
         let _ = writeln!(x, "#define TIR_GUARD {guard}");
@@ -1861,6 +2177,14 @@ pub fn header(
          may overlap. The outputs are bitwise those of the model compiled at those dims. */\n\
          void {name}_run_dyn(const void *const *inputs, void *const *outputs, void *slab,\n    \
          const uint64_t *offsets, const int64_t *dims);\n\n\
+         /* The same on the caller's threads: each kernel's tiles (a count fixed by the dims,\n   \
+         never by the threads) are handed to `parallel_for(pool, body, ctx, tiles)`, which must\n   \
+         call `body(ctx, begin, end)` on disjoint ranges covering 0..tiles and return once all\n   \
+         have returned. The outputs are the same bytes for every thread count. */\n\
+         typedef void (*{name}_parallel_for)(void *pool, void (*body)(void *ctx, int64_t begin, int64_t end),\n    \
+         void *ctx, int64_t tiles);\n\
+         void {name}_run_dyn_parallel(const void *const *inputs, void *const *outputs, void *slab,\n    \
+         const uint64_t *offsets, const int64_t *dims, {name}_parallel_for parallel_for, void *pool);\n\n\
          #ifdef __cplusplus\n}}\n#endif\n\n#endif /* {guard} */"
     );
     Ok(s)

@@ -814,7 +814,7 @@ static void run_model(const void *const *ins, void *const *outs, void *slab) {
     }
 #elif DYNAMIC
     (void)slab;
-    MODEL_RUN_DYN(ins, outs, dyn_slab, cur_plan->offsets, dimv);
+    MODEL_RUN_DYN(ins, outs, dyn_slab, cur_plan->offsets, dimv, pool_parallel_for, &pool);
 #else
     MODEL_RUN_PARALLEL(ins, outs, slab, pool_parallel_for, &pool);
 #endif

@@ -243,6 +243,7 @@ fn with_module<T>(
         width,
         min_tile_flops: opts.min_tile_flops,
         parallel: Default::default(),
+        dyn_tiles: Default::default(),
     };
     gen.build(b, weights, &opts.name, opts.guard.as_ref(), relocatable)?;
     module
@@ -630,6 +631,9 @@ pub(crate) struct Gen<'a, 'ctx> {
             Vec<(Vec<(u32, u64)>, FunctionValue<'ctx>)>,
         )>,
     >,
+    /// The tiled kernels with run-time extents and how each counts its tiles at run time
+    /// ([`dynamic::DynTiles`]).
+    pub dyn_tiles: std::cell::RefCell<Vec<(FunctionValue<'ctx>, dynamic::DynTiles)>>,
 }
 
 /// A tensor argument of a kernel: its storage and element count.

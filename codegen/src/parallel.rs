@@ -317,7 +317,13 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 self.builder
                     .build_in_bounds_gep(base, &[k.c(offset as i64)], "t")
             })?;
-            args.push(llvm(self.builder.build_pointer_cast(p, fp, "f"))?.into());
+            // The kernel's own pointer type: `f32*` for tensors, `i64*` for the dims of a
+            // kernel with run-time extents (`crate::dynamic`).
+            let ty = f
+                .get_nth_param(args.len() as u32)
+                .map(|p| p.get_type().into_pointer_type())
+                .unwrap_or(fp);
+            args.push(llvm(self.builder.build_pointer_cast(p, ty, "f"))?.into());
         }
         for i in 1..3 {
             let v = b
@@ -390,6 +396,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             let q = llvm(unsafe { self.builder.build_in_bounds_gep(pf.ctx, &[i], "slot") })?;
             llvm(self.builder.build_store(q, p))?;
         }
+        let tiles = self.ctx.i64_type().const_int(tiles, false);
         self.call_parallel_for(pf, body, tiles)
     }
 
@@ -400,17 +407,31 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
     pub(crate) fn call_kernel(
         &self,
         kernel: FunctionValue<'ctx>,
-        mut args: Vec<BasicMetadataValueEnum<'ctx>>,
+        args: Vec<BasicMetadataValueEnum<'ctx>>,
         pfor: Option<ParallelFor<'ctx>>,
     ) -> R<()> {
-        let Some(tiles) = self.tiles_of(kernel) else {
+        self.call_kernel_tiles(kernel, args, pfor, None)
+    }
+
+    /// [`Gen::call_kernel`] with the tile count computed at run time (`tiles`, at most the
+    /// registered count): a kernel with run-time extents cuts its work by the shape
+    /// (`crate::dynamic`). `None`: the registered count.
+    pub(crate) fn call_kernel_tiles(
+        &self,
+        kernel: FunctionValue<'ctx>,
+        mut args: Vec<BasicMetadataValueEnum<'ctx>>,
+        pfor: Option<ParallelFor<'ctx>>,
+        tiles: Option<IntValue<'ctx>>,
+    ) -> R<()> {
+        let Some(count) = self.tiles_of(kernel) else {
             llvm(self.builder.build_call(kernel, &args, ""))?;
             return Ok(());
         };
         let i64t = self.ctx.i64_type();
+        let tiles = tiles.unwrap_or_else(|| i64t.const_int(count, false));
         let Some(pf) = pfor else {
             args.push(i64t.const_zero().into());
-            args.push(i64t.const_int(tiles, false).into());
+            args.push(tiles.into());
             llvm(self.builder.build_call(kernel, &args, ""))?;
             return Ok(());
         };
@@ -438,9 +459,8 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         &self,
         pf: ParallelFor<'ctx>,
         body: FunctionValue<'ctx>,
-        tiles: u64,
+        tiles: IntValue<'ctx>,
     ) -> R<()> {
-        let i64t = self.ctx.i64_type();
         let i8p = self.ctx.i8_type().ptr_type(AddressSpace::default());
         let f = inkwell::values::CallableValue::try_from(pf.function)
             .map_err(|_| CodegenError::Llvm("parallel_for is not a function pointer".into()))?;
@@ -448,12 +468,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let body = body.as_global_value().as_pointer_value();
         llvm(self.builder.build_call(
             f,
-            &[
-                pf.pool.into(),
-                body.into(),
-                ctx.into(),
-                i64t.const_int(tiles, false).into(),
-            ],
+            &[pf.pool.into(), body.into(), ctx.into(), tiles.into()],
             "",
         ))?;
         Ok(())

@@ -27,10 +27,11 @@
 //! - global_avg_pool: the static `f64` vector sums (two interleaved accumulators, then one,
 //!   then a masked tail, then the lanes pairwise), at a run-time plane size.
 
-use super::{args_dyn, finish_call, refuse, Dk, DynSpec};
+use super::{args_dyn, finish_call, refuse, Dk, DynSpec, DynTiles};
 use crate::kernels::common::{activation, vector_registers, Call};
-use crate::kernels::gemm::{gemm, Epilogue, Gemm};
+use crate::kernels::gemm::{gemm, gemv_rows, wide, Epilogue, Gemm};
 use crate::nest::{llvm, R};
+use crate::parallel::work;
 use crate::storage::Storage;
 use crate::Gen;
 use inkwell::types::VectorType;
@@ -48,6 +49,8 @@ const NV_DEPTHWISE: u32 = 4;
 /// Output elements up to which a depthwise plane runs as one flat run of vectors (the static
 /// depthwise kernel's bound).
 const FLAT_MAX: i64 = 256;
+/// Interior output rows per depthwise block ([`Spatial::rows_block`]).
+const DW_ROWS: i64 = 4;
 /// Vectors of output points up to which the other convolutions run flat (the static
 /// row-packed kernel's bound).
 const FLAT_VECTORS: i64 = 100;
@@ -134,7 +137,10 @@ pub(super) fn pool<'a, 'c>(
         return Err(refuse(spec, func, op, "pooling of a tensor not of rank 4"));
     }
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles: planes; two operations per window cell and output.
+    let taps = p.kernel[0] * p.kernel[1];
+    let tiles = DynTiles::new(oe.clone(), work(2 * taps, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let (xd, od) = (d.dims_of(&xe)?, d.dims_of(&oe)?);
     let planes = d.imul(xd[0], xd[1])?;
     let (h, w, oh, ow) = (xd[2], xd[3], od[2], od[3]);
@@ -157,7 +163,8 @@ pub(super) fn pool<'a, 'c>(
     let (hpb, wpr) = (k.add(h, k.c(pb))?, k.add(w, k.c(pr))?);
     let clamp =
         |i: IntValue<'c>, hi: IntValue<'c>| -> R<IntValue<'c>> { d.imin(d.imax(i, zero)?, hi) };
-    d.loop_step(zero, planes, 1, &mut |pl_| {
+    let (p0, p1) = d.split(planes, 1)?;
+    d.loop_step(p0, p1, 1, &mut |pl_| {
         let plane = k.gep(px, d.imul(pl_, hw)?)?;
         let xp = llvm(k.b.build_select(empty, dummy, plane, "xp"))?.into_pointer_value();
         let op_ = k.gep(po, d.imul(pl_, ohw)?)?;
@@ -222,7 +229,9 @@ pub(super) fn global_avg_pool<'a, 'c>(
         return Err(refuse(spec, func, op, "global_avg_pool below rank 2"));
     }
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles: planes; the input streamed once.
+    let tiles = DynTiles::new(xe.clone(), work(1, 4), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let xd = d.dims_of(&xe)?;
     let planes = d.prod(&xd[..2])?;
     let size = d.prod(&xd[2..])?;
@@ -243,7 +252,8 @@ pub(super) fn global_avg_pool<'a, 'c>(
     let tail_mask = d.lanes_below(d.sub(size, whole)?, w)?;
     let widen =
         |v: VectorValue<'c>| -> R<VectorValue<'c>> { llvm(k.b.build_float_ext(v, dv, "e")) };
-    d.loop_step(k.c(0), planes, 1, &mut |pl| {
+    let (p0, p1) = d.split(planes, 1)?;
+    d.loop_step(p0, p1, 1, &mut |pl| {
         let base = d.imul(pl, size)?;
         let zero: BasicValueEnum = dv.const_zero().into();
         let accs = d.carry(
@@ -298,6 +308,31 @@ pub(super) fn global_avg_pool<'a, 'c>(
         k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
     })?;
     finish_call(g, d.f, &args)
+}
+
+/// The output channels of the flat dense kernel's tile ([`Spatial::flat_dense`]).
+fn flat_mr(w: u32) -> i64 {
+    if vector_registers(w) >= 32 {
+        8
+    } else {
+        6
+    }
+}
+
+fn lcm(a: i64, b: i64) -> i64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x * b
+}
+
+/// One call's share of a convolution (issue 20): groups `[g0, g1)`, and in each its output
+/// channels `[m0, m1)` (all of them when the groups are cut; a start in whole register tiles
+/// when the channels are).
+struct Share<'c> {
+    groups: (IntValue<'c>, IntValue<'c>),
+    channels: (IntValue<'c>, IntValue<'c>),
 }
 
 /// A convolution's extents: the run-time ones as values, the rest constants.
@@ -378,10 +413,30 @@ pub(super) fn conv2d<'a, 'c>(
     let args = args_dyn(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
-    let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
-    let (xd, od) = (d.dims_of(&xe)?, d.dims_of(&oe)?);
     let [sh, sw] = c.strides.map(|v| v as i64);
     let [dh, dw] = c.dilations.map(|v| v as i64);
+    // The static kernel's choice (`kernels::conv::emit`), made on constants only.
+    let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    // Tiles (issue 20): groups when there are several, else output channels in whole
+    // register tiles of every path this kernel may take.
+    let granule = if groups > 1 {
+        1
+    } else if pointwise {
+        wide(g.width).0
+    } else if sh == 1 && sw == 1 && kh * kw <= 49 {
+        lcm(MR, flat_mr(g.width))
+    } else {
+        MR
+    };
+    let units = if groups > 1 { groups } else { m };
+    let cg = ci / groups;
+    let tiles = DynTiles::new(
+        oe.clone(),
+        work(2 * (cg * kh * kw) as u64, 8),
+        (units + granule - 1) / granule,
+    );
+    let d = g.dyn_kernel_tiled(name, &args, &writes, &spec.symbols, Some(tiles))?;
+    let (xd, od) = (d.dims_of(&xe)?, d.dims_of(&oe)?);
     let geo = Geo {
         n: xd[0],
         h: xd[2],
@@ -409,14 +464,24 @@ pub(super) fn conv2d<'a, 'c>(
         None
     };
     let po = d.param(args.len() as u32 - 1)?;
-    // The static kernel's choice (`kernels::conv::emit`), made on constants only.
-    let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    let share = if groups > 1 {
+        let (lo, hi) = d.split(d.k.c(groups), 1)?;
+        Share {
+            groups: (lo, hi),
+            channels: (d.k.c(0), d.k.c(m / groups)),
+        }
+    } else {
+        Share {
+            groups: (d.k.c(0), d.k.c(1)),
+            channels: d.split(d.k.c(m), granule)?,
+        }
+    };
     // The static kernel also runs a kernel as big as its unpadded input as the 1×1
     // convolution of a `C·KH·KW`-channel 1×1 image (`kernels::conv::conv2d`'s `whole`); here
     // that depends on the run-time extents, so it is a run-time branch to the same path.
     let whole_possible = !pointwise && groups == 1 && dh == 1 && dw == 1 && c.pads == [0; 4];
     if pointwise {
-        pointwise_conv(&d, g.width, &geo, px, pw, pb, po)?;
+        pointwise_conv(&d, g.width, &geo, &share, px, pw, pb, po)?;
     } else if whole_possible {
         let k = &d.k;
         let same_h = d.icmp(IntPredicate::EQ, geo.h, k.c(kh))?;
@@ -444,13 +509,13 @@ pub(super) fn conv2d<'a, 'c>(
                     pl: 0,
                     act: geo.act,
                 };
-                pointwise_conv(&d, g.width, &flat, px, pw, pb, po)
+                pointwise_conv(&d, g.width, &flat, &share, px, pw, pb, po)
             } else {
-                Spatial::new(&d, g.width, &geo, geo.cg() == 1)?.emit(px, pw, pb, po)
+                Spatial::new(&d, g.width, &geo, geo.cg() == 1, &share)?.emit(px, pw, pb, po)
             }
         })?;
     } else {
-        let sp = Spatial::new(&d, g.width, &geo, geo.cg() == 1)?;
+        let sp = Spatial::new(&d, g.width, &geo, geo.cg() == 1, &share)?;
         sp.emit(px, pw, pb, po)?;
     }
     finish_call(g, d.f, &args)
@@ -464,6 +529,7 @@ fn pointwise_conv<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,
     geo: &Geo<'c>,
+    share: &Share<'c>,
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
@@ -474,25 +540,44 @@ fn pointwise_conv<'a, 'c>(
     let hw = d.imul(geo.h, geo.wi)?;
     let gemv_possible = cg >= w as i64;
     let one_pixel = d.icmp(IntPredicate::EQ, hw, k.c(1))?;
+    let (m0, m1) = share.channels;
+    let rows = d.sub(m1, m0)?;
+    let (g0, g1) = share.groups;
     d.loop_step(k.c(0), geo.n, 1, &mut |b| {
-        k.loop_(0, geo.groups, &mut |gi| {
+        d.loop_step(g0, g1, 1, &mut |gi| {
+            let first = k.add(k.mul(gi, mg)?, m0)?;
             let xo = d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, hw)?;
-            let oo = d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, hw)?;
-            let a = k.gep(pw, k.mul(gi, mg * cg)?)?;
+            let oo = d.imul(k.add(k.mul(b, geo.m)?, first)?, hw)?;
+            let a = k.gep(pw, k.mul(first, cg)?)?;
             let (bx, cx) = (k.gep(px, xo)?, k.gep(po, oo)?);
             let epi = Epilogue {
                 alpha: 1.0,
                 row_bias: match pb {
-                    Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    Some(p) => Some(k.gep(p, first)?),
                     None => None,
                 },
                 act: geo.act,
             };
             if !gemv_possible {
-                return super::tiles(d, w, (a, bx, cx), (k.c(mg), k.c(cg), hw), epi);
+                return super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi);
             }
             k.if_else(one_pixel, &mut |gemv| {
-                if gemv {
+                if gemv && d.tiles.is_some() && geo.groups == 1 {
+                    // A share of the rows: each row summed as the whole product sums it.
+                    let gm = Gemm {
+                        a,
+                        a_rs: cg,
+                        a_cs: 1,
+                        b: bx,
+                        b_rs: 1,
+                        c: cx,
+                        c_rs: 1,
+                        m: 0,
+                        n: 1,
+                        k: cg,
+                    };
+                    gemv_rows(k, w, &gm, epi, rows)
+                } else if gemv {
                     let gm = Gemm {
                         a,
                         a_rs: cg,
@@ -507,7 +592,7 @@ fn pointwise_conv<'a, 'c>(
                     };
                     gemm(k, w, &gm, epi)
                 } else {
-                    super::tiles(d, w, (a, bx, cx), (k.c(mg), k.c(cg), hw), epi)
+                    super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi)
                 }
             })
         })
@@ -523,9 +608,12 @@ struct Spatial<'d, 'a, 'c> {
     d: &'d Dk<'a, 'c>,
     w: u32,
     geo: &'d Geo<'c>,
+    share: &'d Share<'c>,
     depthwise: bool,
     hw: IntValue<'c>,
     ohw: IntValue<'c>,
+    /// A depthwise convolution's masks per vector position ([`Spatial::mask_table`]).
+    table: Option<(PointerValue<'c>, PointerValue<'c>)>,
     /// Output rows `[r0, r1)` read only inside the image.
     r0: IntValue<'c>,
     r1: IntValue<'c>,
@@ -541,7 +629,13 @@ struct Spatial<'d, 'a, 'c> {
 type TapRow<'c> = (i64, IntValue<'c>, Option<IntValue<'c>>);
 
 impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
-    fn new(d: &'d Dk<'a, 'c>, w: u32, geo: &'d Geo<'c>, depthwise: bool) -> R<Self> {
+    fn new(
+        d: &'d Dk<'a, 'c>,
+        w: u32,
+        geo: &'d Geo<'c>,
+        depthwise: bool,
+        share: &'d Share<'c>,
+    ) -> R<Self> {
         let k = &d.k;
         let zero = k.c(0);
         let hw = d.imul(geo.h, geo.wi)?;
@@ -572,11 +666,13 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         };
         let big = k.add(lead, down(span, nv * wl)?)?;
         let single = k.add(lead, down(span, wl)?)?;
-        Ok(Spatial {
+        let mut sp = Spatial {
             d,
             w,
             geo,
+            share,
             depthwise,
+            table: None,
             hw,
             ohw,
             r0,
@@ -584,7 +680,11 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             lead,
             big,
             single,
-        })
+        };
+        if depthwise {
+            sp.table = Some(sp.mask_table()?);
+        }
+        Ok(sp)
     }
 
     fn emit(
@@ -604,8 +704,9 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         } else {
             None
         };
+        let (g0, g1) = self.share.groups;
         d.loop_step(k.c(0), geo.n, 1, &mut |b| {
-            k.loop_(0, geo.groups, &mut |gi| {
+            d.loop_step(g0, g1, 1, &mut |gi| {
                 let img = Img {
                     x: k.gep(
                         px,
@@ -636,7 +737,17 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 };
                 let rows = || -> R<()> {
                     d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
-                    d.loop_step(self.r0, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
+                    let from = if img.taps.is_some() {
+                        // Depthwise: blocks of `DW_ROWS` interior rows, then the rest alone.
+                        let n = d.sub(self.r1, self.r0)?;
+                        let n = llvm(k.b.build_int_signed_div(n, k.c(DW_ROWS), "blocks"))?;
+                        let end = k.add(self.r0, k.mul(n, DW_ROWS)?)?;
+                        d.loop_step(self.r0, end, DW_ROWS, &mut |oy| self.rows_block(&img, oy))?;
+                        end
+                    } else {
+                        self.r0
+                    };
+                    d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
                     d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
                 };
                 match flat {
@@ -740,7 +851,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let wl = w as i64;
         let taps = geo.kh * geo.kw;
-        let (cg, mg) = (geo.cg(), geo.mg());
+        let cg = geo.cg();
         let (mr, nv) = if vector_registers(w) >= 32 {
             (8, 3)
         } else {
@@ -806,14 +917,25 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             }
             Ok(())
         };
-        let mfull = mg / mr * mr;
-        let channels = |m0: IntValue<'c>, mr: i64| -> R<()> {
+        self.for_channels(mr, &mut |m0, mr| {
             d.loop_step(k.c(0), vfull, nv, &mut |v0| tile(m0, mr, v0, nv))?;
             d.loop_step(vfull, vecs, 1, &mut |v0| tile(m0, mr, v0, 1))
-        };
-        k.loop_step(0, mfull, mr, &mut |m0| channels(m0, mr))?;
+        })
+    }
+
+    /// This call's output channels of a group ([`Share`]) in tiles of `mr` from its first,
+    /// then the group's last `mg mod mr` as one tile when the share reaches them (a share
+    /// starts in whole tiles: its granule is a multiple of `mr`).
+    fn for_channels(&self, mr: i64, body: &mut dyn FnMut(IntValue<'c>, i64) -> R<()>) -> R<()> {
+        let d = self.d;
+        let k = &d.k;
+        let mg = self.geo.mg();
+        let mfull = mg / mr * mr;
+        let (m0, m1) = self.share.channels;
+        d.loop_step(m0, d.imin(m1, k.c(mfull))?, mr, &mut |m| body(m, mr))?;
         if mfull < mg {
-            channels(k.c(mfull), mg - mfull)?;
+            let rest = d.icmp(IntPredicate::SGT, m1, k.c(mfull))?;
+            k.when(rest, &mut || body(k.c(mfull), mg - mfull))?;
         }
         Ok(())
     }
@@ -835,7 +957,8 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 k.add(r, k.c(j * geo.dw - geo.pl))
             })
             .collect::<R<_>>()?;
-        k.loop_(0, geo.mg(), &mut |m| {
+        let (m0, m1) = self.share.channels;
+        d.loop_step(m0, m1, 1, &mut |m| {
             let plane = k.gep(img.o, d.imul(m, self.ohw)?)?;
             let wt = k.mul(m, taps)?;
             let tap: Vec<VectorValue<'c>> = (0..taps)
@@ -905,6 +1028,110 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         masked(single)
     }
 
+    /// `DW_ROWS` interior output rows from `oy0` of a depthwise plane (one output channel per
+    /// group): at each masked or single-vector column position one tile of a vector in each
+    /// row, `DW_ROWS` independent chains (a row alone has one FMA chain there, latency-bound
+    /// on narrow planes); the blocks of `NV_DEPTHWISE` vectors row by row as [`Spatial::row`].
+    fn rows_block(&self, img: &Img<'c>, oy0: IntValue<'c>) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let rows: Vec<(Vec<TapRow<'c>>, IntValue<'c>)> = (0..DW_ROWS)
+            .map(|r| {
+                let oy = k.add(oy0, k.c(r))?;
+                let taps = (0..geo.kh)
+                    .map(|i| {
+                        let iy = k.add(k.mul(oy, geo.sh)?, k.c(i * geo.dh - geo.pt))?;
+                        Ok((i, d.imul(iy, geo.wi)?, None))
+                    })
+                    .collect::<R<_>>()?;
+                Ok((taps, d.imul(oy, geo.ow)?))
+            })
+            .collect::<R<_>>()?;
+        let (lead, big, single) = (self.lead, self.big, self.single);
+        d.loop_step(k.c(0), lead, wl, &mut |ox0| {
+            self.dw_tile(img, &rows, ox0, true)
+        })?;
+        d.loop_step(lead, big, NV_DEPTHWISE as i64 * wl, &mut |ox0| {
+            for (taps, orow) in &rows {
+                self.channels(img, taps, *orow, ox0, NV_DEPTHWISE, false)?;
+            }
+            Ok(())
+        })?;
+        d.loop_step(big, single, wl, &mut |ox0| {
+            self.dw_tile(img, &rows, ox0, false)
+        })?;
+        d.loop_step(single, geo.ow, wl, &mut |ox0| {
+            self.dw_tile(img, &rows, ox0, true)
+        })
+    }
+
+    /// One vector at `ox0` in each of `rows` (interior rows of a depthwise plane, one output
+    /// channel per group), masked by the column masks of the position: per output the chain
+    /// of [`Spatial::tile`] (from the bias, one FMA per tap in `(kh, kw)` order, then the
+    /// activation).
+    fn dw_tile(
+        &self,
+        img: &Img<'c>,
+        rows: &[(Vec<TapRow<'c>>, IntValue<'c>)],
+        ox0: IntValue<'c>,
+        masked: bool,
+    ) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let s = geo.sw;
+        let (table, stores) = match self.table {
+            Some(t) if masked => (Some(t.0), Some(t.1)),
+            _ => (None, None),
+        };
+        let v = llvm(k.b.build_int_signed_div(ox0, k.c(w as i64), "v"))?;
+        let cols: Vec<Option<VectorValue<'c>>> = (0..geo.kw)
+            .map(|j| match table {
+                Some(t) => {
+                    let q = k.gep(t, k.add(k.mul(v, geo.kw)?, k.c(j))?)?;
+                    Ok(Some(llvm(k.b.build_load(q, "cm"))?.into_vector_value()))
+                }
+                None => Ok(None),
+            })
+            .collect::<R<_>>()?;
+        let taps = img
+            .taps
+            .as_ref()
+            .ok_or_else(|| crate::CodegenError::Llvm("depthwise taps not loaded".into()))?;
+        let bias = match img.bias {
+            Some(p) => k.ld(p, k.c(0))?,
+            None => k.f(0.0),
+        };
+        let mut acc: Vec<VectorValue<'c>> = vec![k.splat(bias, w)?; rows.len()];
+        let ix0 = k.mul(ox0, s)?;
+        for i in 0..geo.kh as usize {
+            for j in 0..geo.kw {
+                for (r, (tr, _)) in rows.iter().enumerate() {
+                    let at = k.add(k.add(tr[i].1, ix0)?, k.c(j * geo.dw - geo.pl))?;
+                    let wide = match cols[j as usize] {
+                        Some(m) => d.ldv_mask(img.x, at, s as u32 * w, m)?,
+                        None => k.ldv(img.x, at, s as u32 * w)?,
+                    };
+                    let x = self.every(wide)?;
+                    acc[r] = k.fma(taps[i * geo.kw as usize + j as usize], x, acc[r])?;
+                }
+            }
+        }
+        let mask = match stores {
+            Some(st) => Some(llvm(k.b.build_load(k.gep(st, v)?, "sm"))?.into_vector_value()),
+            None => None,
+        };
+        for (r, (_, orow)) in rows.iter().enumerate() {
+            let y = vector_activation(d, w, geo.act, acc[r])?;
+            let at = k.add(*orow, ox0)?;
+            match mask {
+                Some(m) => d.stv_mask(img.o, at, y, m)?,
+                None => k.stv(img.o, at, y)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Every tile of output channels at one column position.
     fn channels(
         &self,
@@ -915,36 +1142,84 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         nv: u32,
         masked: bool,
     ) -> R<()> {
-        let k = &self.d.k;
-        let mg = self.geo.mg();
         let mr = if self.depthwise { 1 } else { MR };
         let masks = if masked {
             Some(self.masks(rows, ox0)?)
         } else {
             None
         };
-        let mfull = mg / mr * mr;
-        k.loop_step(0, mfull, mr, &mut |m0| {
+        self.for_channels(mr, &mut |m0, mr| {
             self.tile(img, rows, masks.as_deref(), orow, ox0, nv, m0, mr)
-        })?;
-        if mfull < mg {
-            self.tile(
-                img,
-                rows,
-                masks.as_deref(),
-                orow,
-                ox0,
-                nv,
-                k.c(mfull),
-                mg - mfull,
-            )?;
-        }
-        Ok(())
+        })
     }
 
     /// Per kernel row and column, the `sw·W` lanes a tap loads at `ox0`: every `sw`-th, for
     /// output columns below `ow`, reading inside the row, of a kernel row inside the image.
     fn masks(&self, rows: &[TapRow<'c>], ox0: IntValue<'c>) -> R<Vec<Vec<VectorValue<'c>>>> {
+        let (d, geo) = (self.d, self.geo);
+        let k = &d.k;
+        let cols = match self.table {
+            Some((table, _)) => {
+                // Masked positions are whole vectors from column 0.
+                let v = llvm(k.b.build_int_signed_div(ox0, k.c(self.w as i64), "v"))?;
+                let at = k.mul(v, geo.kw)?;
+                (0..geo.kw)
+                    .map(|j| {
+                        let q = k.gep(table, k.add(at, k.c(j))?)?;
+                        Ok(llvm(k.b.build_load(q, "cm"))?.into_vector_value())
+                    })
+                    .collect::<R<_>>()?
+            }
+            None => self.col_masks(ox0)?,
+        };
+        let n = geo.sw as u32 * self.w;
+        let off = k.ctx.bool_type().vec_type(n).const_zero();
+        rows.iter()
+            .map(|&(_, _, valid)| {
+                cols.iter()
+                    .map(|&c| match valid {
+                        None => Ok(c),
+                        Some(v) => Ok(llvm(k.b.build_select(v, c, off, "rm"))?.into_vector_value()),
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A depthwise convolution's masks for every vector position of a row, made once per
+    /// call (they are the same for every row and plane, and a depthwise tile has too few
+    /// FMAs to make them per position): the column masks of [`Spatial::col_masks`] per
+    /// position and kernel column, and the store masks of the output columns below `ow`.
+    fn mask_table(&self) -> R<(PointerValue<'c>, PointerValue<'c>)> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let n = geo.sw as u32 * w;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(geo.ow, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let vecs = d.imax(vecs, k.c(1))?;
+        let cols = llvm(k.b.build_array_alloca(
+            k.ctx.bool_type().vec_type(n),
+            d.imul(vecs, k.c(geo.kw))?,
+            "colmasks",
+        ))?;
+        let stores =
+            llvm(k.b.build_array_alloca(k.ctx.bool_type().vec_type(w), vecs, "storemasks"))?;
+        d.loop_step(k.c(0), vecs, 1, &mut |v| {
+            let ox0 = k.mul(v, wl)?;
+            for (j, c) in self.col_masks(ox0)?.into_iter().enumerate() {
+                let q = k.gep(cols, k.add(k.mul(v, geo.kw)?, k.c(j as i64))?)?;
+                llvm(k.b.build_store(q, c))?;
+            }
+            let m = d.lanes_below(d.sub(geo.ow, ox0)?, w)?;
+            llvm(k.b.build_store(k.gep(stores, v)?, m))?;
+            Ok(())
+        })?;
+        Ok((cols, stores))
+    }
+
+    /// Per kernel column, the `sw·W` lanes a tap loads at `ox0`: every `sw`-th, for output
+    /// columns below `ow`, reading inside the row.
+    fn col_masks(&self, ox0: IntValue<'c>) -> R<Vec<VectorValue<'c>>> {
         let (d, geo) = (self.d, self.geo);
         let k = &d.k;
         let s = geo.sw;
@@ -976,7 +1251,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         };
         let cols_left = k.mul(d.sub(geo.ow, ox0)?, s)?;
         let ix0 = k.mul(ox0, s)?;
-        let cols: Vec<VectorValue<'c>> = (0..geo.kw)
+        (0..geo.kw)
             .map(|j| {
                 let at = k.add(ix0, k.c(j * geo.dw - geo.pl))?;
                 let lo = clamp(d.sub(k.c(0), at)?)?;
@@ -984,17 +1259,6 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 let ge = d.vcmp(IntPredicate::SGE, q, lo)?;
                 let lt = d.vcmp(IntPredicate::SLT, q, hi)?;
                 d.vand(keep, d.vand(ge, lt)?)
-            })
-            .collect::<R<_>>()?;
-        let off = k.ctx.bool_type().vec_type(n).const_zero();
-        rows.iter()
-            .map(|&(_, _, valid)| {
-                cols.iter()
-                    .map(|&c| match valid {
-                        None => Ok(c),
-                        Some(v) => Ok(llvm(k.b.build_select(v, c, off, "rm"))?.into_vector_value()),
-                    })
-                    .collect()
             })
             .collect()
     }
@@ -1090,7 +1354,13 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 let col = k.add(ox0, k.c(v as i64 * wl))?;
                 let at = k.add(k.add(plane, orow)?, col)?;
                 if masks.is_some() {
-                    let mask = d.lanes_below(d.sub(geo.ow, col)?, w)?;
+                    let mask = match self.table {
+                        Some((_, stores)) => {
+                            let v = llvm(k.b.build_int_signed_div(col, k.c(wl), "v"))?;
+                            llvm(k.b.build_load(k.gep(stores, v)?, "sm"))?.into_vector_value()
+                        }
+                        None => d.lanes_below(d.sub(geo.ow, col)?, w)?,
+                    };
                     d.stv_mask(img.o, at, y, mask)?;
                 } else {
                     k.stv(img.o, at, y)?;
@@ -1132,7 +1402,7 @@ struct Img<'c> {
 
 /// The activation on a vector, each lane as the scalar `kernels::common::activation`: ReLU
 /// and the clips as the same vector selects, the others lane by lane.
-fn vector_activation<'a, 'c>(
+pub(super) fn vector_activation<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,
     act: Option<Activation>,

@@ -11,10 +11,10 @@
 //!   read rows of A).
 //! - with C, a second kernel: `act(fma(beta, c, y))` per element, C broadcast.
 
-use super::{args_dyn, broadcast_strides, dgemm, finish_call, refuse, DynSpec};
+use super::{args_dyn, broadcast_strides, dgemm, finish_call, refuse, DynSpec, DynTiles};
 use crate::kernels::common::{activation, Call};
 use crate::kernels::gemm::Epilogue;
-use crate::nest::R;
+use crate::nest::{llvm, R};
 use crate::storage::Storage;
 use crate::Gen;
 use tir_ir::{Function, OpData};
@@ -41,9 +41,20 @@ pub(super) fn gemm<'a, 'c>(
     let alpha = gm.alpha as f32 as f64;
     let args = args_dyn(func, st, &[a, b, r])?;
     let mut calls = Vec::new();
+    // Tiles (issue 20): rows of the product; two FLOPs per output and K.
+    let mut elems = oe.clone();
+    elems.push(ke.clone());
+    let tiles = DynTiles::new(elems, 2, 8);
     if gm.trans_b && !b_pre_transposed {
-        let d = g.dyn_kernel(name, &args, &[false, false, true], &spec.symbols)?;
+        let d = g.dyn_kernel_tiled(
+            name,
+            &args,
+            &[false, false, true],
+            &spec.symbols,
+            Some(tiles),
+        )?;
         let (m, n, kk) = (d.dim(&oe[0])?, d.dim(&oe[1])?, d.dim(ke)?);
+        let (lo, hi) = d.split(m, 1)?;
         let (a_rs, a_cs) = if gm.trans_a {
             (d.k.c(1), m)
         } else {
@@ -51,7 +62,7 @@ pub(super) fn gemm<'a, 'c>(
         };
         let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
         let k = &d.k;
-        d.loop_step(k.c(0), m, 1, &mut |i| {
+        d.loop_step(lo, hi, 1, &mut |i| {
             let ar = d.imul(i, a_rs)?;
             d.loop_step(k.c(0), n, 1, &mut |j| {
                 let br = d.imul(j, kk)?;
@@ -82,9 +93,20 @@ pub(super) fn gemm<'a, 'c>(
                 "a gemm whose K and N are both run-time",
             ));
         }
-        let d = g.dyn_kernel(name, &args, &[false, false, true], &spec.symbols)?;
+        let d = g.dyn_kernel_tiled(
+            name,
+            &args,
+            &[false, false, true],
+            &spec.symbols,
+            Some(tiles),
+        )?;
         let (m, n, kk) = (d.dim(&oe[0])?, d.dim(&oe[1])?, d.dim(ke)?);
         let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
+        // A share of whole 6-row tiles; each row summed as the whole product sums it.
+        let (lo, hi) = d.split(m, crate::kernels::gemm::wide(g.width).0)?;
+        let rows = llvm(d.k.b.build_int_sub(hi, lo, "rows"))?;
+        let pa = d.k.gep(pa, d.imul(lo, kk)?)?;
+        let po = d.k.gep(po, d.imul(lo, n)?)?;
         let epi = Epilogue {
             alpha,
             row_bias: None,
@@ -94,7 +116,7 @@ pub(super) fn gemm<'a, 'c>(
             &d,
             g.width,
             (pa, pb, po),
-            (m, kk, n),
+            (rows, kk, n),
             k_static,
             n_static,
             epi,
