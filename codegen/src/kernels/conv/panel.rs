@@ -129,6 +129,7 @@ pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue
 }
 
 /// The whole convolution (every image) at the builder's position.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
