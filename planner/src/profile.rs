@@ -118,8 +118,8 @@ pub fn positional_maxima(records: &[UsageRecord], align: u64) -> Result<Vec<u64>
 /// Both lower bounds in O(n log n), without tabulating operators.
 pub fn lower_bounds(records: &[UsageRecord], align: u64) -> Result<LowerBounds, PlanError> {
     let items = prepare(records, align)?;
-    let timeline = Timeline::new(&items);
-    let spans = timeline.spans(&items);
+    // One ranking of the operators for both the points and the spans.
+    let (timeline, spans) = Timeline::with_spans(&items);
     let offsets = breadths_at_points(&items, &spans, timeline.len())?
         .into_iter()
         .max()

@@ -130,7 +130,6 @@ pub(crate) fn place_around(
     }
     let (timeline, spans) = Timeline::with_spans(items);
     let mut index = TimeIndex::new(items, &spans, timeline.len());
-    let mut offsets = vec![0u64; items.len()];
     let mut total_size = 0u64;
     let mut gather = Gather::default();
     for &(item, offset) in fixed {
@@ -141,7 +140,6 @@ pub(crate) fn place_around(
         let end = offset
             .checked_add(size)
             .ok_or_else(|| overflow("slab size"))?;
-        offsets[item] = offset;
         total_size = total_size.max(end);
         index.place(&index.step(item, size, spans[item]), offset, end);
     }
@@ -168,7 +166,6 @@ pub(crate) fn place_around(
         // unions' headers point to, half as early, once those headers have arrived).
         if let Some(ahead) = sequence.get(k + PREFETCH_AHEAD) {
             index.prefetch(ahead);
-            prefetch(&offsets[ahead.item as usize]);
         }
         if let Some(ahead) = sequence.get(k + PREFETCH_AHEAD / 2) {
             index.prefetch_unions(ahead);
@@ -184,10 +181,18 @@ pub(crate) fn place_around(
         let end = offset
             .checked_add(step.size)
             .ok_or_else(|| overflow("slab size"))?;
-        offsets[step.item as usize] = offset;
         total_size = total_size.max(end);
         index.place(step, offset, end);
     }
+    // Each placed range is in its slot (an item of size 0 keeps the slot's 0): the offsets
+    // are read from there once at the end, in item order, where slots mostly ascend, instead
+    // of being written at each step to a random item (at 300k fan_out_growing records,
+    // cachegrind: the placement's write misses 456k -> 154k).
+    let offsets = index
+        .slot_of
+        .iter()
+        .map(|&slot| index.slots[slot].offset)
+        .collect();
     Ok(OffsetsPlan {
         offsets,
         total_size,
@@ -414,7 +419,6 @@ impl Gather {
 #[derive(Clone, Copy)]
 struct Step {
     size: u64,
-    item: u32,
     slot: u32,
     lo: u32,
     hi: u32,
@@ -664,7 +668,6 @@ impl TimeIndex {
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
         Step {
             size,
-            item: item as u32,
             slot: self.slot_of[item] as u32,
             lo: lo as u32,
             hi: hi as u32,
