@@ -57,6 +57,7 @@ pub fn run(opts: Options) -> Result<(), Failure> {
     } else if !maxima.is_empty() {
         let (at, note) = super::dynamic::bounded(&opts.file, &dims, &maxima)?;
         eprintln!("{name}: {note}");
+        let module = input::pin(&opts.file, &source, module, &dims)?;
         (module, Some(JudgeShapes::Bounds(at)))
     } else {
         if let Some(pass) = passes
@@ -75,6 +76,8 @@ pub fn run(opts: Options) -> Result<(), Failure> {
             );
             return Err(Failure::Reported);
         }
+        // Dims given values are fixed in the program; the others stay symbolic.
+        let module = input::pin(&opts.file, &source, module, &dims)?;
         let samples = sample_shapes(&module, &dims);
         if samples.is_empty() {
             eprintln!(
