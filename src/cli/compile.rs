@@ -7,8 +7,8 @@
 //! `egg.rs`). The pipeline is built as values, and both passes judge with this compile's own
 //! plan policy (`plan_function`), so the `plan` pass after them never plans a larger slab
 //! than the input program's. Every mode fits in `--time-limit`, judging included. A dynamic
-//! model compiles at its `--dim` values; without them it is refused (kernels with run-time
-//! extents are not built yet).
+//! model compiles at its `--dim` values, or with its dims free (`compile_dynamic`); there
+//! `--reorder` judges at sample shapes with the executable's own plan (`reorder_dynamic`).
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
