@@ -73,3 +73,18 @@ fn symbolic_sizes_evaluate_to_the_sizes_planned_at_each_shape() {
         }
     }
 }
+
+#[test]
+fn options_that_need_sizes_are_refused_without_dims() {
+    for flag in ["--annotate", "--emit-csv"] {
+        let mut args = vec!["plan", "tests/dynamic/bert.tir", flag];
+        if flag == "--emit-csv" {
+            args.push("unused.csv");
+        }
+        let out = tirc(&args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains(&format!("{flag} needs sizes")), "{e}");
+        assert!(e.contains("--dim NAME=N"), "{e}");
+    }
+}

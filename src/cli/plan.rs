@@ -287,6 +287,12 @@ pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Resul
         if let Some(model) = opts.model.as_deref() {
             // A dynamic model with dims left free: its records with symbolic sizes.
             if model_has_free_dims(model, &dims) {
+                if opts.annotate || opts.emit_csv.is_some() {
+                    return Err(Failure::Usage(format!(
+                        "{} needs sizes: give the model's dims values with --dim NAME=N (or bounds with --dim-max NAME=N)",
+                        if opts.annotate { "--annotate" } else { "--emit-csv" }
+                    )));
+                }
                 return super::dynamic::symbolic(model, &dims, opts.json);
             }
         }
