@@ -295,3 +295,80 @@ fn check_expressions(
     }
     Ok(())
 }
+
+/// `m` with the dims `b` names fixed at their values and the others left symbolic: each
+/// parameter's written type and each written result type has those dims replaced by their
+/// values, and the verifier infers every other type again (a run-time check that is now
+/// decided is either gone or an error). A function left with no free dim is specialized
+/// ([`specialize`]); a binding no function uses is ignored.
+pub fn pin(m: &Module, b: &Bindings) -> Result<Module, Vec<SpecializeError>> {
+    let mut out = m.clone();
+    let mut errors = Vec::new();
+    let value = |s: &str| b.get(s).map(|&n| <DimExpr as crate::sym::Dim>::lit(n));
+    for f in &mut out.funcs {
+        if f.dynamic.is_none() {
+            continue;
+        }
+        if symbols(f).iter().all(|s| b.contains_key(s)) {
+            if let Err(e) = specialize_function(f, b) {
+                errors.push(e);
+            }
+            continue;
+        }
+        let overflow = |span: Span, name: &str| SpecializeError {
+            message: format!("`@{name}`: a dim overflows at the given values"),
+            span,
+        };
+        let subst = |t: &SymTensorType| -> Option<SymTensorType> {
+            let shape = t
+                .shape
+                .iter()
+                .map(|d| d.substitute(&value))
+                .collect::<Option<Vec<_>>>()?;
+            Some(SymTensorType::new(shape, t.dtype))
+        };
+        let params = f.params.clone();
+        let keys: Vec<_> = f.values.keys().collect();
+        for v in keys {
+            let data = &mut f.values[v];
+            if params.contains(&v) {
+                if let Some(t) = data.declared_sym.as_ref() {
+                    let t = subst(t).ok_or_else(|| overflow(data.span, &f.name));
+                    match t {
+                        Ok(t) => data.declared_sym = Some(t),
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+            data.sym = None;
+            data.ty = if params.contains(&v) {
+                data.declared.clone()
+            } else {
+                None
+            };
+        }
+        let span = f.span;
+        let name = f.name.clone();
+        if let Some(d) = f.dynamic.as_deref_mut() {
+            d.checks.clear();
+            if !f.result_type_spans.is_empty() {
+                match d.result_types.iter().map(subst).collect::<Option<Vec<_>>>() {
+                    Some(ts) => d.result_types = ts,
+                    None => errors.push(overflow(span, &name)),
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    crate::verify(&mut out).map_err(|es| {
+        es.iter()
+            .map(|e| SpecializeError {
+                message: e.to_string(),
+                span: e.span(),
+            })
+            .collect::<Vec<_>>()
+    })?;
+    Ok(out)
+}

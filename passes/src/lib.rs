@@ -8,6 +8,7 @@
 pub mod buffer_check;
 pub mod bufferize;
 pub mod buffers;
+pub mod dynamic;
 pub mod liveness;
 pub mod pipeline;
 pub mod plan;

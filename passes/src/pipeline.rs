@@ -13,6 +13,9 @@
 use crate::buffer_check::check_bufferized;
 use crate::bufferize::{bufferize, is_bufferized, BufferizeStats};
 use crate::buffers::Sharing;
+use crate::dynamic::{
+    reorder_dynamic, rewrite_dynamic, specialize_function, DynamicStats, JudgeShapes,
+};
 use crate::plan::{plan_function, FunctionPlan, PlanPolicy};
 use crate::planner::{self, OffsetStrategy};
 use crate::reorder::{self, ReorderOptions, ReorderStats, Search};
@@ -293,6 +296,9 @@ pub enum PassReport {
     Plan(PlanStats),
     Bufferize(BufferizeStats),
     Verify,
+    /// `reorder` or `rewrite` on a dynamic function, judged at several shapes
+    /// ([`crate::dynamic`]).
+    Dynamic(DynamicStats),
 }
 
 impl PassReport {
@@ -379,6 +385,7 @@ impl PassReport {
                 ("alloc_tensor ops", s.alloc_tensors.to_string()),
             ],
             PassReport::Verify => vec![],
+            PassReport::Dynamic(s) => s.items(),
         }
     }
 }
@@ -401,6 +408,9 @@ pub struct PassContext {
     /// The program a `reorder` or `rewrite` started from, with the judge's plan of it, when
     /// their judging was cut short: nothing proves that what they kept plans no larger.
     pub fallback: Option<(Function, Option<FunctionPlan>)>,
+    /// Where `reorder` and `rewrite` judge a dynamic function, and (bounds only) where `plan`
+    /// specializes it: `None` refuses them on a dynamic function.
+    pub shapes: Option<JudgeShapes>,
 }
 
 /// Runs the passes in order. `after_each` sees the module after every pass (for
@@ -409,9 +419,26 @@ pub fn run_pipeline(
     module: &mut Module,
     passes: &[Pass],
     verify_each: bool,
+    after_each: impl FnMut(&Pass, &Module),
+) -> Result<Vec<PassStats>, PassError> {
+    run_pipeline_at(module, passes, verify_each, None, after_each)
+}
+
+/// [`run_pipeline`] on a module that may be dynamic: `reorder` and `rewrite` judge a dynamic
+/// entry function at `shapes` ([`crate::dynamic`]), and `plan` specializes it at the bounds
+/// when `shapes` are bounds (the bounded plan); with sample shapes or none, `plan` on a
+/// dynamic function is refused.
+pub fn run_pipeline_at(
+    module: &mut Module,
+    passes: &[Pass],
+    verify_each: bool,
+    shapes: Option<JudgeShapes>,
     mut after_each: impl FnMut(&Pass, &Module),
 ) -> Result<Vec<PassStats>, PassError> {
-    let mut cx = PassContext::default();
+    let mut cx = PassContext {
+        shapes,
+        ..PassContext::default()
+    };
     let mut all = Vec::new();
     for pass in passes {
         let start = Instant::now();
@@ -447,6 +474,31 @@ pub fn verify_module(module: &mut Module) -> Result<(), Vec<String>> {
     Ok(())
 }
 
+/// The shapes a dynamic function is judged at, or the refusal that says what to give.
+fn judge_shapes(
+    cx: &PassContext,
+    fail: &dyn Fn(String) -> PassError,
+) -> Result<Vec<tir_ir::Bindings>, PassError> {
+    match &cx.shapes {
+        Some(s) if !s.shapes().is_empty() => Ok(s.shapes()),
+        Some(_) => Err(fail(
+            "the model's run-time checks accept none of the sample shapes; give its dims values with --dim NAME=N or bounds with --dim-max NAME=N".into(),
+        )),
+        None => Err(fail(
+            "the function has symbolic dims; give them values with --dim NAME=N, or bounds with --dim-max NAME=N".into(),
+        )),
+    }
+}
+
+/// After `reorder` or `rewrite` on a dynamic function: the plans of other orders are stale,
+/// and the program they started from is left for a bounded `plan`, which keeps it when it
+/// plans smaller at the bounds (they judge with less effort than `plan` spends).
+fn after_dynamic(cx: &mut PassContext, func: &Function, original: Function) {
+    cx.planned = None;
+    cx.judged = None;
+    cx.fallback = (*func != original).then_some((original, None));
+}
+
 fn run_one(
     module: &mut Module,
     pass: &Pass,
@@ -469,6 +521,13 @@ fn run_one(
                 .entry_mut()
                 .ok_or_else(|| fail("the module has no `@main` function".into()))?;
             let original = func.clone();
+            if func.is_dynamic() {
+                let shapes = judge_shapes(cx, &fail)?;
+                let stats =
+                    reorder_dynamic(func, opts, &shapes).map_err(|e| fail(e.to_string()))?;
+                after_dynamic(cx, func, original);
+                return Ok(PassReport::Dynamic(stats));
+            }
             let r = reorder::reorder(func, opts).map_err(|e| fail(e.to_string()))?;
             // Any earlier plan was made for the old order.
             cx.planned = None;
@@ -482,6 +541,13 @@ fn run_one(
                 .entry_mut()
                 .ok_or_else(|| fail("the module has no `@main` function".into()))?;
             let original = func.clone();
+            if func.is_dynamic() {
+                let shapes = judge_shapes(cx, &fail)?;
+                let stats =
+                    rewrite_dynamic(func, opts, &shapes).map_err(|e| fail(e.to_string()))?;
+                after_dynamic(cx, func, original);
+                return Ok(PassReport::Dynamic(stats));
+            }
             let stats = crate::rewrite::rewrite(func, opts, &mut |_, _, _| {})
                 .map_err(|e| fail(e.to_string()))?;
             cx.planned = None;
@@ -492,6 +558,30 @@ fn run_one(
             Ok(PassReport::Rewrite(Box::new(stats)))
         }
         Pass::Plan(policy) => {
+            let dynamic = module.entry().is_some_and(Function::is_dynamic);
+            if dynamic {
+                // The bounded plan: the program at the bounds, valid for every smaller shape
+                // (the caller proved every size non-decreasing in the dims).
+                let Some(JudgeShapes::Bounds(b)) = &cx.shapes else {
+                    return Err(fail(
+                        "the function has symbolic dims and planning needs sizes: give every dim a value with --dim NAME=N, or a bound with --dim-max NAME=N for one plan valid up to the bounds".into(),
+                    ));
+                };
+                let b = b.clone();
+                *module = tir_ir::specialize(module, &b).map_err(|es| {
+                    fail(format!(
+                        "at the bounds: {}",
+                        es.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ))
+                })?;
+                if let Some((f, _)) = cx.fallback.take() {
+                    let f = specialize_function(&f, &b).map_err(|e| fail(e.to_string()))?;
+                    cx.fallback = Some((f, None));
+                }
+            }
             let func = module
                 .entry_mut()
                 .ok_or_else(|| fail("the module has no `@main` function".into()))?;

@@ -7,14 +7,15 @@
 //! `egg.rs`). The pipeline is built as values, and both passes judge with this compile's own
 //! plan policy (`plan_function`), so the `plan` pass after them never plans a larger slab
 //! than the input program's. Every mode fits in `--time-limit`, judging included. A dynamic
-//! model compiles at its `--dim` values; without them it is refused (kernels with run-time
-//! extents are not built yet).
+//! model compiles at its `--dim` values, or with its dims free (`compile_dynamic`); there
+//! `--reorder` judges at sample shapes with the executable's own plan (`reorder_dynamic`).
 
 use super::{import, input, Failure};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tir_codegen::{Artifact, Bufferized, Options as CgOptions};
-use tir_passes::pipeline::{run_pipeline, Pass, PassReport};
+use tir_passes::dynamic::{sample_shapes, JudgeShapes};
+use tir_passes::pipeline::{run_pipeline, run_pipeline_at, Pass, PassReport};
 use tir_passes::plan::PlanPolicy;
 use tir_passes::planner::PlanError;
 use tir_passes::reorder::{Budget, ReorderOptions, Scheduler, Search};
@@ -204,7 +205,7 @@ pub fn run(o: Options) -> Result<(), Failure> {
                     );
                 }
             }
-            PassReport::Bufferize(_) | PassReport::Verify => {}
+            PassReport::Bufferize(_) | PassReport::Verify | PassReport::Dynamic(_) => {}
         }
     }
     let symbol = tir_codegen::symbol_name(
@@ -338,11 +339,17 @@ fn compile_dynamic(
         eprintln!("{name}: error: {msg}");
         Failure::Reported
     };
-    if o.reorder.is_some() || o.strategy.is_some() {
+    if o.strategy.is_some() {
         return Err(Failure::Usage(
-            "--reorder and --strategy need every dim given a value with --dim NAME=N (a model with run-time dims is planned by its executable, greedy by size)".into(),
+            "--strategy needs every dim given a value with --dim NAME=N (a model with run-time dims is planned by its executable, greedy by size)".into(),
         ));
     }
+    let original = module.clone();
+    let mut module = module;
+    let derived = match o.reorder {
+        Some(mode) => reorder_dynamic(o, &mut module, dims, mode)?,
+        None => Vec::new(),
+    };
     let f = module
         .entry()
         .ok_or_else(|| err("the module has no entry function".into()))?;
@@ -419,7 +426,14 @@ fn compile_dynamic(
             "the model's buffers are shared differently at different shapes, so one executable cannot run them all; give its dims values with --dim NAME=N".into(),
         ));
     }
-    let weights = input::load_weights(&probe_a, &o.model, o.weights.as_deref(), embedded, o.seed)?;
+    // The weights of the program as given; the consts `--reorder=egg` made are cut from them.
+    let mut weights = if derived.is_empty() {
+        input::load_weights(&probe_a, &o.model, o.weights.as_deref(), embedded, o.seed)?
+    } else {
+        let at = input::specialize(&o.model, source, original, &pa, Some("--dim"))?;
+        input::load_weights(&at, &o.model, o.weights.as_deref(), embedded, o.seed)?
+    };
+    super::egg::add_derived_weights(&mut weights, &derived).map_err(&err)?;
     let symbol = tir_codegen::symbol_name(
         o.model
             .file_stem()
@@ -489,4 +503,88 @@ fn compile_dynamic(
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// `--reorder` on a model compiled with run-time dims: the `reorder` (or, with `egg`,
+/// `rewrite`) pass on the symbolic program, judged at sample shapes by the executable's own
+/// plan (greedy by size, whole buffers, `tir_passes::dynamic`): an order or program is kept
+/// only when it plans no larger than the input order at every sample shape. Returns the
+/// sliced weights of a rewritten program.
+fn reorder_dynamic(
+    o: &Options,
+    module: &mut tir_ir::Module,
+    dims: &tir_ir::Bindings,
+    mode: ReorderMode,
+) -> Result<Vec<tir_passes::rewrite::DerivedWeight>, Failure> {
+    let name = o.model.display().to_string();
+    let shapes = sample_shapes(module, dims);
+    if shapes.is_empty() {
+        eprintln!(
+            "{name}: error: --reorder: the model's run-time checks accept none of the sample shapes (every dim at {:?}); give its dims values with --dim NAME=N",
+            tir_passes::dynamic::SAMPLE_VALUES
+        );
+        return Err(Failure::Reported);
+    }
+    let policy = PlanPolicy {
+        strategy: tir_passes::planner::OffsetStrategy::GreedyBySize,
+        sharing: !o.no_sharing,
+        concat_slices: false,
+        ..PlanPolicy::compile()
+    };
+    let budget = Budget {
+        time: o.time_limit,
+        ..Budget::default()
+    };
+    let pass = match mode {
+        ReorderMode::Egg => Pass::Rewrite(RewriteOptions {
+            scheduler: Scheduler::Exact,
+            budget,
+            policy,
+            ..RewriteOptions::default()
+        }),
+        _ => Pass::Reorder(ReorderOptions {
+            search: match mode {
+                ReorderMode::Exact => Search::Scheduler(Scheduler::Exact),
+                _ => Search::Heuristics,
+            },
+            budget,
+            policy,
+        }),
+    };
+    let n = shapes.len();
+    let reports = run_pipeline_at(
+        module,
+        &[pass],
+        false,
+        Some(JudgeShapes::Samples(shapes)),
+        |_, _| {},
+    )
+    .map_err(|e| {
+        eprintln!("{name}: error: {e}");
+        Failure::Reported
+    })?;
+    let mut derived = Vec::new();
+    for r in reports {
+        if let PassReport::Dynamic(s) = r.report {
+            let mode = match mode {
+                ReorderMode::Heuristic => "heuristic",
+                ReorderMode::Exact => "exact",
+                ReorderMode::Egg => "egg",
+            };
+            let (before, after): (u64, u64) = s
+                .shapes
+                .iter()
+                .fold((0, 0), |(b, a), x| (b.max(x.before), a.max(x.after)));
+            eprintln!(
+                "{name}: reorder ({mode}) judged at {n} sample shapes: kept {}, largest slab {before} -> {after} bytes{}",
+                s.kept,
+                s.not_generic
+                    .as_ref()
+                    .map(|w| format!(" (the rewritten program is not shape-generic: {w})"))
+                    .unwrap_or_default()
+            );
+            derived = s.derived;
+        }
+    }
+    Ok(derived)
 }

@@ -247,3 +247,129 @@ pub fn bounded(
     );
     Ok((b, note))
 }
+
+#[derive(Serialize)]
+struct SymRecord {
+    name: String,
+    first_op: usize,
+    last_op: usize,
+    /// Bytes, an expression in the dims (`DimExpr`'s canonical form).
+    size: String,
+}
+
+#[derive(Serialize)]
+struct SymReport<'a> {
+    source: &'a str,
+    name: &'a str,
+    dims: Vec<String>,
+    operators: usize,
+    records: Vec<SymRecord>,
+    naive_total: String,
+    note: String,
+}
+
+/// `tirc plan` on a dynamic model with dims left free and no `--dim-range` / `--dim-max`:
+/// what is known without values. Lifetimes do not depend on the dims (liveness is a function
+/// of the graph and the order), so they are read at one shape the model accepts; each
+/// record's size is its value's symbolic type in bytes, an expression in the dims.
+pub fn symbolic(path: &Path, dims: &Bindings, json: bool) -> Result<(), Failure> {
+    let (source, module) = load_dynamic(path, "plan")?;
+    input::check_dim_names(&module, dims, "--dim")?;
+    let src = path.display().to_string();
+    let free: Vec<String> = module_symbols(&module)
+        .into_iter()
+        .filter(|s| !dims.contains_key(s))
+        .collect();
+    let Some(at) = tir_passes::dynamic::sample_shapes(&module, dims)
+        .into_iter()
+        .next()
+    else {
+        return Err(fail(
+            &src,
+            format!(
+                "the model's run-time checks accept none of the sample shapes (every dim at {:?}), so its lifetimes cannot be read; give its dims values with --dim NAME=N",
+                tir_passes::dynamic::SAMPLE_VALUES
+            ),
+        ));
+    };
+    let m = input::specialize(path, &source, module.clone(), &at, Some("--dim"))?;
+    let input = records::from_module(path, m)?;
+    let Some((_, live)) = input.model.as_ref() else {
+        return Err(fail(&src, "no liveness"));
+    };
+    let Some(func) = module.entry() else {
+        return Err(fail(&src, "the module has no `@main` function to plan"));
+    };
+    let pinned = |s: &str| dims.get(s).map(|&n| DimExpr::lit(n));
+    let mut records_out = Vec::new();
+    let mut naive = DimExpr::lit(0);
+    for (r, &v) in input.records.iter().zip(&live.values) {
+        let overflow = || {
+            fail(
+                &src,
+                format!("the size of `{}` overflows", func.value_name(v)),
+            )
+        };
+        let t = func.values[v]
+            .sym_type()
+            .ok_or_else(|| fail(&src, format!("`{}` has no type", func.value_name(v))))?;
+        let mut bytes = DimExpr::lit(t.dtype.byte_size());
+        for d in &t.shape {
+            let d = d.substitute(&pinned).ok_or_else(overflow)?;
+            bytes = bytes.checked_mul(&d).ok_or_else(overflow)?;
+        }
+        naive = naive.checked_add(&bytes).ok_or_else(overflow)?;
+        records_out.push(SymRecord {
+            name: func.value_name(v),
+            first_op: r.first_op,
+            last_op: r.last_op,
+            size: bytes.to_string(),
+        });
+    }
+    let note = format!(
+        "sizes are in bytes, expressions in the dims {}; for numbers give them values with --dim NAME=N (a plan at those values), a range with --dim-range NAME=A..B[:STEP] (the slab at each size), or bounds with --dim-max NAME=N (one plan valid for every shape up to them)",
+        free.join(", ")
+    );
+    if json {
+        let report = SymReport {
+            source: &src,
+            name: &module.name,
+            dims: free,
+            operators: input.num_ops,
+            records: records_out,
+            naive_total: naive.to_string(),
+            note,
+        };
+        let text = serde_json::to_string_pretty(&report).map_err(|e| fail(&src, e))?;
+        println!("{text}");
+        return Ok(());
+    }
+    println!(
+        "{} ({src}): {} operators, {} intermediate tensors, dims {} without values",
+        module.name,
+        input.num_ops,
+        records_out.len(),
+        free.join(", ")
+    );
+    println!("naive total (every intermediate separately): {naive} bytes");
+    println!();
+    let width = records_out
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    println!(
+        "  {:<width$} {:>8} {:>8}  size (bytes)",
+        "tensor", "first op", "last op"
+    );
+    for r in &records_out {
+        println!(
+            "  {:<width$} {:>8} {:>8}  {}",
+            r.name, r.first_op, r.last_op, r.size
+        );
+    }
+    println!();
+    println!("{note}");
+    Ok(())
+}

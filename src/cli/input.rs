@@ -96,6 +96,20 @@ pub fn check_dim_names(module: &Module, dims: &Bindings, flag: &str) -> Result<(
 
 /// A dynamic module at `dims` (static modules pass through, a `--dim` they cannot use is
 /// misuse). A dim without a value is refused, naming the flag to pass.
+/// `module` with the `--dim` values of some dims fixed and the others left symbolic
+/// (`tir_ir::specialize::pin`); a failure is reported against the source.
+pub fn pin(path: &Path, source: &str, module: Module, dims: &Bindings) -> Result<Module, Failure> {
+    check_dim_names(&module, dims, "--dim")?;
+    if dims.is_empty() || !module.is_dynamic() {
+        return Ok(module);
+    }
+    tir_ir::specialize::pin(&module, dims).map_err(|errors| {
+        let diags: Vec<Diagnostic> = errors.iter().map(ToDiagnostic::to_diagnostic).collect();
+        report(&path.display().to_string(), source, &diags);
+        Failure::Reported
+    })
+}
+
 pub fn specialize(
     path: &Path,
     source: &str,

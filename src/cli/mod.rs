@@ -151,9 +151,15 @@ pub enum Command {
         #[arg(long, short = 'o')]
         output: Option<PathBuf>,
         /// A value for a symbolic dim of a dynamic model, `NAME=N` (repeatable): the passes run
-        /// on the model specialized at them.
+        /// on the model specialized at them. Dims left free stay symbolic: `reorder` and
+        /// `rewrite` judge at sample shapes (or at `--dim-max`), see docs/reorder.md.
         #[arg(long = "dim", value_name = "NAME=N")]
         dims: Vec<String>,
+        /// A bound for a symbolic dim, `NAME=N` (repeatable): `reorder` and `rewrite` judge at
+        /// the bounds, and `plan` makes the bounded plan (one plan valid for every shape up to
+        /// them; `bufferize` then allocates the slab at the bounds).
+        #[arg(long = "dim-max", value_name = "NAME=N")]
+        dim_max: Vec<String>,
     },
     /// Run a model (reference interpreter) and summarise or write its outputs as .npy files.
     Run {
@@ -291,8 +297,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             stats,
             output,
             dims,
+            dim_max,
         } => opt::run(opt::Options {
             dims,
+            dim_max,
             file,
             passes,
             verify_each,

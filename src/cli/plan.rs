@@ -199,6 +199,24 @@ fn offset_strategies(name: &str) -> Result<Vec<OffsetStrategy>, Failure> {
         .map_err(|e| Failure::Usage(e.to_string()))
 }
 
+/// Whether `model` is a `.tir` model with symbolic dims that `dims` leaves without values
+/// (a file that does not load is left to the usual path, which reports it).
+fn model_has_free_dims(model: &Path, dims: &tir_ir::Bindings) -> bool {
+    let Some(mut m) = std::fs::read(model)
+        .ok()
+        .and_then(|b| tir_ir::parser::parse_bytes(&b).ok())
+        .map(|(_, m)| m)
+    else {
+        return false;
+    };
+    if tir_ir::verify(&mut m).is_err() {
+        return false;
+    }
+    tir_ir::specialize::module_symbols(&m)
+        .iter()
+        .any(|s| !dims.contains_key(s))
+}
+
 fn object_strategies(name: &str) -> Result<Vec<SharedObjectStrategy>, Failure> {
     if name == "all" {
         let mut all = SharedObjectStrategy::ALL.to_vec();
@@ -266,6 +284,18 @@ pub fn run_with_time_limit(opts: Options, time_limit: Option<Duration>) -> Resul
         }
         records::from_model(model, &at, Some("--dim"))?
     } else {
+        if let Some(model) = opts.model.as_deref() {
+            // A dynamic model with dims left free: its records with symbolic sizes.
+            if model_has_free_dims(model, &dims) {
+                if opts.annotate || opts.emit_csv.is_some() {
+                    return Err(Failure::Usage(format!(
+                        "{} needs sizes: give the model's dims values with --dim NAME=N (or bounds with --dim-max NAME=N)",
+                        if opts.annotate { "--annotate" } else { "--emit-csv" }
+                    )));
+                }
+                return super::dynamic::symbolic(model, &dims, opts.json);
+            }
+        }
         match (opts.model.as_deref(), opts.records.as_deref()) {
             // A CSV may have multi-dimensional sizes: those plan as textures, on their own path.
             (None, Some(path)) => match records::from_any_csv(path, opts.inclusive)? {
