@@ -493,8 +493,18 @@ impl<'a, 'c> Dk<'a, 'c> {
         sets: &[Vec<IntValue<'c>>],
         body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
     ) -> R<()> {
-        if self.tiles.is_none() || shape.len() < 2 {
+        if self.tiles.is_none() || shape.is_empty() {
             return self.nest(shape, sets, body);
+        }
+        if shape.len() == 1 {
+            // One axis: this call's share of its elements (every tile running the whole
+            // nest would compute each element once per tile).
+            let (lo, hi) = self.split(shape[0], 64)?;
+            return self.loop_step(lo, hi, 1, &mut |j| {
+                let idx: Vec<IntValue<'c>> =
+                    sets.iter().map(|s| self.imul(j, s[0])).collect::<R<_>>()?;
+                body(&idx)
+            });
         }
         let k = &self.k;
         let last = shape.len() - 1;
@@ -925,14 +935,16 @@ fn transpose<'a, 'c>(
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles (issue 20): rows of the output, a copy per element.
+    let tiles = DynTiles::new(spec.dims(func, r)?, crate::parallel::work(0, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let xs = d.contiguous(&d.dims_of(&spec.dims(func, x)?)?)?;
     let shape = d.dims_of(&spec.dims(func, r)?)?;
     let so = d.contiguous(&shape)?;
     let si: Vec<IntValue> = perm.iter().map(|&p| xs[p as usize]).collect();
     let (px, po) = (d.param(0)?, d.param(1)?);
     let k = &d.k;
-    d.nest(&shape, &[si, so], &mut |idx| {
+    d.nest_split(&shape, &[si, so], &mut |idx| {
         k.st(po, idx[1], k.ld(px, idx[0])?)
     })?;
     finish_call(g, d.f, &args)
