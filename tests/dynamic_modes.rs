@@ -15,6 +15,7 @@ const SHAPE_OPS: &str = "tests/dynamic/shape_ops.tir";
 const BATCH_OPS: &str = "tests/dynamic/batch_ops.tir";
 const VARIANTS: &str = "tests/dynamic/conv_variants.tir";
 const MOBILENET: &str = "tests/dynamic/mobilenet_v2.tir";
+const POINTWISE: &str = "tests/dynamic/pointwise.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("modes", test)
@@ -116,7 +117,9 @@ fn the_guard_reports_an_out_of_bounds_store_at_the_run_time_end_of_its_buffer() 
 /// variants' convolutions (groups, a channel multiplier, strides, dilations) at 60×140 and
 /// 97×230 into 2–8 tiles of groups or channels, MobileNet v2's first layers at 96×128 and
 /// 75×161 (channels of the 1×1 and dense convolutions, depthwise groups, the residual adds'
-/// rows); there, the outputs are also checked equal to the static compile's.
+/// rows), the shape ops at 150×300 (batch_norm, the reductions) and the point-wise ops at
+/// 150×300 (prelu, trilu, slices: rows of their outputs); there, the outputs are also
+/// checked equal to the static compile's.
 #[test]
 fn every_thread_count_gives_the_same_bytes() {
     let dir = scratch("threads");
@@ -131,7 +134,15 @@ fn every_thread_count_gives_the_same_bytes() {
             SHAPE_OPS,
             "shape_ops",
             "x",
-            vec![vec![1, 3, 3, 3], vec![1, 3, 17, 30]],
+            // 150×300: batch_norm in 4 tiles of rows, the reductions over H·W in 2.
+            vec![vec![1, 3, 3, 3], vec![1, 3, 17, 30], vec![1, 3, 150, 300]],
+        ),
+        (
+            POINTWISE,
+            "pointwise",
+            "x",
+            // 150×300: prelu and trilu in 4–8 tiles of rows, the slices in 1–2.
+            vec![vec![1, 4, 5, 9], vec![1, 4, 150, 300]],
         ),
         (
             VARIANTS,

@@ -222,6 +222,19 @@ fn one_executable_runs_bert_at_every_shape_like_the_static_compile() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The rows after a product's last whole register tile run as tiles of each binary digit of
+/// their count (issue 18): lengths whose tails (rows mod 6 of the wide tiles, mod 12 or 8 of
+/// the narrow q·kᵀ tiles of one to three vectors) take every digit: 8 (2; 12-row tiles: 8),
+/// 11 (5; 11 = 8 + 2 + 1), 22 (4; 10 = 8 + 2), 64 (4, the whole-block N of q·kᵀ).
+#[test]
+fn every_row_tail_of_the_products_runs_like_the_static_compile() {
+    let dir = scratch("tails");
+    for seq in [8, 11, 22, 64] {
+        check_shape(&dir, 1, seq);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn views_and_a_product_dim_run_at_every_shape_like_the_static_compile() {
     let dir = scratch("heads");

@@ -493,8 +493,18 @@ impl<'a, 'c> Dk<'a, 'c> {
         sets: &[Vec<IntValue<'c>>],
         body: &mut dyn FnMut(&[IntValue<'c>]) -> R<()>,
     ) -> R<()> {
-        if self.tiles.is_none() || shape.len() < 2 {
+        if self.tiles.is_none() || shape.is_empty() {
             return self.nest(shape, sets, body);
+        }
+        if shape.len() == 1 {
+            // One axis: this call's share of its elements (every tile running the whole
+            // nest would compute each element once per tile).
+            let (lo, hi) = self.split(shape[0], 64)?;
+            return self.loop_step(lo, hi, 1, &mut |j| {
+                let idx: Vec<IntValue<'c>> =
+                    sets.iter().map(|s| self.imul(j, s[0])).collect::<R<_>>()?;
+                body(&idx)
+            });
         }
         let k = &self.k;
         let last = shape.len() - 1;
@@ -925,14 +935,16 @@ fn transpose<'a, 'c>(
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles (issue 20): rows of the output, a copy per element.
+    let tiles = DynTiles::new(spec.dims(func, r)?, crate::parallel::work(0, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let xs = d.contiguous(&d.dims_of(&spec.dims(func, x)?)?)?;
     let shape = d.dims_of(&spec.dims(func, r)?)?;
     let so = d.contiguous(&shape)?;
     let si: Vec<IntValue> = perm.iter().map(|&p| xs[p as usize]).collect();
     let (px, po) = (d.param(0)?, d.param(1)?);
     let k = &d.k;
-    d.nest(&shape, &[si, so], &mut |idx| {
+    d.nest_split(&shape, &[si, so], &mut |idx| {
         k.st(po, idx[1], k.ld(px, idx[0])?)
     })?;
     finish_call(g, d.f, &args)
@@ -969,6 +981,10 @@ fn softmax<'a, 'c>(
     let f64t = k.ctx.f64_type();
     let zero = k.c(0);
     let row = d.imul(len, inner)?;
+    if !log && ax + 1 == xe.len() {
+        softmax_rows(g, &d, (px, po), (o0, o1), len, args[0].loc == args[1].loc)?;
+        return finish_call(g, d.f, &args);
+    }
     d.loop_step(o0, o1, 1, &mut |o| {
         d.loop_step(zero, inner, 1, &mut |i| {
             let base = k.add(d.imul(o, row)?, i)?;
@@ -1016,6 +1032,90 @@ fn softmax<'a, 'c>(
         })
     })?;
     finish_call(g, d.f, &args)
+}
+
+/// Softmax over contiguous rows `o0..o1` of `len` (the axis is the last): the static loops'
+/// operations in their order, the element-wise passes a vector at a time. The maximum is the
+/// same scalar scan; the exponentials `exp(x - max)` are computed lane by lane over a vector
+/// of the row (the last one masked), which the SLP vectoriser widens, and stored; their f64
+/// sum is taken from the stored values in row order; the f64 quotients run in vectors of f64
+/// lanes. Each element gets the scalar kernel's operations, so the bits are the same. The
+/// static kernel's row of constant length is unrolled and vectorised by LLVM; the scalar loop
+/// over a run-time length was not (4× the static time at length 8, issue 18).
+fn softmax_rows<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    d: &Dk<'a, 'c>,
+    (px, po): (PointerValue<'c>, PointerValue<'c>),
+    (o0, o1): (IntValue<'c>, IntValue<'c>),
+    len: IntValue<'c>,
+    in_place: bool,
+) -> R<()> {
+    let k = &d.k;
+    let w = g.width;
+    let wl = w as i64;
+    // In place: every access through one pointer (see `elementwise`).
+    let po = if in_place { px } else { po };
+    let f64t = k.ctx.f64_type();
+    let f64v = f64t.vec_type(w);
+    let zero = k.c(0);
+    let whole = k.mul(llvm(k.b.build_int_signed_div(len, k.c(wl), "v"))?, wl)?;
+    let rest = llvm(k.b.build_int_sub(len, whole, "rest"))?;
+    let any = llvm(k.b.build_int_compare(IntPredicate::SGT, rest, zero, "any"))?;
+    let mask = d.lanes_below(rest, w)?;
+    let lane_at = |l: u32| k.ctx.i32_type().const_int(l.into(), false);
+    d.loop_step(o0, o1, 1, &mut |o| {
+        let base = d.imul(o, len)?;
+        let ninf: BasicValueEnum = k.f(f64::NEG_INFINITY).into();
+        let mx = d.carry(zero, len, 1, vec![ninf], &mut |l, cur| {
+            let v = k.ld(px, k.add(base, l)?)?;
+            let m = cur[0].into_float_value();
+            let gt = llvm(k.b.build_float_compare(FloatPredicate::OGT, v, m, "g"))?;
+            let uno = llvm(k.b.build_float_compare(FloatPredicate::UNO, m, m, "u"))?;
+            let pick = llvm(k.b.build_or(gt, uno, "p"))?;
+            Ok(vec![k.fsel(pick, v, m)?.into()])
+        })?;
+        let mx = mx[0].into_float_value();
+        let exps = |xv: VectorValue<'c>| -> R<VectorValue<'c>> {
+            let mut out = k.vty(w).get_undef();
+            for l in 0..w {
+                let e = k.exp(k.fsub(k.lane(xv, l)?, mx)?)?;
+                out = llvm(k.b.build_insert_element(out, e, lane_at(l), "e"))?;
+            }
+            Ok(out)
+        };
+        d.loop_step(zero, whole, wl, &mut |l0| {
+            let at = k.add(base, l0)?;
+            k.stv(po, at, exps(k.ldv(px, at, w)?)?)
+        })?;
+        let tail = k.add(base, whole)?;
+        k.when(any, &mut || {
+            let v = exps(d.ldv_mask(px, tail, w, mask)?)?;
+            d.stv_mask(po, tail, v, mask)
+        })?;
+        let z: BasicValueEnum = f64t.const_float(0.0).into();
+        let sum = d.carry(zero, len, 1, vec![z], &mut |l, cur| {
+            let e = llvm(k.b.build_float_ext(k.ld(po, k.add(base, l)?)?, f64t, "e"))?;
+            Ok(vec![k.fadd(cur[0].into_float_value(), e)?.into()])
+        })?;
+        let sum = sum[0].into_float_value();
+        let mut sums = f64v.get_undef();
+        for l in 0..w {
+            sums = llvm(k.b.build_insert_element(sums, sum, lane_at(l), "s"))?;
+        }
+        let quot = |v: VectorValue<'c>| -> R<VectorValue<'c>> {
+            let e = llvm(k.b.build_float_ext(v, f64v, "e"))?;
+            let q = llvm(k.b.build_float_div(e, sums, "q"))?;
+            llvm(k.b.build_float_trunc(q, k.vty(w), "q"))
+        };
+        d.loop_step(zero, whole, wl, &mut |l0| {
+            let at = k.add(base, l0)?;
+            k.stv(po, at, quot(k.ldv(po, at, w)?)?)
+        })?;
+        k.when(any, &mut || {
+            let v = quot(d.ldv_mask(po, tail, w, mask)?)?;
+            d.stv_mask(po, tail, v, mask)
+        })
+    })
 }
 
 /// `kernels::norm::layer_norm` with run-time extents: the same f64 statistics per row.
@@ -1265,8 +1365,8 @@ fn dgemm<'a, 'c>(
 /// Row tiles of `MR` rows (the static wide tile's) × `NV` vectors, then the columns after
 /// the last full block as one tile of up to `NV` vectors, the last one masked, with as many
 /// rows as its vectors leave accumulators (the static narrow and remainder tiles: a 7×7
-/// image's 49 columns are 4 vectors × 6 rows, not 4 single-vector tiles), then the remaining
-/// rows one at a time.
+/// image's 49 columns are 4 vectors × 6 rows, not 4 single-vector tiles); the rows after the
+/// last whole tile as [`tail_rows`].
 fn tiles<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,
@@ -1290,9 +1390,7 @@ fn tiles<'a, 'c>(
         d.loop_step(k.c(0), mfull, mr, &mut |i0| {
             tile(d, w, ptrs, (kk, nn), epi, i0, j0, mr, nv, None)
         })?;
-        d.loop_step(mfull, m, 1, &mut |i0| {
-            tile(d, w, ptrs, (kk, nn), epi, i0, j0, 1, nv, None)
-        })
+        tail_rows(d, w, ptrs, (m, kk, nn), epi, mfull, mr, j0, nv, None)
     })?;
     // The remaining `rest` columns: `vecs` vectors, known at run time, one case each.
     let rest = llvm(k.b.build_int_sub(nn, nfull, "rest"))?;
@@ -1307,10 +1405,60 @@ fn tiles<'a, 'c>(
             d.loop_step(k.c(0), mtiles, rows, &mut |i0| {
                 tile(d, w, ptrs, (kk, nn), epi, i0, nfull, rows, c, Some(mask))
             })?;
-            d.loop_step(mtiles, m, 1, &mut |i0| {
-                tile(d, w, ptrs, (kk, nn), epi, i0, nfull, 1, c, Some(mask))
-            })
+            tail_rows(
+                d,
+                w,
+                ptrs,
+                (m, kk, nn),
+                epi,
+                mtiles,
+                rows,
+                nfull,
+                c,
+                Some(mask),
+            )
         })?;
+    }
+    Ok(())
+}
+
+/// The rows `from..m` after the last whole `mr`-row tile (fewer than `mr`, a count known
+/// only at run time) as at most one tile of each power of two below `mr` rows: its binary
+/// digits, so 4 rows are one 4-row tile and 5 are 4 + 1. The static kernel's tail is one
+/// tile of all of them; one row at a time (a single-row tile: `nv` independent FMA chains,
+/// too few to hide the FMA latency, and the B vectors loaded again for every row) made a
+/// 64-row product's 4 tail rows, and a length-8 attention's every row, cost several times
+/// their share (issue 18). Each output is still one FMA chain in K order from zero, whatever
+/// tile holds it, so the bytes do not change.
+#[allow(clippy::too_many_arguments)]
+fn tail_rows<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    w: u32,
+    ptrs: (PointerValue<'c>, PointerValue<'c>, PointerValue<'c>),
+    (m, kk, nn): (IntValue<'c>, IntValue<'c>, IntValue<'c>),
+    epi: Epilogue<'c>,
+    from: IntValue<'c>,
+    mr: i64,
+    j0: IntValue<'c>,
+    nv: u32,
+    mask: Option<VectorValue<'c>>,
+) -> R<()> {
+    let k = &d.k;
+    let t = llvm(k.b.build_int_sub(m, from, "tail"))?;
+    let mut at = from;
+    let mut p = 1i64;
+    while p * 2 < mr {
+        p *= 2;
+    }
+    while p >= 1 {
+        let bit = llvm(k.b.build_and(t, k.c(p), "bit"))?;
+        let on = llvm(k.b.build_int_compare(IntPredicate::NE, bit, k.c(0), "on"))?;
+        let i0 = at;
+        k.when(on, &mut || {
+            tile(d, w, ptrs, (kk, nn), epi, i0, j0, p, nv, mask)
+        })?;
+        at = k.add(at, bit)?;
+        p /= 2;
     }
     Ok(())
 }

@@ -127,14 +127,22 @@ pub(super) fn gemm<'a, 'c>(
         let beta = gm.beta as f32 as f64;
         let act = gm.activation;
         let cargs = args_dyn(func, st, &[r, cv])?;
-        let d = g.dyn_kernel(&format!("{name}_c"), &cargs, &[true, false], &spec.symbols)?;
+        // Tiles (issue 20): rows of the product, one FMA per element.
+        let ctiles = DynTiles::new(oe.clone(), crate::parallel::work(2, 12), 8);
+        let d = g.dyn_kernel_tiled(
+            &format!("{name}_c"),
+            &cargs,
+            &[true, false],
+            &spec.symbols,
+            Some(ctiles),
+        )?;
         let od = d.dims_of(&oe)?;
         let so = d.contiguous(&od)?;
         let sc = broadcast_strides(&d, &spec.dims(func, cv)?, &oe)
             .map_err(|w| refuse(spec, func, op, &w))?;
         let (po, pc) = (d.param(0)?, d.param(1)?);
         let k = &d.k;
-        d.nest(&od, &[so, sc], &mut |idx| {
+        d.nest_split(&od, &[so, sc], &mut |idx| {
             let y = k.ld(po, idx[0])?;
             let c = k.ld(pc, idx[1])?;
             let v = activation(k, act, k.fma(k.f(beta), c, y)?)?;

@@ -7,7 +7,7 @@
 //! rounds to `f32`. Here the same expression per element, the parameters read at the
 //! element's channel.
 
-use super::{args_dyn, finish_call, refuse, DynSpec};
+use super::{args_dyn, finish_call, refuse, DynSpec, DynTiles};
 use crate::kernels::common::Call;
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
@@ -31,11 +31,14 @@ pub(super) fn batch_norm<'a, 'c>(
     let mut vals = op.operands.clone();
     vals.push(r);
     let args = args_dyn(func, st, &vals)?;
-    let d = g.dyn_kernel(
+    // Tiles (issue 20): rows of the output; a square root and a division per element.
+    let tiles = DynTiles::new(oe.clone(), crate::parallel::work(24, 8), 8);
+    let d = g.dyn_kernel_tiled(
         name,
         &args,
         &[false, false, false, false, false, true],
         &spec.symbols,
+        Some(tiles),
     )?;
     let od = d.dims_of(&oe)?;
     let own = d.contiguous(&od)?;
@@ -45,7 +48,7 @@ pub(super) fn batch_norm<'a, 'c>(
     chan[1] = k.c(1);
     let ps: Vec<_> = (0..6).map(|i| d.param(i)).collect::<R<_>>()?;
     let f64t = k.ctx.f64_type();
-    d.nest(&od, &[own, chan], &mut |idx| {
+    d.nest_split(&od, &[own, chan], &mut |idx| {
         let mut e = Vec::with_capacity(5);
         for (i, &p) in ps[..5].iter().enumerate() {
             let at = if i == 0 { idx[0] } else { idx[1] };

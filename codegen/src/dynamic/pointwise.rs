@@ -6,7 +6,7 @@
 //! `trilu` keeps `x` where `j − i` is at least (upper) or at most (lower) `k` and stores
 //! `+0.0` elsewhere. Here the same operations per element, over loops with run-time bounds.
 
-use super::{args_dyn, broadcast_strides, finish_call, refuse, DynSpec};
+use super::{args_dyn, broadcast_strides, finish_call, refuse, DynSpec, DynTiles};
 use crate::kernels::common::Call;
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
@@ -27,14 +27,22 @@ pub(super) fn prelu<'a, 'c>(
     let (x, slope, r) = (op.operands[0], op.operands[1], op.results[0]);
     let args = args_dyn(func, st, &[x, slope, r])?;
     let od = spec.dims(func, r)?;
-    let d = g.dyn_kernel(name, &args, &[false, false, true], &spec.symbols)?;
+    // Tiles (issue 20): rows of the output.
+    let tiles = DynTiles::new(od.clone(), crate::parallel::work(2, 12), 8);
+    let d = g.dyn_kernel_tiled(
+        name,
+        &args,
+        &[false, false, true],
+        &spec.symbols,
+        Some(tiles),
+    )?;
     let shape = d.dims_of(&od)?;
     let so = d.contiguous(&shape)?;
     let ss = broadcast_strides(&d, &spec.dims(func, slope)?, &od)
         .map_err(|w| refuse(spec, func, op, &w))?;
     let (px, ps, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
     let k = &d.k;
-    d.nest(&shape, &[so, ss], &mut |idx| {
+    d.nest_split(&shape, &[so, ss], &mut |idx| {
         let v = k.ld(px, idx[0])?;
         let m = k.fmul(k.ld(ps, idx[1])?, v)?;
         k.st(po, idx[0], k.select_lt(v, k.f(0.0), m, v)?)
@@ -62,7 +70,9 @@ pub(super) fn trilu<'a, 'c>(
         return Err(refuse(spec, func, op, "a trilu below rank 2"));
     }
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles (issue 20): rows of the output.
+    let tiles = DynTiles::new(od.clone(), crate::parallel::work(1, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let shape = d.dims_of(&od)?;
     let so = d.contiguous(&shape)?;
     let k = &d.k;
@@ -79,7 +89,7 @@ pub(super) fn trilu<'a, 'c>(
         IntPredicate::SLE
     };
     let (px, po) = (d.param(0)?, d.param(1)?);
-    d.nest(&shape, &[so, si, sj], &mut |idx| {
+    d.nest_split(&shape, &[so, si, sj], &mut |idx| {
         let v = k.ld(px, idx[0])?;
         let off = llvm(k.b.build_int_sub(idx[2], idx[1], "d"))?;
         let keep = llvm(k.b.build_int_compare(pred, off, k.c(diag), "keep"))?;

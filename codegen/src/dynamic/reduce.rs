@@ -8,7 +8,7 @@
 //! same walk runs with run-time extents, the same step per element, and mean divides by the
 //! same count (an integer, converted exactly).
 
-use super::{args_dyn, finish_call, refuse, DynSpec};
+use super::{args_dyn, finish_call, refuse, DynSpec, DynTiles};
 use crate::kernels::common::Call;
 use crate::kernels::gather::reduce_step;
 use crate::nest::{llvm, R};
@@ -41,7 +41,12 @@ pub(super) fn reduce<'a, 'c>(
             .map_err(|_| refuse(spec, func, op, "a reduction axis"))?
     };
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles (issue 20): the outputs (the kept axes' rows), each a whole reduction; a full
+    // reduction is one output, on one tile.
+    let tiles = (0..rank)
+        .any(|a| !reduced.contains(&a))
+        .then(|| DynTiles::new(xe.clone(), crate::parallel::work(2, 4), 8));
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, tiles)?;
     let k = &d.k;
     let f64t = k.ctx.f64_type();
     // The accumulator, in the entry block (where the builder still is) so it is promoted.
@@ -59,7 +64,7 @@ pub(super) fn reduce<'a, 'c>(
     let count = d.prod(&rd)?;
     let count_f = llvm(k.b.build_signed_int_to_float(count, f64t, "n"))?;
     let (px, po) = (d.param(0)?, d.param(1)?);
-    d.nest(&kd, &[ko, kx], &mut |idx| {
+    d.nest_split(&kd, &[ko, kx], &mut |idx| {
         let (io, base) = (idx[0], idx[1]);
         llvm(k.b.build_store(accp, f64t.const_float(kind.init())))?;
         d.nest(&rd, std::slice::from_ref(&rx), &mut |ri| {

@@ -19,7 +19,7 @@
 //!
 //! [`pad_source`]: crate::kernels::gather
 
-use super::{args_dyn, finish_call, refuse, Dk, DynSpec};
+use super::{args_dyn, finish_call, refuse, Dk, DynSpec, DynTiles};
 use crate::kernels::common::Call;
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
@@ -152,7 +152,8 @@ struct Io<'c> {
 }
 
 /// The kernel of `op` from its first operand `x` to its result (`void name(x, out, dims)`),
-/// positioned in its entry block, with [`Io`].
+/// positioned in its entry block, with [`Io`]; with `tiled`, cut into tiles of the result's
+/// rows (a copy per element), which its body must take with [`Dk::nest_split`].
 fn copy_kernel<'a, 'c>(
     g: &Gen<'a, 'c>,
     spec: &'a DynSpec,
@@ -160,10 +161,20 @@ fn copy_kernel<'a, 'c>(
     st: &Storage,
     op: &OpData,
     name: &str,
+    tiled: bool,
 ) -> R<(Dk<'a, 'c>, Vec<crate::Arg>, Io<'c>)> {
     let (x, r) = (op.operands[0], op.results[0]);
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    let tiles = if tiled {
+        Some(DynTiles::new(
+            spec.dims(func, r)?,
+            crate::parallel::work(0, 8),
+            8,
+        ))
+    } else {
+        None
+    };
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, tiles)?;
     let xd = d.dims_of(&spec.dims(func, x)?)?;
     let od = d.dims_of(&spec.dims(func, r)?)?;
     let io = Io {
@@ -191,7 +202,7 @@ pub(super) fn slice<'a, 'c>(
     s: &Slice,
     name: &str,
 ) -> R<Call<'c>> {
-    let (d, args, io) = copy_kernel(g, spec, func, st, op, name)?;
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, true)?;
     let k = &d.k;
     let rank = io.xd.len();
     let mut strides = io.xs.clone();
@@ -215,7 +226,7 @@ pub(super) fn slice<'a, 'c>(
         strides[ax] = d.imul(io.xs[ax], k.c(step))?;
     }
     // Nothing is read when the output is empty (the static kernel has no kernel then).
-    d.nest(&io.od, &[strides, io.os], &mut |idx| {
+    d.nest_split(&io.od, &[strides, io.os], &mut |idx| {
         k.st(io.po, idx[1], k.ld(io.px, k.add(base, idx[0])?)?)
     })?;
     finish_call(g, d.f, &args)
@@ -234,7 +245,7 @@ pub(super) fn pad_constant<'a, 'c>(
     value: f64,
     name: &str,
 ) -> R<Call<'c>> {
-    let (d, args, io) = copy_kernel(g, spec, func, st, op, name)?;
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, false)?;
     let Io {
         xd,
         xs,
@@ -270,7 +281,7 @@ pub(super) fn pad_gather<'a, 'c>(
     mode: PadMode,
     name: &str,
 ) -> R<Call<'c>> {
-    let (d, args, io) = copy_kernel(g, spec, func, st, op, name)?;
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, false)?;
     let Io {
         xd,
         xs,
