@@ -581,6 +581,79 @@ fn pools_and_global_avg_pool() {
     ));
 }
 
+/// Pools on rows of several vectors (issue 20): the clean middle vectors in a loop, masked
+/// border vectors on both sides, a last vector past the row's end, kernel rows above and
+/// below the plane; Inception v3's 3×3/1 average pools with padding (counted and not) and
+/// its 3×3/2 max pools, strides 2 and 3 along the row (every `s`-th loaded lane kept),
+/// ceil mode (windows past the padded row), asymmetric padding, rows narrower than a vector.
+#[test]
+fn pools_vectorised_rows() {
+    #[allow(clippy::type_complexity)]
+    let cases: [(&str, u64, u64, [u64; 2], [u64; 2], [u64; 4], &str); 10] = [
+        // (op, h, w, kernel, strides, pads, extra)
+        (
+            "avg_pool",
+            9,
+            35,
+            [3, 3],
+            [1, 1],
+            [1, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+        ("avg_pool", 17, 17, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        (
+            "avg_pool",
+            5,
+            73,
+            [3, 5],
+            [1, 1],
+            [0, 2, 2, 1],
+            ", count_include_pad = true",
+        ),
+        ("avg_pool", 7, 8, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        ("max_pool", 11, 73, [3, 3], [2, 2], [0, 0, 0, 0], ""),
+        ("max_pool", 9, 35, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        (
+            "max_pool",
+            8,
+            100,
+            [2, 3],
+            [1, 3],
+            [1, 2, 0, 2],
+            ", ceil_mode = true",
+        ),
+        (
+            "avg_pool",
+            12,
+            64,
+            [3, 2],
+            [2, 2],
+            [1, 0, 1, 1],
+            ", ceil_mode = true, count_include_pad = true",
+        ),
+        (
+            "avg_pool",
+            6,
+            50,
+            [2, 3],
+            [1, 3],
+            [0, 1, 1, 2],
+            ", ceil_mode = true",
+        ),
+        ("max_pool", 4, 47, [1, 4], [1, 1], [0, 3, 0, 0], ""),
+    ];
+    for (op, h, w, [kh, kw], [sh, sw], p, extra) in cases {
+        check(&model(
+            &[("x", vec![2, 3, h, w])],
+            &[],
+            &format!(
+                "{op}(%x) {{kernel = [{kh}, {kw}], strides = [{sh}, {sw}], pads = [{}, {}, {}, {}]{extra}}}",
+                p[0], p[1], p[2], p[3]
+            ),
+        ));
+    }
+}
+
 #[test]
 fn layout_ops_and_softmax() {
     check(&model(
