@@ -369,6 +369,46 @@ fn conv2d_strided_packed_panel() {
     }
 }
 
+/// Stride-1 dense convolutions on rows too wide for row packing (issue 20: Inception v3's
+/// 147- and 71-wide stem layers) run on the packed panel too. Each image has over 100 grid
+/// vectors and rows that repeat only after more than 48 vectors (odd widths, 130 and 200),
+/// so the row-packed kernel refuses it: "valid" and "same" padding, asymmetric padding
+/// (a padded kernel row on top only, kernel columns on one side), a dilation, 1×7 and 7×1
+/// kernels, rows that are not whole vectors, pixel blocks of one and several rows with a
+/// tail block, enough input channels (40) that K is cut into chunks, a batch of 2, and
+/// output channels (32–37) that leave tile tails.
+#[test]
+fn conv2d_stride_one_wide_rows_packed_panel() {
+    #[allow(clippy::type_complexity)]
+    let shapes: [(u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 7] = [
+        // (n, c, h, w, m, kernel, pads, dilations)
+        (1, 4, 14, 149, 32, [3, 3], [0, 0, 0, 0], [1, 1]),
+        (1, 3, 13, 147, 37, [3, 3], [1, 1, 1, 1], [1, 1]),
+        (2, 40, 25, 73, 33, [3, 3], [0, 0, 0, 0], [1, 1]),
+        (1, 5, 14, 130, 32, [3, 3], [2, 0, 0, 1], [1, 2]),
+        (1, 6, 14, 131, 34, [1, 7], [0, 3, 0, 3], [1, 1]),
+        (1, 3, 18, 101, 32, [7, 1], [3, 0, 3, 0], [1, 1]),
+        (1, 2, 9, 200, 35, [2, 5], [1, 2, 0, 0], [1, 1]),
+    ];
+    for (case, &(n, c, h, w, m, [kh, kw], pads, [dh, dw])) in shapes.iter().enumerate() {
+        let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
+        let (operands, mut consts) = if case % 4 == 3 {
+            ("%x, %w", vec![])
+        } else {
+            ("%x, %w, %b", vec![("b", vec![m])])
+        };
+        consts.insert(0, ("w", vec![m, c, kh, kw]));
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &consts,
+            &format!(
+                "conv2d({operands}) {{strides = [1, 1], dilations = [{dh}, {dw}], pads = [{}, {}, {}, {}]{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+}
+
 #[test]
 fn conv2d_row_packed_periodic_images() {
     // Stride-1 images above the unrolling limit whose middle rows repeat: the row-packed
@@ -539,6 +579,79 @@ fn pools_and_global_avg_pool() {
         &[],
         "global_avg_pool(%x)",
     ));
+}
+
+/// Pools on rows of several vectors (issue 20): the clean middle vectors in a loop, masked
+/// border vectors on both sides, a last vector past the row's end, kernel rows above and
+/// below the plane; Inception v3's 3×3/1 average pools with padding (counted and not) and
+/// its 3×3/2 max pools, strides 2 and 3 along the row (every `s`-th loaded lane kept),
+/// ceil mode (windows past the padded row), asymmetric padding, rows narrower than a vector.
+#[test]
+fn pools_vectorised_rows() {
+    #[allow(clippy::type_complexity)]
+    let cases: [(&str, u64, u64, [u64; 2], [u64; 2], [u64; 4], &str); 10] = [
+        // (op, h, w, kernel, strides, pads, extra)
+        (
+            "avg_pool",
+            9,
+            35,
+            [3, 3],
+            [1, 1],
+            [1, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+        ("avg_pool", 17, 17, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        (
+            "avg_pool",
+            5,
+            73,
+            [3, 5],
+            [1, 1],
+            [0, 2, 2, 1],
+            ", count_include_pad = true",
+        ),
+        ("avg_pool", 7, 8, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        ("max_pool", 11, 73, [3, 3], [2, 2], [0, 0, 0, 0], ""),
+        ("max_pool", 9, 35, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        (
+            "max_pool",
+            8,
+            100,
+            [2, 3],
+            [1, 3],
+            [1, 2, 0, 2],
+            ", ceil_mode = true",
+        ),
+        (
+            "avg_pool",
+            12,
+            64,
+            [3, 2],
+            [2, 2],
+            [1, 0, 1, 1],
+            ", ceil_mode = true, count_include_pad = true",
+        ),
+        (
+            "avg_pool",
+            6,
+            50,
+            [2, 3],
+            [1, 3],
+            [0, 1, 1, 2],
+            ", ceil_mode = true",
+        ),
+        ("max_pool", 4, 47, [1, 4], [1, 1], [0, 3, 0, 0], ""),
+    ];
+    for (op, h, w, [kh, kw], [sh, sw], p, extra) in cases {
+        check(&model(
+            &[("x", vec![2, 3, h, w])],
+            &[],
+            &format!(
+                "{op}(%x) {{kernel = [{kh}, {kw}], strides = [{sh}, {sw}], pads = [{}, {}, {}, {}]{extra}}}",
+                p[0], p[1], p[2], p[3]
+            ),
+        ));
+    }
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Convolution, by shape: 1×1 with unit strides and no padding is a GEMM per image and group
-//! on the micro-kernel; depthwise (one input channel per group) is [`depthwise`]; every other
-//! convolution is an implicit-im2col GEMM, row-packed ([`rowpack`]) on images narrow enough
-//! for it, else one output row per tile ([`im2col`]). Transposed convolution is
+//! on the micro-kernel; depthwise (one input channel per group) is [`depthwise`]; a dense one
+//! with at least 32 output channels and a stride, or with unit strides on rows too wide for
+//! row packing, is a GEMM on a packed im2col panel ([`panel`]); every other convolution is
+//! an implicit-im2col GEMM, row-packed ([`rowpack`]) on images narrow enough for it, else
+//! one output row per tile ([`im2col`]). Transposed convolution is
 //! [`transpose`]: one stride-1 sub-convolution per output phase on the same tiles.
 
 mod depthwise;
@@ -155,7 +157,7 @@ pub(crate) fn conv2d<'a, 'c>(
                 o,
             )
         })?;
-    } else if panel::applies(&d) {
+    } else if panel::applies(&d, g.width) {
         // Chunks of whole pixel blocks (output rows) or of output channels, each tile
         // packing its own panels.
         let scratch = panel::scratch(&k, &d, g.width)?;
@@ -350,10 +352,10 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
     }
-    if !pointwise && panel::applies(d) && panel::cut_rows(d) {
+    if !pointwise && panel::applies(d, w) && panel::cut_rows(d) {
         return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
     }
-    let granule = if pointwise || panel::applies(d) {
+    let granule = if pointwise || panel::applies(d, w) {
         crate::kernels::gemm::acc_regs(w)
     } else if cg > 1 && rowpack::applies(d, w) {
         rowpack::tile(w).0
@@ -444,7 +446,7 @@ fn emit<'a, 'c>(
             act: d.act,
         };
         depthwise::emit(k, width, &dw, px, pw, pb, pr, po)
-    } else if panel::applies(d) {
+    } else if panel::applies(d, width) {
         panel::emit(k, width, d, px, pw, pb, pr, po)
     } else if rowpack::applies(d, width) {
         rowpack::emit(k, width, d, px, pw, pb, pr, po)

@@ -1,4 +1,5 @@
-//! Strided dense k×k convolution as a GEMM on a packed im2col panel (issue 20).
+//! Strided dense k×k convolution, and stride-1 ones on rows too wide for row packing, as a
+//! GEMM on a packed im2col panel (issue 20).
 //!
 //! `out[m, p] = Σ_{(c,i,j)} W[m, (c, i, j)] · X[(c, i, j), p]`, where `X` is the im2col matrix
 //! (`K = C·KH·KW` rows in `(c, i, j)` order, one column per output pixel). The implicit-im2col
@@ -63,17 +64,24 @@ const MAX_OW: i64 = 256;
 /// 3→32 3×3/2 stem went 0.34–0.36 → 0.31–0.32 ms (one thread, `--profile 20`, load ≈ 11).
 const MIN_CHANNELS: i64 = 32;
 
-/// Whether `d` runs on the packed panel: dense (one group), several input channels, at
-/// least [`MIN_CHANNELS`] output channels, a kernel bigger than 1×1 and a stride along some
-/// axis. Depthwise, grouped and 1×1 convolutions keep their kernels.
-pub(super) fn applies(d: &Conv) -> bool {
+/// Whether `d` runs on the packed panel (with vectors of `w` lanes): dense (one group),
+/// several input channels, at least [`MIN_CHANNELS`] output channels, a kernel bigger than
+/// 1×1, and either a stride along some axis or unit strides on an image too wide for the
+/// row-packed kernel ([`super::rowpack::applies`]: Inception v3's 147- and 71-wide stem
+/// layers, whose rows repeat only every 149 or 73 vectors). Those ran the one-row tiles of
+/// [`super::im2col`] at 40–51 GFLOP/s against the GEMM micro-kernel's 100–130 on the same
+/// model's 1×1 layers: 6 × 2 tiles load two input vectors and six weights for 12 FMAs,
+/// where the GEMM's 6 × 4 tiles on the packed panel load four for 24. With unit strides the
+/// packing is one (masked) load and store per vector, shared by every output channel.
+/// Depthwise, grouped and 1×1 convolutions keep their kernels.
+pub(super) fn applies(d: &Conv, w: u32) -> bool {
     d.groups == 1
         && d.c > 1
         && d.m >= MIN_CHANNELS
         && d.kh * d.kw > 1
-        && (d.sh > 1 || d.sw > 1)
         && d.oh >= 1
         && (1..=MAX_OW).contains(&d.ow)
+        && (d.sh > 1 || d.sw > 1 || !super::rowpack::applies(d, w))
 }
 
 /// Output rows per pixel block (the granule of the threads' cut along output rows): about
