@@ -275,3 +275,29 @@ fn packed_panels() {
     );
     check(&[1, 64, 32, 32], &[32, 64, 3, 3], 2, 1, [1; 4], 1, true, M);
 }
+
+#[test]
+fn a_prelu_conv_with_a_free_dim_is_refused_naming_it() {
+    // The kernels with run-time extents have no PReLU epilogue: the op is named as one
+    // without such a kernel, with the dim to pin (and the same op without the PReLU is not).
+    let text = |conv: &str| {
+        format!(
+            "module @m {{\n  func @main(%x: tensor<{{n}}x4x6x6xf32>) {{\n    %w = const {{name = \"w\"}} : tensor<4x4x3x3xf32>\n    %b = const {{name = \"b\"}} : tensor<4xf32>\n    %a = const {{name = \"a\"}} : tensor<4xf32>\n    %y = {conv}\n    return %y\n  }}\n}}\n"
+        )
+    };
+    let check = |conv: &str| {
+        let m = tir_ir::parse_and_verify(&text(conv)).unwrap_or_else(|d| panic!("{d:?}"));
+        assert!(m.is_dynamic());
+        tir_codegen::dynamic::unsupported_op(m.entry().unwrap(), &tir_ir::Bindings::default())
+    };
+    let why =
+        check("conv2d(%x, %w, %b, %a) {pads = [1, 1, 1, 1], activation = prelu}").expect("refused");
+    assert!(
+        why.contains("`conv2d` (%y)") && why.contains("--dim n=N"),
+        "{why}"
+    );
+    assert_eq!(
+        check("conv2d(%x, %w, %b) {pads = [1, 1, 1, 1], activation = relu}"),
+        None
+    );
+}
