@@ -698,8 +698,11 @@ pub(crate) fn emit_op<'a, 'c>(
             layer_norm(g, spec, func, st, op, *axis, *epsilon, name)?
         }
         Op::MatMul { activation } => matmul(g, spec, func, st, op, *activation, name)?,
-        // The run-time conv kernel has no residual epilogue (import fuses none into a
-        // dynamic model's convolutions).
+        // The run-time conv kernel has no residual or PReLU epilogue (import fuses neither
+        // into a dynamic model's convolutions).
+        Op::Conv2d(c) if c.prelu => {
+            return Err(refuse(spec, func, op, "a conv2d with a fused prelu"))
+        }
         Op::Conv2d(_) if op.operands.len() > 3 => {
             return Err(refuse(spec, func, op, "a conv2d with a residual operand"))
         }
@@ -1291,6 +1294,7 @@ fn matmul<'a, 'c>(
     let epi = Epilogue {
         alpha: 1.0,
         row_bias: None,
+        row_slope: None,
         act,
     };
     let (lo, hi) = d.split(m, wide(g.width).0)?;

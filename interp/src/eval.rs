@@ -330,7 +330,8 @@ fn exec(op: &Op, ins: &[View], outs: &mut [Out]) {
             ins[0],
             ins[1],
             ins.get(2).copied(),
-            ins.get(3).copied(),
+            c.residual_index(ins.len()).map(|i| ins[i]),
+            c.slope_index(ins.len()).map(|i| ins[i]),
             out,
         ),
         Op::ConvTranspose(c) => {

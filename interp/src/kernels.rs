@@ -278,13 +278,16 @@ pub fn prelu(x: View, slope: View, out: &mut Out) {
 /// * w[m, c, i, j]`, zero outside the input.
 /// `act(bias + Σ x·w + residual)`: the sum starts from the bias, the residual is added once
 /// the sum is complete and before the activation, so a fused residual gives the bits of a
-/// separate `add` of the convolution's result and the residual.
+/// separate `add` of the convolution's result and the residual. A fused PReLU (`slope`:
+/// one value per output channel, or one for all) is then `v < 0 ? slope[oc]·v : v`, as
+/// [`prelu`] computes it on the unfused result.
 pub fn conv2d(
     c: &Conv2d,
     x: View,
     w: View,
     bias: Option<View>,
     residual: Option<View>,
+    slope: Option<View>,
     out: &mut Out,
 ) {
     let [n, ci, h, wd] = dims4(x.shape);
@@ -355,6 +358,14 @@ pub fn conv2d(
                 }
             }
             apply_activation(c.activation, plane);
+            if let Some(sl) = slope {
+                let a = sl.data[if sl.data.len() == 1 { 0 } else { oc }];
+                for o in plane.iter_mut() {
+                    if *o < 0.0 {
+                        *o *= a;
+                    }
+                }
+            }
         }
     }
 }

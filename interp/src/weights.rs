@@ -177,6 +177,7 @@ pub fn role_of(func: &Function, value: Value) -> Role {
             (Op::BatchNorm { .. }, 2 | 3) | (Op::LayerNorm { .. }, 2) => Some(Role::Bias),
             (Op::BatchNorm { .. }, 4) => Some(Role::Variance),
             (Op::Prelu, 1) => Some(Role::Slope),
+            (Op::Conv2d(c), i) if c.slope_index(op.operands.len()) == Some(i) => Some(Role::Slope),
             (
                 Op::Binary {
                     op: BinaryOp::Add | BinaryOp::Sub,

@@ -175,6 +175,7 @@ fn conv_matches_the_formula_with_strides_dilations_pads_and_groups() {
         pads: [1, 2, 0, 1],
         groups: 2,
         activation: Some(Activation::Relu6),
+        prelu: false,
     };
     check_against_formula(c, &[2, 4, 7, 6], &[6, 2, 3, 2], true);
 }

@@ -113,6 +113,7 @@ fn through_conv2d(c: &ConvTranspose, x: &Tensor, w: &Tensor, b: Option<&Tensor>)
         ],
         groups: c.groups,
         activation: c.activation,
+        prelu: false,
     };
     let z = t(&[n as u64, ci as u64, zh as u64, zw as u64], &z);
     let w2 = t(&[(g * mg) as u64, cg as u64, kh as u64, kw as u64], &w2);

@@ -475,6 +475,12 @@ word_enum!(GridPadding { Zeros => "zeros", Border => "border", Reflection => "re
 /// `[M, C/groups, kH, kW]`, optional bias `[M]`, optional residual of the result's type
 /// (only after a bias): `act(conv(x) + bias + residual)`, a ResNet block's skip add fused
 /// into its last convolution as onnxruntime does.
+///
+/// With `prelu` (written `activation = prelu`) the activation is a PReLU whose slope is the
+/// last operand, one value per output channel (`[M]`, `[M, 1, 1]`, `[1, M, 1, 1]`) or one
+/// for all (any shape of one element): `prelu((bias + Σ) + residual, slope[m])`, a
+/// mediapipe block's `conv → add → prelu` as one op. The bias is then required, so the
+/// operands are `x, w, b, slope` or `x, w, b, residual, slope`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Conv2d {
     pub strides: [u64; 2],
@@ -483,6 +489,8 @@ pub struct Conv2d {
     pub pads: [u64; 4],
     pub groups: u64,
     pub activation: Option<Activation>,
+    /// A PReLU activation with a slope operand (then `activation` is `None`).
+    pub prelu: bool,
 }
 
 impl Default for Conv2d {
@@ -493,6 +501,36 @@ impl Default for Conv2d {
             pads: [0; 4],
             groups: 1,
             activation: None,
+            prelu: false,
+        }
+    }
+}
+
+impl Conv2d {
+    /// The index of the residual among `n` operands, if there is one.
+    pub fn residual_index(&self, n: usize) -> Option<usize> {
+        let with = if self.prelu { 5 } else { 4 };
+        (n == with).then_some(3)
+    }
+
+    /// The index of the PReLU slope among `n` operands, if the activation is a PReLU.
+    pub fn slope_index(&self, n: usize) -> Option<usize> {
+        (self.prelu && n >= 4).then(|| n - 1)
+    }
+}
+
+/// What a conv2d's `activation` attribute may name: a fused activation, or `prelu`.
+enum ConvActivation {
+    Act(Activation),
+    Prelu,
+}
+
+impl FromStr for ConvActivation {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "prelu" => Ok(ConvActivation::Prelu),
+            _ => s.parse().map(ConvActivation::Act),
         }
     }
 }
@@ -973,7 +1011,9 @@ impl Op {
         match self {
             Op::Const { .. } | Op::AllocSlab { .. } => Arity::Exactly(0),
             Op::AllocTensor { .. } => Arity::Exactly(1),
-            // conv2d's fourth operand is the residual (it needs the bias before it).
+            // conv2d's fourth operand is the residual (it needs the bias before it); a PReLU
+            // activation's slope comes last, after the bias (and the residual, if any).
+            Op::Conv2d(c) if c.prelu => Arity::Range(4, 5),
             Op::Conv2d(_) => Arity::Range(2, 4),
             Op::ConvTranspose(_) | Op::Gemm(_) => Arity::Range(2, 3),
             Op::MatMul { .. } | Op::Binary { .. } | Op::Prelu => Arity::Exactly(2),
@@ -1205,12 +1245,21 @@ impl Op {
             ),
             "conv2d" => {
                 let d = Conv2d::default();
+                let strides = r.uints_n("strides", d.strides);
+                let dilations = r.uints_n("dilations", d.dilations);
+                let pads = r.uints_n("pads", d.pads);
+                let groups = r.uint("groups", d.groups);
+                let act = r.word("activation", CONV_ACTIVATIONS);
                 let c = Conv2d {
-                    strides: r.uints_n("strides", d.strides),
-                    dilations: r.uints_n("dilations", d.dilations),
-                    pads: r.uints_n("pads", d.pads),
-                    groups: r.uint("groups", d.groups),
-                    activation: r.word("activation", ACTIVATIONS),
+                    strides,
+                    dilations,
+                    pads,
+                    groups,
+                    activation: match act {
+                        Some(ConvActivation::Act(a)) => Some(a),
+                        _ => None,
+                    },
+                    prelu: matches!(act, Some(ConvActivation::Prelu)),
                 };
                 positive(&mut r, "strides", &c.strides);
                 positive(&mut r, "dilations", &c.dilations);
@@ -1676,6 +1725,9 @@ impl Op {
                 w.ints("pads", &c.pads, Some(&d.pads));
                 w.int("groups", c.groups as i64, Some(1));
                 act(&mut w, &c.activation);
+                if c.prelu {
+                    w.word("activation", "prelu");
+                }
             }
             Op::ConvTranspose(c) => {
                 let d = ConvTranspose::default();
@@ -1810,6 +1862,8 @@ impl Op {
     }
 }
 
+const CONV_ACTIVATIONS: &str =
+    "an activation (`relu`, `relu6`, `relu_n1_to_1`, `tanh`, `sigmoid`, `hard_swish`, `prelu`)";
 const ACTIVATIONS: &str =
     "an activation (`relu`, `relu6`, `relu_n1_to_1`, `tanh`, `sigmoid`, `hard_swish`)";
 

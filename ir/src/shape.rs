@@ -1004,7 +1004,7 @@ fn conv2d<D: Dim>(
     let out = TensorTypeOf::new(s, x.dtype);
     // The residual is added element by element to the result: exactly its type, no
     // broadcasting (the kernels read it at the output's own index).
-    if let Some(r) = ins.get(3) {
+    if let Some(r) = c.residual_index(ins.len()).map(|i| ins[i]) {
         let bad = || {
             shape_error_at(
                 3,
@@ -1018,7 +1018,40 @@ fn conv2d<D: Dim>(
             cx.require_eq(a, b, bad)?;
         }
     }
+    if let Some(i) = c.slope_index(ins.len()) {
+        prelu_slope(ins[i], i, m, cx)?;
+    }
     Ok(out)
+}
+
+/// A fused PReLU's slope: one value per output channel, read at the channel's index by the
+/// kernels (`[M]`, `[M, 1, 1]` or `[1, M, 1, 1]`: the channel axis of an NCHW result), or
+/// one value for all (every dim 1).
+fn prelu_slope<D: Dim>(s: &TensorTypeOf<D>, at: usize, m: &D, cx: &mut Checks<D>) -> Result<()> {
+    let one = D::lit(1);
+    if s.rank() <= 4 && s.shape.iter().all(|d| d.decide_eq(&one) == Some(true)) {
+        return Ok(());
+    }
+    let bad = || {
+        shape_error_at(
+            at,
+            format!(
+                "prelu slope must have one value per output channel ([{m}], [{m}, 1, 1] or \
+                 [1, {m}, 1, 1]) or a single value, got {s}"
+            ),
+        )
+    };
+    let channel = match s.rank() {
+        1 => 0,
+        3 => 0,
+        4 => 1,
+        _ => return Err(bad()),
+    };
+    for (i, d) in s.shape.iter().enumerate() {
+        let want = if i == channel { m } else { &one };
+        cx.require_eq(d, want, bad)?;
+    }
+    Ok(())
 }
 
 /// `conv_transpose`, per spatial axis

@@ -1499,6 +1499,7 @@ impl<'a> Importer<'a> {
             pads,
             groups,
             activation: activation(act)?,
+            prelu: false,
         })
     }
 

@@ -227,6 +227,7 @@ impl Net {
             pads,
             groups,
             activation: c.act,
+            prelu: false,
         });
         self.op(name, op, &operands)
     }

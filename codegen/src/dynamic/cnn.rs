@@ -557,6 +557,7 @@ fn pointwise_conv<'a, 'c>(
                     None => None,
                 },
                 act: geo.act,
+                row_slope: None,
             };
             if !gemv_possible {
                 return super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi);

@@ -110,6 +110,7 @@ pub(super) fn gemm<'a, 'c>(
         let epi = Epilogue {
             alpha,
             row_bias: None,
+            row_slope: None,
             act,
         };
         dgemm(

@@ -7,7 +7,8 @@ use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::{Loc, Storage};
 use crate::{Arg, CodegenError, Gen};
-use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue};
+use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue, VectorValue};
+use inkwell::FloatPredicate;
 use tir_ir::{Activation, Function, OpData, Value};
 
 /// A kernel function and the storage of its arguments, in order: one call of the entry point.
@@ -336,4 +337,56 @@ pub(crate) fn vector_registers(w: u32) -> i64 {
     } else {
         16
     }
+}
+
+/// A fused PReLU's slope (a conv2d's last operand, docs/ir.md): one value per output
+/// channel, indexed as the bias is, or one value for every channel (`per_channel` false:
+/// every channel reads element 0).
+#[derive(Clone, Copy)]
+pub(crate) struct Slope<'c> {
+    pub p: PointerValue<'c>,
+    pub per_channel: bool,
+}
+
+impl<'c> Slope<'c> {
+    /// The slopes of the channels from `at` on, as `gep(bias, at)` is their biases.
+    pub fn at<'a>(self, k: &K<'a, 'c>, at: IntValue<'c>) -> R<Slope<'c>> {
+        Ok(if self.per_channel {
+            Slope {
+                p: k.gep(self.p, at)?,
+                ..self
+            }
+        } else {
+            self
+        })
+    }
+
+    /// The slope of channel `ch` (relative to where `self` starts).
+    pub fn load<'a>(self, k: &K<'a, 'c>, ch: IntValue<'c>) -> R<FloatValue<'c>> {
+        k.ld(self.p, if self.per_channel { ch } else { k.c(0) })
+    }
+}
+
+/// `x < 0 ? a·x : x`, the bits of the `prelu` kernel on the unfused result.
+pub(crate) fn prelu<'a, 'c>(
+    k: &K<'a, 'c>,
+    a: FloatValue<'c>,
+    x: FloatValue<'c>,
+) -> R<FloatValue<'c>> {
+    let m = k.fmul(a, x)?;
+    k.select_lt(x, k.f(0.0), m, x)
+}
+
+/// [`prelu`] on every lane of `x`, the slope `a` the same for all.
+pub(crate) fn prelu_vec<'a, 'c>(
+    k: &K<'a, 'c>,
+    a: FloatValue<'c>,
+    x: VectorValue<'c>,
+) -> R<VectorValue<'c>> {
+    let w = x.get_type().get_size();
+    let av = k.splat(a, w)?;
+    let m = llvm(k.b.build_float_mul(av, x, "pm"))?;
+    let z = x.get_type().const_zero();
+    let neg = llvm(k.b.build_float_compare(FloatPredicate::OLT, x, z, "neg"))?;
+    Ok(llvm(k.b.build_select(neg, m, x, "prelu"))?.into_vector_value())
 }

@@ -51,6 +51,7 @@ pub(crate) fn matmul<'a, 'c>(
     let epi = Epilogue {
         alpha: 1.0,
         row_bias: None,
+        row_slope: None,
         act,
     };
     if batch.iter().product::<i64>() == 1 {
@@ -159,6 +160,7 @@ pub(crate) fn gemm_op<'a, 'c>(
         let epi = Epilogue {
             alpha: gm.alpha as f32 as f64,
             row_bias: None,
+            row_slope: None,
             act,
         };
         calls.push(tiled_gemm(g, name, &args, spec, epi)?);

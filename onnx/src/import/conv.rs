@@ -89,6 +89,7 @@ impl Importer {
             pads,
             groups: groups as u64,
             activation: None,
+            prelu: false,
         };
         let x = self.in_value(node, 0)?;
         let w = self.in_value(node, 1)?;

@@ -12,7 +12,7 @@
 //! every `s`-th lane. Bias and activation are applied in the epilogue before the one store.
 
 use super::geometry::interval;
-use crate::kernels::common::activation;
+use crate::kernels::common::{activation, prelu_vec, Slope};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
@@ -43,8 +43,8 @@ pub struct Depthwise {
     pub act: Option<Activation>,
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `pr` the
-/// optional residual (laid out as the output).
+/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
+/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
 #[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
@@ -53,6 +53,7 @@ pub fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
@@ -90,6 +91,10 @@ pub fn emit<'a, 'c>(
                 Some(p) => k.ld(p, oc)?,
                 None => k.f(0.0),
             };
+            let slope = match ps {
+                Some(s) => Some(s.load(k, oc)?),
+                None => None,
+            };
             let plane = Plane {
                 k,
                 w,
@@ -98,6 +103,7 @@ pub fn emit<'a, 'c>(
                 oplane,
                 tap: &tap,
                 bias,
+                slope,
             };
             if flat {
                 return plane.flat();
@@ -154,6 +160,8 @@ struct Plane<'k, 'a, 'c> {
     oplane: Out<'c>,
     tap: &'k [FloatValue<'c>],
     bias: FloatValue<'c>,
+    /// A fused PReLU's slope for this plane's channel.
+    slope: Option<FloatValue<'c>>,
 }
 
 impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
@@ -399,6 +407,9 @@ impl<'k, 'a, 'c> Plane<'k, 'a, 'c> {
                     "a",
                 ))?;
             }
+        }
+        if let Some(a) = self.slope {
+            out = prelu_vec(k, a, out)?;
         }
         match lanes {
             Some(n) => k.stv_masked(to, at, out, n),

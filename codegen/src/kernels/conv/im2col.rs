@@ -14,7 +14,7 @@
 //! every `s`-th lane. Bias and activation are applied in the epilogue.
 
 use super::geometry::{interval, Conv};
-use crate::kernels::common::activation;
+use crate::kernels::common::{activation, prelu, Slope};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
 
@@ -75,8 +75,8 @@ fn blocks(d: &Conv, w: i64) -> Vec<Block> {
     out
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `pr` the
-/// optional residual (laid out as the output).
+/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
+/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
 #[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
@@ -85,6 +85,7 @@ pub fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
@@ -112,6 +113,10 @@ pub fn emit<'a, 'c>(
                 wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
                 bias: match pb {
                     Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    None => None,
+                },
+                slope: match ps {
+                    Some(s) => Some(s.at(k, k.mul(gi, mg)?)?),
                     None => None,
                 },
                 res: match pr {
@@ -148,6 +153,8 @@ struct Img<'k, 'a, 'c> {
     o: PointerValue<'c>,
     wt: PointerValue<'c>,
     bias: Option<PointerValue<'c>>,
+    /// A fused PReLU's slope, at the same channel as `bias`.
+    slope: Option<Slope<'c>>,
     /// The residual, at the same offsets as `o`.
     res: Option<PointerValue<'c>>,
     blocks: &'k [Block],
@@ -277,6 +284,10 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                 Some(p) => k.ld(p, m)?,
                 None => k.f(0.0),
             };
+            let slope = match self.slope {
+                Some(s) => Some(s.load(k, m)?),
+                None => None,
+            };
             let orow_r = k.add(k.mul(m, d.oh * d.ow)?, orow)?;
             for v in 0..nv {
                 let a = acc[r as usize * nv + v].into_vector_value();
@@ -295,7 +306,10 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                     if let Some(rv) = rv {
                         y = k.fadd(y, k.lane(rv, l)?)?;
                     }
-                    let y = activation(k, d.act, y)?;
+                    let mut y = activation(k, d.act, y)?;
+                    if let Some(a) = slope {
+                        y = prelu(k, a, y)?;
+                    }
                     out = llvm(k.b.build_insert_element(
                         out,
                         y,

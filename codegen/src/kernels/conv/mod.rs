@@ -13,7 +13,7 @@ mod panel;
 mod rowpack;
 mod transpose;
 
-use super::common::{args_of, dims, unsupported, Call};
+use super::common::{args_of, dims, unsupported, Call, Slope};
 use super::gemm::{gemm_residual, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
@@ -36,7 +36,14 @@ pub(crate) fn conv2d<'a, 'c>(
     let bias = op.operands.get(2).copied();
     // The residual (fourth operand, after the bias): read by every kernel at the index it
     // stores to, in the same tile and thread, and added after the bias.
-    let residual = op.operands.get(3).copied();
+    let residual = c.residual_index(op.operands.len()).map(|i| op.operands[i]);
+    // A fused PReLU's slope (the last operand): loaded with each channel's bias and applied
+    // after the activation, in the same epilogue.
+    let slope = c.slope_index(op.operands.len()).map(|i| op.operands[i]);
+    let per_channel = match slope {
+        Some(s) => dims(func, s)?.iter().product::<i64>() != 1,
+        None => false,
+    };
     let xd = dims(func, x)?;
     let wd = dims(func, wv)?;
     let od = dims(func, r)?;
@@ -54,6 +61,7 @@ pub(crate) fn conv2d<'a, 'c>(
     let mut vals = vec![x, wv];
     vals.extend(bias);
     vals.extend(residual);
+    vals.extend(slope);
     vals.push(r);
     let args = args_of(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
@@ -122,8 +130,15 @@ pub(crate) fn conv2d<'a, 'c>(
     } else {
         None
     };
+    let ps = match slope {
+        Some(_) => Some(Slope {
+            p: g.param(f, nargs - 2)?,
+            per_channel,
+        }),
+        None => None,
+    };
     let pr = if residual.is_some() {
-        Some(g.param(f, nargs - 2)?)
+        Some(g.param(f, nargs - 2 - ps.is_some() as u32)?)
     } else {
         None
     };
@@ -135,7 +150,7 @@ pub(crate) fn conv2d<'a, 'c>(
         }
     };
     if !tiling.is_parallel() {
-        emit(&k, g.width, &d, pointwise, None, px, pw, pb, pr, po)?;
+        emit(&k, g.width, &d, pointwise, None, px, pw, pb, ps, pr, po)?;
     } else if pointwise && groups == 1 && split_columns(&d) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
@@ -153,6 +168,7 @@ pub(crate) fn conv2d<'a, 'c>(
                 x,
                 pw,
                 pb,
+                ps,
                 res_at(oo)?,
                 o,
             )
@@ -168,7 +184,7 @@ pub(crate) fn conv2d<'a, 'c>(
             let o = k.gep(po, at)?;
             if rows {
                 let r = res_at(at)?;
-                return panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, r, o, u0, units);
+                return panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, ps, r, o, u0, units);
             }
             let sub = Conv { m: units, ..d };
             let wt = k.gep(pw, k.mul(u0, ci * kh * kw)?)?;
@@ -176,9 +192,26 @@ pub(crate) fn conv2d<'a, 'c>(
                 Some(p) => Some(k.gep(p, u0)?),
                 None => None,
             };
+            let sl = match ps {
+                Some(s) => Some(s.at(&k, u0)?),
+                None => None,
+            };
             let at = k.add(at, k.mul(u0, oh * ow)?)?;
             let (r, o) = (res_at(at)?, k.gep(po, at)?);
-            panel::emit_rows(&k, g.width, &sub, scratch, x, wt, bias, r, o, k.c(0), oh)
+            panel::emit_rows(
+                &k,
+                g.width,
+                &sub,
+                scratch,
+                x,
+                wt,
+                bias,
+                sl,
+                r,
+                o,
+                k.c(0),
+                oh,
+            )
         })?;
     } else {
         // Chunks of output channels (of groups when there are several): each tile is the
@@ -198,6 +231,10 @@ pub(crate) fn conv2d<'a, 'c>(
                 Some(p) => Some(k.gep(p, k.mul(u0, mu)?)?),
                 None => None,
             };
+            let sl = match ps {
+                Some(s) => Some(s.at(&k, k.mul(u0, mu)?)?),
+                None => None,
+            };
             let x = k.gep(px, xo)?;
             let wt = k.gep(pw, k.mul(u0, mu * cg * kh * kw)?)?;
             let o = k.gep(po, oo)?;
@@ -210,6 +247,7 @@ pub(crate) fn conv2d<'a, 'c>(
                 x,
                 wt,
                 bias,
+                sl,
                 res_at(oo)?,
                 o,
             )
@@ -366,8 +404,9 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
-/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged). `pr`:
-/// the residual, at the same offsets as `po`.
+/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged). `ps`: a
+/// fused PReLU's slope, at the same channel as `pb`; `pr`: the residual, at the same offsets
+/// as `po`.
 #[allow(clippy::too_many_arguments)]
 fn emit<'a, 'c>(
     k: &K<'a, 'c>,
@@ -378,6 +417,7 @@ fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
@@ -409,6 +449,10 @@ fn emit<'a, 'c>(
                     Some(p) => Some(k.gep(p, bo)?),
                     None => None,
                 };
+                let row_slope = match ps {
+                    Some(s) => Some(s.at(k, bo)?),
+                    None => None,
+                };
                 let res = match pr {
                     Some(p) => Some(k.gep(p, oo)?),
                     None => None,
@@ -421,6 +465,7 @@ fn emit<'a, 'c>(
                         alpha: 1.0,
                         row_bias,
                         act: d.act,
+                        row_slope,
                     },
                     res,
                 )
@@ -445,12 +490,12 @@ fn emit<'a, 'c>(
             pl: d.pl,
             act: d.act,
         };
-        depthwise::emit(k, width, &dw, px, pw, pb, pr, po)
+        depthwise::emit(k, width, &dw, px, pw, pb, ps, pr, po)
     } else if panel::applies(d, width) {
-        panel::emit(k, width, d, px, pw, pb, pr, po)
+        panel::emit(k, width, d, px, pw, pb, ps, pr, po)
     } else if rowpack::applies(d, width) {
-        rowpack::emit(k, width, d, px, pw, pb, pr, po)
+        rowpack::emit(k, width, d, px, pw, pb, ps, pr, po)
     } else {
-        im2col::emit(k, width, d, px, pw, pb, pr, po)
+        im2col::emit(k, width, d, px, pw, pb, ps, pr, po)
     }
 }

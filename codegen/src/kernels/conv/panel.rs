@@ -33,6 +33,7 @@
 //! the memory planner for a buffer that lives only inside one kernel call.
 
 use super::geometry::Conv;
+use crate::kernels::common::Slope;
 use crate::kernels::gemm::{gemm_part, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::CodegenError;
@@ -145,6 +146,7 @@ pub(super) fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
@@ -157,14 +159,15 @@ pub(super) fn emit<'a, 'c>(
             Some(p) => Some(k.gep(p, at)?),
             None => None,
         };
-        emit_rows(k, w, d, panel, x, pw, pb, r, o, k.c(0), d.oh)
+        emit_rows(k, w, d, panel, x, pw, pb, ps, r, o, k.c(0), d.oh)
     })
 }
 
 /// Output rows `oy0 .. oy0 + rows` of one image (`x`, `o` at the image), in blocks of
 /// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
 /// the tile's count and `pw`, `pb`, `o` start at its first channel (`d.c` keeps the weights'
-/// row length). `res`, the residual (if any), is laid out as `o` and starts where it does.
+/// row length). `res`, the residual (if any), is laid out as `o` and starts where it does;
+/// `ps`, a fused PReLU's slope, starts at the same channel as `pb`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
@@ -174,6 +177,7 @@ pub(super) fn emit_rows<'a, 'c>(
     x: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     res: Option<PointerValue<'c>>,
     o: PointerValue<'c>,
     oy0: IntValue<'c>,
@@ -189,6 +193,7 @@ pub(super) fn emit_rows<'a, 'c>(
         x,
         pw,
         pb,
+        ps,
         res,
         o,
     };
@@ -208,6 +213,7 @@ struct Block<'k, 'a, 'c> {
     x: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     res: Option<PointerValue<'c>>,
     o: PointerValue<'c>,
 }
@@ -243,6 +249,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 alpha: 1.0,
                 row_bias: self.pb,
                 act: d.act,
+                row_slope: self.ps,
             };
             gemm_part(k, self.w, &gm, epi, r_at, first, last)
         };

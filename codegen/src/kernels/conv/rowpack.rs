@@ -27,10 +27,10 @@
 //! The channel-tile loop stays a runtime loop.
 
 use super::geometry::Conv;
-use crate::kernels::common::{activation, vector_registers};
+use crate::kernels::common::{activation, prelu_vec, vector_registers, Slope};
 use crate::nest::{llvm, K, R};
 use inkwell::types::VectorType;
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
 use inkwell::AddressSpace;
 
 /// The tile `(MR, NV)`: output channels per tile and grid vectors per tile (at most). With
@@ -170,8 +170,8 @@ fn balanced(a: i64, b: i64, nv: i64) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `pr` the
-/// optional residual (laid out as the output).
+/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
+/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
 #[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
@@ -180,6 +180,7 @@ pub fn emit<'a, 'c>(
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
     pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
@@ -234,6 +235,10 @@ pub fn emit<'a, 'c>(
                 wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
                 bias: match pb {
                     Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                    None => None,
+                },
+                slope: match ps {
+                    Some(s) => Some(s.at(k, k.mul(gi, mg)?)?),
                     None => None,
                 },
                 res: match pr {
@@ -346,6 +351,8 @@ struct Img<'k, 'a, 'c> {
     o: PointerValue<'c>,
     wt: PointerValue<'c>,
     bias: Option<PointerValue<'c>>,
+    /// A fused PReLU's slope, at the same channel as `bias`.
+    slope: Option<Slope<'c>>,
     /// The residual, at the same offsets as `o`.
     res: Option<PointerValue<'c>>,
 }
@@ -537,13 +544,17 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                 Some(p) => k.splat(k.ld(p, m)?, w)?,
                 None => k.vty(w).const_zero(),
             };
+            let slope = match self.slope {
+                Some(s) => Some(s.load(k, m)?),
+                None => None,
+            };
             let plane = k.mul(m, d.oh * d.ow)?;
             for v in 0..nv {
                 let a = acc[(r * nv + v) as usize].into_vector_value();
                 let biased = llvm(k.b.build_float_add(a, bias, "b"))?;
                 let y = match self.res {
                     Some(_) => biased,
-                    None => self.epilogue(biased)?,
+                    None => self.epilogue(biased, slope)?,
                 };
                 // One store per output row the vector touches ([`Grid::stores`]).
                 let rows = self.grid.stores(v0 + v);
@@ -558,7 +569,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                     let y = match self.res {
                         Some(p) => {
                             let r = k.ldv_lanes(p, at, &on)?;
-                            self.epilogue(llvm(k.b.build_float_add(y, r, "res"))?)?
+                            self.epilogue(llvm(k.b.build_float_add(y, r, "res"))?, slope)?
                         }
                         None => y,
                     };
@@ -574,8 +585,17 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
     }
 
     /// The fused activation on a vector: ReLU as a vector max, the others lane by lane
-    /// through the scalar definitions the other kernels share.
-    fn epilogue(&self, a: VectorValue<'c>) -> R<VectorValue<'c>> {
+    /// through the scalar definitions the other kernels share; then a fused PReLU with the
+    /// channel's `slope`, if any.
+    fn epilogue(&self, a: VectorValue<'c>, slope: Option<FloatValue<'c>>) -> R<VectorValue<'c>> {
+        let y = self.activation(a)?;
+        match slope {
+            Some(s) => prelu_vec(self.k, s, y),
+            None => Ok(y),
+        }
+    }
+
+    fn activation(&self, a: VectorValue<'c>) -> R<VectorValue<'c>> {
         let k = self.k;
         match self.d.act {
             None => Ok(a),

@@ -1,16 +1,18 @@
 //! What a GEMM multiplies and what it does with each sum, shared by the tile shapes.
 
-use crate::kernels::common::activation;
+use crate::kernels::common::{activation, prelu, Slope};
 use crate::nest::{K, R};
 use inkwell::values::{FloatValue, IntValue, PointerValue};
 use tir_ir::Activation;
 
-/// The epilogue of a GEMM: `alpha * acc + bias[row]`, then the activation.
+/// The epilogue of a GEMM: `alpha * acc + bias[row]`, then the activation, then a PReLU
+/// with the slope of the row (a convolution's output channel) if there is one.
 #[derive(Clone, Copy)]
 pub(crate) struct Epilogue<'c> {
     pub alpha: f64,
     pub row_bias: Option<PointerValue<'c>>,
     pub act: Option<Activation>,
+    pub row_slope: Option<Slope<'c>>,
 }
 
 /// `C[i, j] = epi(Σ_k A[i*a_rs + k*a_cs] * B[k*b_rs + j])`, `C[i*c_rs + j]`.
@@ -58,5 +60,9 @@ pub(crate) fn finish_with<'a, 'c>(
     if let Some(r) = res {
         v = k.fadd(v, r)?;
     }
-    activation(k, epi.act, v)
+    let v = activation(k, epi.act, v)?;
+    match epi.row_slope {
+        Some(s) => prelu(k, s.load(k, row)?, v),
+        None => Ok(v),
+    }
 }
