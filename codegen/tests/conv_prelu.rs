@@ -2,8 +2,8 @@
 //! `conv → (add) → prelu` as one op) on every kernel the convolution picks: the GEMM
 //! micro-kernel's wide and narrow tiles with K blocks and the matrix-vector product, the
 //! whole-window gemv, depthwise (rows, row pairs, borders, flat planes), row-packed and
-//! implicit-im2col tiles and the packed panels of strided convolutions, with groups, batches,
-//! with and without a residual, the slope per channel (`[M]`, `[M, 1, 1]`, `[1, M, 1, 1]`)
+//! implicit-im2col tiles and the packed panels (strided convolutions and wide stride-1
+//! rows), with groups, batches, with and without a residual, the slope per channel (`[M]`, `[M, 1, 1]`, `[1, M, 1, 1]`)
 //! or one value. Per case:
 //! - the interpreter gives the fused op exactly the bits of the unfused `prelu(add(conv, s))`;
 //! - the generated kernel gives exactly the bits of the unfused conv, add and prelu kernels,
@@ -274,6 +274,19 @@ fn packed_panels() {
         One,
     );
     check(&[1, 64, 32, 32], &[32, 64, 3, 3], 2, 1, [1; 4], 1, true, M);
+    // Unit strides on rows too wide for the row-packed kernel (Inception v3's stem) also run
+    // on the panel.
+    check(&[1, 4, 14, 149], &[32, 4, 3, 3], 1, 1, [0; 4], 1, true, M);
+    check(
+        &[1, 3, 13, 147],
+        &[37, 3, 3, 3],
+        1,
+        1,
+        [1; 4],
+        1,
+        false,
+        One,
+    );
 }
 
 #[test]
