@@ -106,12 +106,9 @@ pub fn run(o: Options) -> Result<(), Failure> {
     } else if import::is_onnx(&o.model) {
         import::load_onnx(&o.model, &dims)?
     } else if import::is_tflite(&o.model) {
-        if !dims.is_empty() {
-            return Err(Failure::Usage(
-                "--dim applies to .tir and ONNX models (a TFLite model's shapes are static)".into(),
-            ));
-        }
-        import::load_tflite(&o.model)?
+        let (m, w, b) = import::load_tflite(&o.model, &dims, o.emit == Emit::Exe)?;
+        batch = b;
+        (m, w)
     } else {
         let (m, b) = match load_batched(&o.model, &dims, o.emit)? {
             Loaded::Static(m, b) => (m, b),

@@ -80,14 +80,14 @@ pub fn run(o: Options) -> Result<(), Failure> {
     };
     let model_name = o.model.display().to_string();
     let imported = if is_tflite(&o.model) {
-        if !o.dims.is_empty() || !o.bind.is_empty() {
+        if !o.bind.is_empty() {
             return Err(Failure::Usage(
-                "--dim and --bind apply to ONNX models only (a TFLite model's shapes are static)"
-                    .into(),
+                "--bind applies to ONNX models only (a TFLite model has no shape inputs)".into(),
             ));
         }
         let opts = tir_tflite::ImportOptions {
             no_cleanup: o.no_cleanup,
+            dims: opts.dims.clone(),
             ..Default::default()
         };
         tir_tflite::import_file(&o.model, &opts).map_err(|e| {
@@ -150,23 +150,51 @@ pub fn is_tflite(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("tflite"))
 }
 
-/// `tirc compile MODEL.tflite`: the model imported in memory (cleanup on), with the weights it
-/// carries as safetensors bytes (`None` when it has no constants).
-pub fn load_tflite(path: &Path) -> Result<(tir_ir::Module, Option<Vec<u8>>), Failure> {
+/// `tirc compile MODEL.tflite`: the model imported in memory (cleanup on, `--dim` pinning its
+/// free input dims), with the weights it carries as safetensors bytes (`None` when it has no
+/// constants), and the name of a free leading batch compiled at 1 for every batch (an
+/// executable only, as for ONNX); any other free dim is refused, naming it.
+#[allow(clippy::type_complexity)]
+pub fn load_tflite(
+    path: &Path,
+    dims: &tir_ir::Bindings,
+    exe: bool,
+) -> Result<(tir_ir::Module, Option<Vec<u8>>, Option<String>), Failure> {
     let name = path.display().to_string();
-    let imported =
-        tir_tflite::import_file(path, &tir_tflite::ImportOptions::default()).map_err(|e| {
-            eprintln!("{name}: error: {e}");
-            Failure::Reported
-        })?;
+    let opts = tir_tflite::ImportOptions {
+        dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
+        ..Default::default()
+    };
+    let imported = tir_tflite::import_file(path, &opts).map_err(|e| {
+        eprintln!("{name}: error: {e}");
+        Failure::Reported
+    })?;
+    let syms = tir_ir::specialize::module_symbols(&imported.module);
+    if !syms.is_empty() {
+        if exe {
+            if let Some(b) = batched_from(imported) {
+                return Ok(b);
+            }
+        }
+        eprintln!(
+            "{name}: error: the input dims {} are free (`-1` in `shape_signature`): `--dim NAME=N` pins each{}",
+            syms.join(", "),
+            if exe {
+                " (only a lone leading batch the model is independent along compiles for every value)"
+            } else {
+                ""
+            }
+        );
+        return Err(Failure::Reported);
+    }
     if imported.weights.is_empty() {
-        return Ok((imported.module, None));
+        return Ok((imported.module, None, None));
     }
     let bytes = imported.weights.to_safetensors().map_err(|e| {
         eprintln!("{name}: error: cannot encode the weights: {e}");
         Failure::Reported
     })?;
-    Ok((imported.module, Some(bytes)))
+    Ok((imported.module, Some(bytes), None))
 }
 
 /// `tirc compile MODEL.onnx`: the model imported in memory (symbolic batch → 1, cleanup on),

@@ -12,7 +12,8 @@ use tir_ir::op::{
     Activation, BinaryOp, Conv2d, ConvTranspose, CoordMode, Gemm, NearestMode, Pool2d, Resize,
     ResizeMode, Slice, UnaryOp,
 };
-use tir_ir::{DType, Function, Module, Op, ReduceKind, TensorType, Value};
+use tir_ir::sym::{derived_name, Dim, DimExpr};
+use tir_ir::{DType, Function, Module, Op, ReduceKind, SymTensorType, TensorType, Value};
 use tir_onnx::Tensor as WTensor;
 use tir_onnx::{identifier_chars, sanitize_symbol};
 
@@ -35,6 +36,10 @@ pub struct ImportOptions {
     pub name: Option<String>,
     /// Skip the import-time cleanup (fusing standalone activations, dropping dead ops).
     pub no_cleanup: bool,
+    /// Values for the free input dims (`--dim NAME=N`): a graph input whose `shape_signature`
+    /// has `-1` at an axis gets the symbolic dim `INPUT.dAXIS` there (as ONNX import names an
+    /// unnamed dim), unless this pins it.
+    pub dims: Vec<(String, u64)>,
 }
 
 /// Reads and imports a `.tflite` file.
@@ -90,8 +95,10 @@ pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, Impo
         cache: HashMap::new(),
         em: Emitter::new(),
         weights: Weights::default(),
+        free: Vec::new(),
+        past_gate: false,
     };
-    imp.inputs()?;
+    let pins = imp.inputs(&opts.dims)?;
     let ops = sg.operators().map(|o| o.len()).unwrap_or(0);
     for index in 0..ops {
         let op = sg.operators().unwrap().get(index);
@@ -119,10 +126,12 @@ pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, Impo
         return Err(ImportError::Model("the subgraph has no outputs".into()));
     }
     let mut func = imp.em.func;
-    func.result_types = returns
-        .iter()
-        .map(|&v| func.ty(v).cloned().unwrap_or_else(|| TensorType::f32([])))
-        .collect();
+    if !func.is_dynamic() {
+        func.result_types = returns
+            .iter()
+            .map(|&v| func.ty(v).cloned().unwrap_or_else(|| TensorType::f32([])))
+            .collect();
+    }
     func.returns = returns;
     let mut module = Module::new(sanitize_symbol(&name));
     module.doc.push(format!(
@@ -146,6 +155,19 @@ pub fn import_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Imported, Impo
         return Err(ImportError::Model(format!(
             "the imported module does not verify: {first}"
         )));
+    }
+    // A dim pinned at another extent than the file's was imported symbolically (every op
+    // then holds for every value of it), and is fixed here.
+    if !pins.is_empty() {
+        module = tir_ir::specialize(&module, &pins).map_err(|errors| {
+            ImportError::Model(format!(
+                "cannot pin the dims: {}",
+                errors
+                    .first()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "unknown error".into())
+            ))
+        })?;
     }
     Ok(Imported { module, weights })
 }
@@ -214,7 +236,42 @@ impl Emitter {
     fn ty(&self, v: Value) -> &TensorType {
         self.func.values[v]
             .known_type()
+            .expect("emitted values are typed (symbolic ones go through `sym_ty`)")
+    }
+
+    /// The type of `v`, symbolic dims included.
+    fn sym_ty(&self, v: Value) -> SymTensorType {
+        self.func.values[v]
+            .sym_type()
             .expect("emitted values are typed")
+    }
+
+    /// Whether `v`'s type has a symbolic dim.
+    fn is_sym(&self, v: Value) -> bool {
+        self.func.values[v].known_type().is_none()
+    }
+
+    fn rank(&self, v: Value) -> usize {
+        self.sym_ty(v).rank()
+    }
+
+    /// A parameter; one with a symbolic dim makes the function dynamic (as ONNX import does).
+    fn add_param(&mut self, name: String, ty: SymTensorType) -> Value {
+        let stat = ty.to_static();
+        let v = self.func.add_param(
+            name.clone(),
+            stat.clone().unwrap_or_else(|| TensorType::f32([])),
+        );
+        if stat.is_none() {
+            let d = &mut self.func.values[v];
+            d.declared = None;
+            d.ty = None;
+            d.declared_sym = Some(ty.clone());
+            d.sym = Some(ty);
+            self.func.dynamic.get_or_insert_with(Default::default);
+        }
+        self.names.insert(name);
+        v
     }
 
     fn shape(&self, v: Value) -> Vec<u64> {
@@ -253,6 +310,9 @@ impl Emitter {
     }
 
     fn push(&mut self, op: Op, operands: &[Value], names: Vec<String>) -> R<Vec<Value>> {
+        if operands.iter().any(|&v| self.is_sym(v)) {
+            return self.push_sym(op, operands, names);
+        }
         let ins: Vec<&TensorType> = operands.iter().map(|&v| self.ty(v)).collect();
         let tys = tir_ir::shape::infer(&op, &ins).map_err(|e| e.message)?;
         let id = self.func.push_op(
@@ -263,6 +323,26 @@ impl Emitter {
         let results = self.func.ops[id].results.clone();
         for (&r, t) in results.iter().zip(tys) {
             self.func.values[r].ty = Some(t);
+        }
+        Ok(results)
+    }
+
+    /// [`Emitter::push`] with a symbolic operand: the symbolic shape rule. Conditions it cannot
+    /// decide are dropped here: the verifier derives them again as the module's run-time checks.
+    fn push_sym(&mut self, op: Op, operands: &[Value], names: Vec<String>) -> R<Vec<Value>> {
+        let ins: Vec<SymTensorType> = operands.iter().map(|&v| self.sym_ty(v)).collect();
+        let refs: Vec<&SymTensorType> = ins.iter().collect();
+        let mut checks = tir_ir::shape::Checks::new();
+        let tys = tir_ir::shape::infer_sym(&op, &refs, &mut checks).map_err(|e| e.message)?;
+        let id = self.func.push_op(
+            op,
+            operands.to_vec(),
+            names.into_iter().map(|n| (n, None)).collect(),
+        );
+        let results = self.func.ops[id].results.clone();
+        for (&r, t) in results.iter().zip(tys) {
+            self.func.values[r].ty = t.to_static();
+            self.func.values[r].sym = Some(t);
         }
         Ok(results)
     }
@@ -293,6 +373,11 @@ struct Importer<'a> {
     cache: HashMap<(usize, bool), Value>,
     em: Emitter,
     weights: Weights,
+    /// The free input dims (symbols), each with the extent the file's static shapes assume:
+    /// what [`Importer::define`] checks an inferred symbolic shape against.
+    free: Vec<(String, u64)>,
+    /// Set while [`Importer::operator_free`] has admitted the operator being imported.
+    past_gate: bool,
 }
 
 fn builtin_name(code: BuiltinOperator) -> String {
@@ -545,8 +630,13 @@ impl<'a> Importer<'a> {
         }
     }
 
-    /// The graph inputs become the function's parameters, in the model's NHWC shapes.
-    fn inputs(&mut self) -> Result<(), ImportError> {
+    /// The graph inputs become the function's parameters, in the model's NHWC shapes. An axis
+    /// whose `shape_signature` entry is `-1` gets the symbolic dim `INPUT.dAXIS` (ONNX import's
+    /// name for an unnamed dim), unless `dims` pins it. Returns the pins that differ from the
+    /// file's static extent: those dims are imported symbolically and fixed after the walk.
+    fn inputs(&mut self, dims: &[(String, u64)]) -> Result<tir_ir::Bindings, ImportError> {
+        let mut used = std::collections::HashSet::new();
+        let mut pins = tir_ir::Bindings::new();
         for (index, t) in self.sg.inputs().into_iter().flatten().enumerate() {
             let fail = |message: String| ImportError::Input {
                 index,
@@ -569,10 +659,79 @@ impl<'a> Importer<'a> {
                 name
             };
             self.em.names.insert(name.clone());
-            let v = self.em.func.add_param(name, TensorType::f32(shape));
+            let sig: Vec<i32> = x.shape_signature().into_iter().flatten().collect();
+            let mut ty = Vec::with_capacity(shape.len());
+            for (axis, &d) in shape.iter().enumerate() {
+                if sig.len() != shape.len() || sig[axis] != -1 {
+                    ty.push(DimExpr::lit(d));
+                    continue;
+                }
+                let sym = derived_name(&name, axis);
+                match dims.iter().find(|(n, _)| *n == sym) {
+                    Some(&(_, n)) if n == d => {
+                        used.insert(sym);
+                        ty.push(DimExpr::lit(d));
+                        continue;
+                    }
+                    Some(&(_, n)) => {
+                        pins.insert(sym.clone(), n);
+                        used.insert(sym.clone());
+                    }
+                    None => {}
+                }
+                self.free.push((sym.clone(), d));
+                ty.push(DimExpr::sym(sym));
+            }
+            let v = self.em.add_param(name, SymTensorType::new(ty, DType::F32));
             self.vals.insert(t, Val::Ir { v, nchw: false });
         }
-        Ok(())
+        for (d, _) in dims {
+            if !used.contains(d) {
+                let free: Vec<&str> = self.free.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(ImportError::Model(format!(
+                    "--dim {d}: no graph input has a free dim (`-1` in its `shape_signature`) of that name{}",
+                    if free.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (the free dims: {})", free.join(", "))
+                    }
+                )));
+            }
+        }
+        Ok(pins)
+    }
+
+    /// The free dims of the IR value of tensor `t` (none for a constant or a static value).
+    fn free_dims(&self, t: usize) -> Vec<String> {
+        match self.vals.get(&t) {
+            Some(Val::Ir { v, .. }) if self.em.is_sym(*v) => {
+                let mut out = Vec::new();
+                for d in self.em.sym_ty(*v).shape {
+                    for s in d.symbols() {
+                        if !out.contains(&s) {
+                            out.push(s);
+                        }
+                    }
+                }
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The refusal of an operator that needs a static extent of tensor `t`, whose shape
+    /// depends on the free dim `dim`.
+    fn needs_static(&self, t: usize, dim: &str, what: &str) -> String {
+        let fixed = self
+            .free
+            .iter()
+            .find(|(n, _)| n == dim)
+            .map(|(_, s)| *s)
+            .unwrap_or(1);
+        format!(
+            "{} depends on the free dim `{dim}` (a `-1` in the input's `shape_signature`), and {what}: tir's TFLite importer cannot express it for every value of `{dim}`; `--dim {dim}={fixed}` (the extent of the file's static shapes) pins it",
+            self.describe(t)
+        )
     }
 
     fn val(&mut self, t: usize) -> R<Val> {
@@ -645,7 +804,7 @@ impl<'a> Importer<'a> {
                 if let Some(&c) = self.cache.get(&(t, want)) {
                     return Ok((c, want));
                 }
-                if self.em.ty(v).rank() != 4 {
+                if self.em.rank(v) != 4 {
                     return Err(format!("{} is not rank 4", self.describe(t)));
                 }
                 let perm = if want { TO_NCHW } else { TO_NHWC };
@@ -687,7 +846,14 @@ impl<'a> Importer<'a> {
                 let (shape, data) = permute_data(c.floats()?, &shape, &TO_NCHW);
                 Ok(self.weight(&self.tname(t), shape, &data))
             }
-            Val::Ir { v, .. } if self.em.ty(v).rank() < 4 => {
+            Val::Ir { v, .. } if self.em.rank(v) < 4 => {
+                if self.em.is_sym(v) {
+                    return Err(self.needs_static(
+                        t,
+                        &self.free_dims(t)[0],
+                        "broadcasting it against a rank-4 NCHW operand needs its static shape",
+                    ));
+                }
                 let s = self.em.shape(v);
                 let mut shape = vec![1i64; 4 - s.len()];
                 shape.extend(s.iter().map(|&d| d as i64));
@@ -700,6 +866,15 @@ impl<'a> Importer<'a> {
 
     /// `transpose(v, perm)`, or a `reshape` when only size-1 dimensions move.
     fn permute(&mut self, v: Value, perm: &[usize]) -> R<Value> {
+        if self.em.is_sym(v) {
+            // A symbolic extent may or may not be 1: only a transpose holds for every value.
+            return self.em.push1(
+                Op::Transpose {
+                    perm: perm.iter().map(|&p| p as u64).collect(),
+                },
+                &[v],
+            );
+        }
         let s = self.em.shape(v);
         let out: Vec<u64> = perm.iter().map(|&p| s[p]).collect();
         let moved: Vec<usize> = perm.iter().copied().filter(|&p| s[p] != 1).collect();
@@ -730,7 +905,20 @@ impl<'a> Importer<'a> {
             }
             expect = TO_NCHW.iter().map(|&p| declared[p]).collect();
         }
-        let got = self.em.shape(v);
+        let got = if self.em.is_sym(v) {
+            // The file's static shapes hold at the static extents of the free dims: the
+            // symbolic shape evaluated there must give them.
+            let env = |n: &str| self.free.iter().find(|(s, _)| s == n).map(|(_, d)| *d);
+            self.em
+                .sym_ty(v)
+                .shape
+                .iter()
+                .map(|d| d.eval_dim(&env))
+                .collect::<Result<Vec<u64>, _>>()
+                .map_err(|e| format!("{}: {e}", self.describe(t)))?
+        } else {
+            self.em.shape(v)
+        };
         if got != expect {
             return Err(format!(
                 "tir infers shape {got:?}{} for {}, but the model declares {declared:?}",
@@ -801,6 +989,18 @@ impl<'a> Importer<'a> {
         let out = outs[0] as usize;
         let outs: Vec<usize> = outs.iter().map(|&t| t as usize).collect();
         type B = BuiltinOperator;
+        // An operand whose shape depends on a free input dim: only the operators below are
+        // imported for every value of it; the others would be specialised to the file's
+        // static shapes, so they are refused.
+        let free = ins.iter().filter(|&&t| t >= 0).find_map(|&t| {
+            self.free_dims(t as usize)
+                .first()
+                .map(|d| (t as usize, d.clone()))
+        });
+        if let Some((t, dim)) = free.filter(|_| !self.past_gate) {
+            return self.operator_free(op, code, _name, &ins, out, t, &dim);
+        }
+        self.past_gate = false;
         if let Some(custom) = mediapipe_attention {
             let ins: Vec<usize> = (0..ins.len()).map(input).collect::<R<_>>()?;
             return self.mediapipe_op(op, custom, &ins, out);
@@ -1427,6 +1627,90 @@ impl<'a> Importer<'a> {
             }
             _ => Err("not supported by tir's TFLite importer".into()),
         }
+    }
+
+    /// An operator with an operand `t` whose shape depends on the free dim `dim`: imported
+    /// when what it emits holds for every value of the dim, else refused naming both.
+    #[allow(clippy::too_many_arguments)]
+    fn operator_free(
+        &mut self,
+        op: &schema::Operator<'a>,
+        code: BuiltinOperator,
+        name: &str,
+        ins: &[i32],
+        out: usize,
+        t: usize,
+        dim: &str,
+    ) -> R<()> {
+        type B = BuiltinOperator;
+        let sym_ty = |imp: &Self, t: i32| match imp.vals.get(&(t as usize)) {
+            Some(Val::Ir { v, .. }) if t >= 0 && imp.em.is_sym(*v) => Some(imp.em.sym_ty(*v)),
+            _ => None,
+        };
+        let refuse = |imp: &Self, what: String| Err(imp.needs_static(t, dim, &what));
+        match code {
+            // The window and SAME padding read H and W only: a free batch is fine.
+            B::CONV_2D | B::DEPTHWISE_CONV_2D => {
+                let ty = sym_ty(self, ins[0]);
+                if ty.is_some_and(|ty| ty.shape.iter().skip(1).any(|d| d.known().is_none()))
+                    || ins.iter().skip(1).any(|&i| sym_ty(self, i).is_some())
+                {
+                    return refuse(
+                        self,
+                        format!(
+                            "{name} needs static H, W and channels (only the batch may be free)"
+                        ),
+                    );
+                }
+            }
+            // Broadcasting an operand of a lower rank goes through a static reshape.
+            B::ADD | B::SUB | B::MUL | B::DIV => {
+                let rank = self.shape_of(out)?.len();
+                if ins
+                    .iter()
+                    .any(|&i| sym_ty(self, i).is_some_and(|ty| ty.rank() != rank))
+                {
+                    return refuse(
+                        self,
+                        format!(
+                            "{name} broadcasts it from a lower rank, which needs its static shape"
+                        ),
+                    );
+                }
+            }
+            B::LOGISTIC | B::TANH | B::RELU | B::RELU6 | B::HARD_SWISH | B::RELU_N1_TO_1 => {}
+            // TFLite's RESHAPE resolves one `-1` in the new shape at run time, as tir's
+            // `reshape` does: with one, the op holds for every value; without, the new shape
+            // is the file's static one.
+            B::RESHAPE => {
+                let shape: Vec<i64> = match ins.get(1).filter(|&&i| i >= 0) {
+                    Some(&s) => self.konst(s as usize)?.ints()?.to_vec(),
+                    None => op
+                        .builtin_options_as_reshape_options()
+                        .and_then(|o| o.new_shape())
+                        .map(|v| v.iter().map(i64::from).collect())
+                        .unwrap_or_default(),
+                };
+                let minus = shape.iter().filter(|&&d| d == -1).count();
+                if minus != 1 || shape.iter().any(|&d| d < -1) {
+                    return refuse(
+                        self,
+                        format!("{name}'s new shape {shape:?} has no `-1` to take it"),
+                    );
+                }
+                let (x, _) = self.value(t, Some(false))?;
+                let y = self.result(out, Op::Reshape { shape }, &[x])?;
+                return self.define(out, y, false);
+            }
+            _ => {
+                return refuse(self, format!("{name} needs its static shape"));
+            }
+        }
+        // The common path, now known to hold for every value of the free dims.
+        self.past_gate = true;
+        let r = self.operator(op, name);
+        self.past_gate = false;
+        r
     }
 
     /// The element-wise ops compute in NCHW when an operand already is NCHW and the result is

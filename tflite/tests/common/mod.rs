@@ -14,6 +14,8 @@ pub struct TensorSpec {
     /// Little-endian bytes of a constant.
     pub data: Option<Vec<u8>>,
     pub sparsity: Option<SparseSpec>,
+    /// The schema's `shape_signature` (`-1` marks a free dim), when set.
+    pub signature: Option<Vec<i32>>,
 }
 
 /// A sparse layout (the schema's `SparsityParameters`): per level, `Dense(size)` or
@@ -151,6 +153,7 @@ impl Spec {
             ty,
             data,
             sparsity: None,
+            signature: None,
         });
         self.tensors.len() as i32 - 1
     }
@@ -189,6 +192,7 @@ impl Spec {
             };
             let sparsity = t.sparsity.as_ref().map(|sp| sparsity(&mut fbb, sp));
             let shape = fbb.create_vector(&t.shape);
+            let shape_signature = t.signature.as_ref().map(|s| fbb.create_vector(s));
             let name = fbb.create_string(&t.name);
             tensors.push(s::Tensor::create(
                 &mut fbb,
@@ -198,6 +202,7 @@ impl Spec {
                     buffer,
                     name: Some(name),
                     sparsity,
+                    shape_signature,
                     ..Default::default()
                 },
             ));
