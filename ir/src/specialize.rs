@@ -107,14 +107,7 @@ pub fn specialize(m: &Module, b: &Bindings) -> Result<Module, Vec<SpecializeErro
     if !errors.is_empty() {
         return Err(errors);
     }
-    crate::verify(&mut out).map_err(|es| {
-        es.iter()
-            .map(|e| SpecializeError {
-                message: e.to_string(),
-                span: e.span(),
-            })
-            .collect::<Vec<_>>()
-    })?;
+    reverify(&mut out)?;
     Ok(out)
 }
 
@@ -362,13 +355,19 @@ pub fn pin(m: &Module, b: &Bindings) -> Result<Module, Vec<SpecializeError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    crate::verify(&mut out).map_err(|es| {
+    reverify(&mut out)?;
+    Ok(out)
+}
+
+/// Re-derives every type of `out` after its dims were substituted: the verifier's errors, at
+/// their spans, are the substitution's (a bound that breaks a shape rule).
+fn reverify(out: &mut Module) -> Result<(), Vec<SpecializeError>> {
+    crate::verify(out).map_err(|es| {
         es.iter()
             .map(|e| SpecializeError {
                 message: e.to_string(),
                 span: e.span(),
             })
-            .collect::<Vec<_>>()
-    })?;
-    Ok(out)
+            .collect()
+    })
 }
