@@ -8,7 +8,6 @@
 mod common;
 use common::*;
 use tir_ir::{Function, Op};
-use tir_onnx::proto::tensor_proto::DataType;
 use tir_onnx::proto::ModelProto;
 use tir_onnx::ImportOptions;
 
@@ -51,37 +50,6 @@ fn blocks() -> ModelProto {
     )
 }
 
-/// The model's outputs (as bits) through the interpreter, imported with `opts`.
-fn run(m: &ModelProto, opts: &ImportOptions, x: &[i64]) -> Vec<Vec<u32>> {
-    let imp = import_with(m, opts).unwrap();
-    let st = imp.weights.to_safetensors().unwrap();
-    let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
-    let n: i64 = x.iter().product();
-    let input = tir_interp::Tensor::f32(
-        x.iter().map(|&d| d as u64).collect::<Vec<u64>>(),
-        (0..n).map(|v| (v as f32 * 0.37).sin() * 3.0).collect(),
-    )
-    .unwrap();
-    tir_interp::run(&imp.module, &weights, &[input])
-        .unwrap()
-        .iter()
-        .map(|t| t.as_f32().unwrap().iter().map(|v| v.to_bits()).collect())
-        .collect()
-}
-
-fn raw() -> ImportOptions {
-    ImportOptions {
-        no_cleanup: true,
-        ..Default::default()
-    }
-}
-
-fn count(f: &Function, name: &str) -> usize {
-    f.ops_in_order()
-        .filter(|(_, o)| o.op.name() == name)
-        .count()
-}
-
 fn prelu_convs(f: &Function) -> usize {
     f.ops_in_order()
         .filter(|(_, o)| matches!(&o.op, Op::Conv2d(c) if c.prelu))
@@ -94,8 +62,8 @@ fn prelus_fuse_into_their_convs_after_the_residual() {
     let imp = import(&m).unwrap();
     let f = imp.module.entry().unwrap();
     let text = tir_ir::print(&imp.module);
-    assert_eq!(count(f, "prelu"), 0, "{text}");
-    assert_eq!(count(f, "add"), 0, "{text}");
+    assert_eq!(count_ops(f, "prelu"), 0, "{text}");
+    assert_eq!(count_ops(f, "add"), 0, "{text}");
     assert_eq!(prelu_convs(f), 3, "{text}");
     assert!(
         text.contains("conv2d(%x, %w1, %b1, %x, %a1) {pads = [1, 1, 1, 1], activation = prelu}"),
@@ -103,14 +71,14 @@ fn prelus_fuse_into_their_convs_after_the_residual() {
     );
 
     // The stats count them, on the module imported without cleanup.
-    let mut raw_imp = import_with(&m, &raw()).unwrap();
+    let mut raw_imp = import_with(&m, &no_cleanup()).unwrap();
     let stats = tir_onnx::cleanup(&mut raw_imp.module, &mut raw_imp.weights);
     assert_eq!(stats.fused_prelus, 3);
     assert_eq!(stats.fused_residuals, 1);
 
     assert_eq!(
-        run(&m, &ImportOptions::default(), &[1, 4, 6, 6]),
-        run(&m, &raw(), &[1, 4, 6, 6])
+        run_bits(&m, &ImportOptions::default(), &[1, 4, 6, 6], 3.0),
+        run_bits(&m, &no_cleanup(), &[1, 4, 6, 6], 3.0)
     );
 }
 
@@ -151,9 +119,9 @@ fn what_does_not_fuse() {
     let imp = import(&m).unwrap();
     let f = imp.module.entry().unwrap();
     let text = tir_ir::print(&imp.module);
-    assert_eq!(count(f, "prelu"), 5, "{text}");
+    assert_eq!(count_ops(f, "prelu"), 5, "{text}");
     assert_eq!(prelu_convs(f), 0, "{text}");
-    let mut raw_imp = import_with(&m, &raw()).unwrap();
+    let mut raw_imp = import_with(&m, &no_cleanup()).unwrap();
     let stats = tir_onnx::cleanup(&mut raw_imp.module, &mut raw_imp.weights);
     assert_eq!(stats.fused_prelus, 0);
 }
@@ -161,20 +129,9 @@ fn what_does_not_fuse() {
 #[test]
 fn a_dynamic_model_is_not_fused() {
     // The kernels with run-time extents have no PReLU epilogue.
-    let mut m = blocks();
-    let g = m.graph.as_mut().unwrap();
-    g.input = vec![input_sym(
-        "x",
-        &[D::S("n"), D::N(4), D::N(6), D::N(6)],
-        DataType::Float,
-    )];
-    let opts = ImportOptions {
-        keep_symbols: true,
-        ..Default::default()
-    };
-    let imp = import_with(&m, &opts).unwrap();
+    let imp = import_free_input(&blocks(), "x", &[D::S("n"), D::N(4), D::N(6), D::N(6)]);
     assert!(imp.module.is_dynamic());
     let f = imp.module.entry().unwrap();
-    assert_eq!(count(f, "prelu"), 3, "{}", tir_ir::print(&imp.module));
+    assert_eq!(count_ops(f, "prelu"), 3, "{}", tir_ir::print(&imp.module));
     assert_eq!(prelu_convs(f), 0);
 }

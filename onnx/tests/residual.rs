@@ -4,8 +4,7 @@
 
 mod common;
 use common::*;
-use tir_ir::{Function, Op};
-use tir_onnx::proto::tensor_proto::DataType;
+use tir_ir::Op;
 use tir_onnx::proto::ModelProto;
 use tir_onnx::ImportOptions;
 
@@ -43,44 +42,13 @@ fn blocks() -> ModelProto {
     )
 }
 
-/// The model's outputs (as bits) through the interpreter, imported with `opts`.
-fn run(m: &ModelProto, opts: &ImportOptions, x: &[i64]) -> Vec<Vec<u32>> {
-    let imp = import_with(m, opts).unwrap();
-    let st = imp.weights.to_safetensors().unwrap();
-    let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
-    let n: i64 = x.iter().product();
-    let input = tir_interp::Tensor::f32(
-        x.iter().map(|&d| d as u64).collect::<Vec<u64>>(),
-        (0..n).map(|v| (v as f32 * 0.37).sin()).collect(),
-    )
-    .unwrap();
-    tir_interp::run(&imp.module, &weights, &[input])
-        .unwrap()
-        .iter()
-        .map(|t| t.as_f32().unwrap().iter().map(|v| v.to_bits()).collect())
-        .collect()
-}
-
-fn raw() -> ImportOptions {
-    ImportOptions {
-        no_cleanup: true,
-        ..Default::default()
-    }
-}
-
-fn count(f: &Function, name: &str) -> usize {
-    f.ops_in_order()
-        .filter(|(_, o)| o.op.name() == name)
-        .count()
-}
-
 #[test]
 fn residual_adds_fuse_into_the_conv_with_the_relu() {
     let m = blocks();
     let imp = import(&m).unwrap();
     let f = imp.module.entry().unwrap();
-    assert_eq!(count(f, "add"), 0);
-    assert_eq!(count(f, "relu"), 0);
+    assert_eq!(count_ops(f, "add"), 0);
+    assert_eq!(count_ops(f, "relu"), 0);
     let fused: Vec<_> = f
         .ops_in_order()
         .filter(|(_, o)| matches!(&o.op, Op::Conv2d(c) if o.operands.len() == 4 && c.activation.is_some()))
@@ -109,14 +77,14 @@ fn residual_adds_fuse_into_the_conv_with_the_relu() {
     insta::assert_snapshot!("residual_fused", text);
 
     // The stats count them, on the module imported without cleanup.
-    let mut raw_imp = import_with(&m, &raw()).unwrap();
+    let mut raw_imp = import_with(&m, &no_cleanup()).unwrap();
     let stats = tir_onnx::cleanup(&mut raw_imp.module, &mut raw_imp.weights);
     assert_eq!(stats.fused_residuals, 2);
     assert_eq!(stats.fused_activations, 2);
 
     assert_eq!(
-        run(&m, &ImportOptions::default(), &[1, 4, 6, 6]),
-        run(&m, &raw(), &[1, 4, 6, 6])
+        run_bits(&m, &ImportOptions::default(), &[1, 4, 6, 6], 1.0),
+        run_bits(&m, &no_cleanup(), &[1, 4, 6, 6], 1.0)
     );
 }
 
@@ -153,13 +121,13 @@ fn what_does_not_fuse() {
     let imp = import(&m).unwrap();
     let f = imp.module.entry().unwrap();
     let text = tir_ir::print(&imp.module);
-    assert_eq!(count(f, "add"), 5, "{text}");
+    assert_eq!(count_ops(f, "add"), 5, "{text}");
     assert!(
         f.ops_in_order()
             .all(|(_, o)| o.operands.len() < 4 || o.op.name() != "conv2d"),
         "{text}"
     );
-    let mut raw_imp = import_with(&m, &raw()).unwrap();
+    let mut raw_imp = import_with(&m, &no_cleanup()).unwrap();
     let stats = tir_onnx::cleanup(&mut raw_imp.module, &mut raw_imp.weights);
     assert_eq!(stats.fused_residuals, 0);
 }
@@ -169,19 +137,8 @@ fn a_dynamic_model_is_not_fused() {
     // The kernels with run-time extents have no residual epilogue: a model with a free dim
     // keeps its adds (and the static compile at the same shape gives the same bits, as the
     // fused epilogue adds in the unfused order).
-    let mut m = blocks();
-    let g = m.graph.as_mut().unwrap();
-    g.input = vec![input_sym(
-        "x",
-        &[D::S("n"), D::N(4), D::N(6), D::N(6)],
-        DataType::Float,
-    )];
-    let opts = ImportOptions {
-        keep_symbols: true,
-        ..Default::default()
-    };
-    let imp = import_with(&m, &opts).unwrap();
+    let imp = import_free_input(&blocks(), "x", &[D::S("n"), D::N(4), D::N(6), D::N(6)]);
     assert!(imp.module.is_dynamic());
     let f = imp.module.entry().unwrap();
-    assert_eq!(count(f, "add"), 2, "{}", tir_ir::print(&imp.module));
+    assert_eq!(count_ops(f, "add"), 2, "{}", tir_ir::print(&imp.module));
 }

@@ -206,3 +206,50 @@ pub fn error(m: &ModelProto) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// The model's outputs as bits through the interpreter, imported with `opts`, on the input of
+/// shape `x` holding `amp · sin(0.37 i)`.
+pub fn run_bits(m: &ModelProto, opts: &ImportOptions, x: &[i64], amp: f32) -> Vec<Vec<u32>> {
+    let imp = import_with(m, opts).unwrap();
+    let st = imp.weights.to_safetensors().unwrap();
+    let weights = tir_interp::Weights::from_safetensors(&imp.module, &st).unwrap();
+    let n: i64 = x.iter().product();
+    let input = tir_interp::Tensor::f32(
+        x.iter().map(|&d| d as u64).collect::<Vec<u64>>(),
+        (0..n).map(|v| (v as f32 * 0.37).sin() * amp).collect(),
+    )
+    .unwrap();
+    tir_interp::run(&imp.module, &weights, &[input])
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f32().unwrap().iter().map(|v| v.to_bits()).collect())
+        .collect()
+}
+
+/// Import options that skip the cleanup (the graph as the model writes it).
+pub fn no_cleanup() -> ImportOptions {
+    ImportOptions {
+        no_cleanup: true,
+        ..Default::default()
+    }
+}
+
+/// How many ops of `f` are named `name`.
+pub fn count_ops(f: &tir_ir::Function, name: &str) -> usize {
+    f.ops_in_order()
+        .filter(|(_, o)| o.op.name() == name)
+        .count()
+}
+
+/// `m` with its first input replaced by the f32 input `name` of dims `dims`, imported keeping
+/// its symbolic dims.
+pub fn import_free_input(m: &ModelProto, name: &str, dims: &[D]) -> Imported {
+    let mut m = m.clone();
+    let g = m.graph.as_mut().unwrap();
+    g.input[0] = input_sym(name, dims, DataType::Float);
+    let opts = ImportOptions {
+        keep_symbols: true,
+        ..Default::default()
+    };
+    import_with(&m, &opts).unwrap()
+}
