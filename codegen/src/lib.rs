@@ -736,7 +736,8 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 }
             }
         }
-        let storage = Storage::analyze(func)?;
+        let mut storage = Storage::analyze(func)?;
+        storage.pack_panels(func, self.width);
         let globals = self.weight_globals(func, weights, &storage)?;
 
         // uint64_t <name>_slab_size(void)
@@ -1006,6 +1007,23 @@ fn weight_bytes(func: &Function, weights: &Weights, v: Value, storage: &Storage)
             )))
         }
     };
+    if let Some(mr) = storage.panel_rows(v) {
+        // Row panels `[M/MR][K][MR]`, the last one `M mod MR` rows wide (the narrow GEMM
+        // tiles' A, `kernels::gemm::gemm_packed`).
+        let m = ty.shape.first().copied().unwrap_or(0) as usize;
+        let kk = data.len().checked_div(m).unwrap_or(0);
+        let mr = mr as usize;
+        let mut out = Vec::with_capacity(data.len() * 4);
+        for p0 in (0..m).step_by(mr) {
+            let rows = mr.min(m - p0);
+            for c in 0..kk {
+                for r in 0..rows {
+                    out.extend_from_slice(&data[(p0 + r) * kk + c].to_le_bytes());
+                }
+            }
+        }
+        return Ok(out);
+    }
     let data: Vec<f32> = if storage.transposed.contains(&v) && ty.shape.len() == 2 {
         let (r, c) = (ty.shape[0] as usize, ty.shape[1] as usize);
         (0..r * c).map(|p| data[(p % r) * c + p / r]).collect()

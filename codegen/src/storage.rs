@@ -44,6 +44,10 @@ pub struct Storage {
     pub weights: Vec<Value>,
     /// Consts stored transposed (rank 2), because their only use is gemm's B with `trans_b`.
     pub transposed: Vec<Value>,
+    /// Consts stored as row panels `[M/MR][K][MR]` (the value, MR), because their only use
+    /// is the weight of a pointwise convolution on the narrow GEMM tiles
+    /// ([`Storage::pack_panels`]).
+    pub packed: Vec<(Value, i64)>,
 }
 
 impl Storage {
@@ -119,7 +123,38 @@ impl Storage {
             loc,
             weights,
             transposed,
+            packed: Vec::new(),
         })
+    }
+
+    /// Marks for packing into row panels the weights whose only use is a convolution that
+    /// runs on the narrow GEMM tiles at `width` lanes (`kernels::conv::panel_rows`). Only
+    /// the static code generator calls it: a run-time-shaped kernel reads weights as they
+    /// are.
+    pub fn pack_panels(&mut self, func: &Function, width: u32) {
+        for &v in &self.weights {
+            let mut uses = func
+                .ops_in_order()
+                .flat_map(|(_, d)| d.operands.iter().enumerate().map(move |(i, &o)| (d, i, o)))
+                .filter(|&(_, _, o)| o == v);
+            let first = uses.next();
+            if uses.next().is_some() || func.returns.contains(&v) {
+                continue;
+            }
+            if let Some((op, 1, _)) = first {
+                if let Some(mr) = crate::kernels::conv::panel_rows(func, op, width) {
+                    self.packed.push((v, mr));
+                }
+            }
+        }
+    }
+
+    /// The panel height `v` is packed with, if it is ([`Storage::pack_panels`]).
+    pub fn panel_rows(&self, v: Value) -> Option<i64> {
+        self.packed
+            .iter()
+            .find(|&&(p, _)| p == v)
+            .map(|&(_, mr)| mr)
     }
 
     pub fn of(&self, func: &Function, v: Value) -> Result<Loc, CodegenError> {

@@ -204,6 +204,10 @@ fn pointwise_gemm_tiles_and_gemv() {
     check(&[1, 305, 7, 7], &[90, 305, 1, 1], 1, 1, [0; 4], 1, true, M);
     check(&[1, 97, 1, 1], &[6, 97, 1, 1], 1, 1, [0; 4], 1, false, One);
     check(&[2, 12, 8, 8], &[18, 6, 1, 1], 1, 1, [0; 4], 2, true, M);
+    // Narrow tiles on weights packed into row panels (6-row panels with a 5-row tail;
+    // 12-row panels with a tail), with and without a residual.
+    check(&[1, 37, 7, 7], &[53, 37, 1, 1], 1, 1, [0; 4], 1, true, M);
+    check(&[1, 19, 4, 4], &[29, 19, 1, 1], 1, 1, [0; 4], 1, false, One);
 }
 
 #[test]

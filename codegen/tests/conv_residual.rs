@@ -142,6 +142,10 @@ fn pointwise_gemm_tiles_and_gemv() {
         "hard_swish",
     );
     check(&[2, 12, 8, 8], &[18, 6, 1, 1], 1, 1, [0; 4], 2, "relu");
+    // Narrow tiles on weights packed into row panels: a 6-row panel tail of 5 rows in the
+    // last 24-channel chunk, and 8-row panels with a batch.
+    check(&[1, 37, 7, 7], &[53, 37, 1, 1], 1, 1, [0; 4], 1, "relu");
+    check(&[2, 70, 6, 7], &[31, 70, 1, 1], 1, 1, [0; 4], 1, "");
 }
 
 #[test]

@@ -972,6 +972,34 @@ fn pointwise_small_spatial_k_blocked_and_gemv() {
 }
 
 #[test]
+fn pointwise_narrow_packed_panels() {
+    // 1×1 convolutions on narrow GEMMs (N = H·W at most 4 vectors) have their weights packed
+    // at compile time into row panels `[M/MR][K][MR]` as high as the narrow tile: every tile
+    // height (N of 1, 2, 3 and 4 vectors: 12, 12, 8 and 6 rows at 16 lanes), masked and full
+    // last vectors, M tails inside the last 24-channel chunk of a thread cut (the tail panel),
+    // odd K, a batch, and M below N (cut by pixels, one panel of M rows).
+    for (n, c, m, h, w) in [
+        (1, 37, 53, 7, 7),
+        (1, 19, 29, 4, 4),
+        (1, 8, 41, 5, 6),
+        (1, 70, 31, 6, 7),
+        (1, 5, 70, 8, 8),
+        (2, 33, 27, 3, 5),
+        (1, 9, 5, 7, 7),
+    ] {
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &[("w", vec![m, c, 1, 1]), ("b", vec![m])],
+            "conv2d(%x, %w, %b) {activation = relu}",
+        ));
+    }
+    // A weight with two uses stays row-major (the other use may not read panels): a narrow
+    // and a wide convolution on the same weights.
+    let text = "module @k {\n  func @main(%x: tensor<1x21x7x7xf32>, %y: tensor<1x21x10x10xf32>) -> (tensor<1x30x7x7xf32>, tensor<1x30x10x10xf32>) {\n    %w = const {name = \"w\"} : tensor<30x21x1x1xf32>\n    %a = conv2d(%x, %w) : tensor<1x30x7x7xf32>\n    %b = conv2d(%y, %w) : tensor<1x30x10x10xf32>\n    return %a, %b\n  }\n}\n";
+    check(text);
+}
+
+#[test]
 fn whole_window_conv_is_a_gemv() {
     // A kernel as big as its unpadded input gives one output pixel and runs as the pointwise
     // convolution of a C·KH·KW-channel 1×1 image (iris_landmark's 2×2 heads): any stride,

@@ -14,7 +14,7 @@ mod rowpack;
 mod transpose;
 
 use super::common::{args_of, dims, unsupported, Call, Slope};
-use super::gemm::{gemm_residual, Epilogue, Gemm};
+use super::gemm::{gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
@@ -66,6 +66,16 @@ pub(crate) fn conv2d<'a, 'c>(
     let args = args_of(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
+    // Weights packed at compile time into the narrow tiles' row panels (`Storage::
+    // pack_panels`, which asked `panel_rows` of this op at this width).
+    let packed = st.panel_rows(wv);
+    if packed.is_some() && packed != panel_rows(func, op, g.width) {
+        return Err(unsupported(
+            func,
+            op,
+            "its weights were packed in panels for another kernel",
+        ));
+    }
     let d = Conv {
         n,
         c: ci,
@@ -150,7 +160,9 @@ pub(crate) fn conv2d<'a, 'c>(
         }
     };
     if !tiling.is_parallel() {
-        emit(&k, g.width, &d, pointwise, None, px, pw, pb, ps, pr, po)?;
+        emit(
+            &k, g.width, &d, pointwise, None, packed, px, pw, pb, ps, pr, po,
+        )?;
     } else if pointwise && groups == 1 && split_columns(&d) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
@@ -165,6 +177,7 @@ pub(crate) fn conv2d<'a, 'c>(
                 &sub,
                 true,
                 Some(cols),
+                packed,
                 x,
                 pw,
                 pb,
@@ -244,6 +257,7 @@ pub(crate) fn conv2d<'a, 'c>(
                 &sub,
                 pointwise,
                 None,
+                packed,
                 x,
                 wt,
                 bias,
@@ -371,6 +385,36 @@ pub(crate) fn conv_transpose<'a, 'c>(
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
 }
 
+/// The panel height the weights of `op` are packed with at compile time for `width`-lane
+/// vectors, if they are: a pointwise convolution (one group, 1×1, unit strides, no padding)
+/// whose GEMM is narrow ([`narrow_rows`]: at most a few vectors of pixels, ResNet's and
+/// Inception's last stages). Its weights `[M, C, 1, 1]` are then the GEMM's A, stored
+/// `[M/MR][C][MR]` so that a tile's broadcasts read one contiguous stream. Every tile of
+/// every thread count starts at a multiple of MR (the row granule of [`tiling`], a multiple
+/// of every narrow tile height), so a chunk of channels starts at a panel.
+pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
+    let c = match &op.op {
+        tir_ir::Op::Conv2d(c) => c,
+        _ => return None,
+    };
+    let xd = dims(func, *op.operands.first()?).ok()?;
+    let wd = dims(func, *op.operands.get(1)?).ok()?;
+    let od = dims(func, *op.results.first()?).ok()?;
+    let pointwise = xd.len() == 4
+        && wd.len() == 4
+        && od.len() == 4
+        && c.groups == 1
+        && wd[1] == xd[1]
+        && wd[2..] == [1, 1]
+        && c.strides == [1, 1]
+        && c.pads == [0; 4]
+        && od[2..] == xd[2..];
+    if !pointwise {
+        return None;
+    }
+    narrow_rows(width, od[2] * od[3])
+}
+
 /// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each
 /// tile then re-reads the weights instead of the input, the smaller of the two in all but the
 /// last layers of a network.
@@ -404,7 +448,8 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
-/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged). `ps`: a
+/// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged).
+/// `packed`: the weights are row panels of this height ([`panel_rows`]). `ps`: a
 /// fused PReLU's slope, at the same channel as `pb`; `pr`: the residual, at the same offsets
 /// as `po`.
 #[allow(clippy::too_many_arguments)]
@@ -414,6 +459,7 @@ fn emit<'a, 'c>(
     d: &Conv,
     pointwise: bool,
     cols: Option<i64>,
+    packed: Option<i64>,
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
@@ -457,18 +503,16 @@ fn emit<'a, 'c>(
                     Some(p) => Some(k.gep(p, oo)?),
                     None => None,
                 };
-                gemm_residual(
-                    k,
-                    width,
-                    &gm,
-                    Epilogue {
-                        alpha: 1.0,
-                        row_bias,
-                        act: d.act,
-                        row_slope,
-                    },
-                    res,
-                )
+                let epi = Epilogue {
+                    alpha: 1.0,
+                    row_bias,
+                    act: d.act,
+                    row_slope,
+                };
+                match packed {
+                    Some(mr) => gemm_packed(k, width, &gm, epi, res, mr),
+                    None => gemm_residual(k, width, &gm, epi, res),
+                }
             })
         })
     } else if cg == 1 {

@@ -5,7 +5,7 @@
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, rows_for, wide};
+pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 
@@ -48,6 +48,35 @@ pub(crate) fn gemm_residual<'a, 'c>(
         return gemv::emit(k, w, gm, epi, res);
     }
     tile::emit(k, w, gm, epi, res)
+}
+
+/// [`gemm_residual`] on an A packed at compile time into row panels of
+/// [`narrow_rows`]`(w, gm.n)` rows (`[M/MR][K][MR]`, the last panel `M mod MR` rows wide;
+/// `gm.a_rs` and `gm.a_cs` are not read): the narrow tiles, each panel one tile's rows.
+/// Refused for a GEMM that is not narrow (the caller packed for the wrong shape).
+pub(crate) fn gemm_packed<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    mr: i64,
+) -> R<()> {
+    if gm.m <= 0 {
+        return Ok(());
+    }
+    if narrow_rows(w, gm.n) != Some(mr) {
+        return Err(crate::CodegenError::Unsupported {
+            op: "conv2d",
+            value: String::new(),
+            why: format!(
+                "weights packed in {mr}-row panels for a GEMM of {} columns, whose tiles are \
+                 not {mr} rows high",
+                gm.n
+            ),
+        });
+    }
+    tile::emit_packed(k, w, gm, epi, res)
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed

@@ -59,35 +59,8 @@ pub(super) fn emit_part<'a, 'c>(
     };
     let wl = w as i64;
     let (mr_wide, nv_wide) = wide(w);
-    let j0 = k.c(0);
     if gm.n <= NARROW * wl {
-        // Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one
-        // tile, more rows per tile, so A — the big operand here — is read once.
-        let nv = (gm.n + wl - 1) / wl;
-        let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
-        let mr = rows_for(w, nv);
-        let mfull = gm.m / mr * mr;
-        let kb = part(KBlock::whole(k, gm.k));
-        k.loop_step(0, mfull, mr, &mut |i0| {
-            tile(k, w, gm, epi, res, kb, i0, j0, mr, nv as u32, lanes)
-        })?;
-        if mfull < gm.m {
-            let tail = gm.m - mfull;
-            tile(
-                k,
-                w,
-                gm,
-                epi,
-                res,
-                kb,
-                k.c(mfull),
-                j0,
-                tail,
-                nv as u32,
-                lanes,
-            )?;
-        }
-        return Ok(());
+        return narrow(k, w, gm, epi, res, part(KBlock::whole(k, gm.k)), false);
     }
     let nr = nv_wide as i64 * wl;
     let nfull = gm.n / nr * nr;
@@ -97,48 +70,34 @@ pub(super) fn emit_part<'a, 'c>(
     let lanes_rest = (rest % wl != 0).then_some((rest % wl) as u32);
     let mfull = gm.m / mr_wide * mr_wide;
     let rows_tail = gm.m - mfull;
+    let at = |i0, j0, mr, nv, lanes| Tile {
+        i0,
+        j0,
+        mr,
+        nv,
+        lanes,
+        panel: false,
+    };
     // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
     let rows = |kb: KBlock<'c>, j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
         let mr = rows_for(w, nv as i64);
         let mfull = gm.m / mr * mr;
         k.loop_step(0, mfull, mr, &mut |i0| {
-            tile(k, w, gm, epi, res, kb, i0, j0, mr, nv, lanes)
+            tile(k, w, gm, epi, res, kb, at(i0, j0, mr, nv, lanes))
         })?;
         if mfull < gm.m {
-            tile(
-                k,
-                w,
-                gm,
-                epi,
-                res,
-                kb,
-                k.c(mfull),
-                j0,
-                gm.m - mfull,
-                nv,
-                lanes,
-            )?;
+            let t = at(k.c(mfull), j0, gm.m - mfull, nv, lanes);
+            tile(k, w, gm, epi, res, kb, t)?;
         }
         Ok(())
     };
     let cols = |kb: KBlock<'c>, i0: IntValue<'c>, mr: i64| -> R<()> {
         k.loop_step(0, nfull, nr, &mut |j0| {
-            tile(k, w, gm, epi, res, kb, i0, j0, mr, nv_wide, None)
+            tile(k, w, gm, epi, res, kb, at(i0, j0, mr, nv_wide, None))
         })?;
         if rest > 0 {
-            tile(
-                k,
-                w,
-                gm,
-                epi,
-                res,
-                kb,
-                i0,
-                k.c(nfull),
-                mr,
-                nrest,
-                lanes_rest,
-            )?;
+            let t = at(i0, k.c(nfull), mr, nrest, lanes_rest);
+            tile(k, w, gm, epi, res, kb, t)?;
         }
         Ok(())
     };
@@ -159,6 +118,66 @@ pub(super) fn emit_part<'a, 'c>(
         }
         Ok(())
     })
+}
+
+/// Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one tile,
+/// more rows per tile, so A — the big operand here — is read once. `panel`: A is stored as
+/// row panels ([`narrow_rows`]), so each tile's broadcasts come from one contiguous stream.
+fn narrow<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    kb: KBlock<'c>,
+    panel: bool,
+) -> R<()> {
+    let wl = w as i64;
+    let j0 = k.c(0);
+    let nv = (gm.n + wl - 1) / wl;
+    let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
+    let mr = rows_for(w, nv);
+    let mfull = gm.m / mr * mr;
+    let at = |i0: IntValue<'c>, mr: i64| Tile {
+        i0,
+        j0,
+        mr,
+        nv: nv as u32,
+        lanes,
+        panel,
+    };
+    k.loop_step(0, mfull, mr, &mut |i0| {
+        tile(k, w, gm, epi, res, kb, at(i0, mr))
+    })?;
+    if mfull < gm.m {
+        tile(k, w, gm, epi, res, kb, at(k.c(mfull), gm.m - mfull))?;
+    }
+    Ok(())
+}
+
+/// The rows of the narrow tile a GEMM with `n` columns runs on (`None` when it is not narrow,
+/// or one column, the matrix-vector product): the height of the row panels its A may be
+/// packed into at compile time (`[M/MR][K][MR]`, the last panel `M mod MR` rows wide), the
+/// packing of the A operand in BLIS and MLAS. The rows of A a tile broadcasts then sit in
+/// one contiguous stream instead of `MR` streams `K` floats apart: A is the big operand of a
+/// narrow GEMM (ResNet-50's 512→2048 at 7×7: 4 MiB of weights, 100 KiB of activations),
+/// read once, and `MR` short row streams (2 KiB each, half a page) are what the hardware
+/// prefetcher follows worst.
+pub(crate) fn narrow_rows(w: u32, n: i64) -> Option<i64> {
+    let wl = w as i64;
+    (n >= 2 && n <= NARROW * wl).then(|| rows_for(w, (n + wl - 1) / wl))
+}
+
+/// [`emit`] on an A stored as [`narrow_rows`]`(w, gm.n)`-row panels (`gm.a_rs`, `gm.a_cs`
+/// unused): the narrow tiles, whose row count is the panel height.
+pub(super) fn emit_packed<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+) -> R<()> {
+    narrow(k, w, gm, epi, res, KBlock::whole(k, gm.k), true)
 }
 
 /// At most this many vectors of columns make a GEMM narrow (one column block).
@@ -241,10 +260,22 @@ fn k_blocks<'a, 'c>(
     })
 }
 
-/// One `mr × nv·W` tile over the K block `kb`; with `lanes = Some(n)` only the first `n`
-/// columns of the last vector are loaded and stored (masked). The last K block reads the
-/// residual `res` (if any) at the index it stores to, and adds it after the bias.
-#[allow(clippy::too_many_arguments)]
+/// Where a tile sits: rows `i0 .. i0 + mr`, columns `j0 .. j0 + nv·W` (with `lanes = Some(n)`
+/// only the first `n` columns of the last vector); `panel`: A is stored as row panels, this
+/// tile's `mr` rows (the panel height, or the last panel's) as `[K][mr]` from `i0·K`.
+#[derive(Clone, Copy)]
+struct Tile<'c> {
+    i0: IntValue<'c>,
+    j0: IntValue<'c>,
+    mr: i64,
+    nv: u32,
+    lanes: Option<u32>,
+    panel: bool,
+}
+
+/// One tile over the K block `kb`; the last vector's columns past `lanes` are neither loaded
+/// nor stored (masked). The last K block reads the residual `res` (if any) at the index it
+/// stores to, and adds it after the bias.
 fn tile<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -252,15 +283,26 @@ fn tile<'a, 'c>(
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
     kb: KBlock<'c>,
-    i0: IntValue<'c>,
-    j0: IntValue<'c>,
-    mr: i64,
-    nv: u32,
-    lanes: Option<u32>,
+    t: Tile<'c>,
 ) -> R<()> {
+    let Tile {
+        i0,
+        j0,
+        mr,
+        nv,
+        lanes,
+        panel,
+    } = t;
     let wl = w as i64;
     let rows: Vec<IntValue> = (0..mr).map(|r| k.add(i0, k.c(r))).collect::<R<_>>()?;
-    let a_rows: Vec<IntValue> = rows.iter().map(|&r| k.mul(r, gm.a_rs)).collect::<R<_>>()?;
+    // A[r, kk] at `a_rows[r] + ak`: `r·a_rs + kk·a_cs`, or in a panel `i0·K + r + kk·mr`.
+    let a_rows: Vec<IntValue> = if panel {
+        let base = k.mul(i0, gm.k)?;
+        (0..mr).map(|r| k.add(base, k.c(r))).collect::<R<_>>()?
+    } else {
+        rows.iter().map(|&r| k.mul(r, gm.a_rs)).collect::<R<_>>()?
+    };
+    let a_cs = if panel { mr } else { gm.a_cs };
     let c_at = |r: usize, v: u32| -> R<IntValue<'c>> {
         let ci = k.add(k.mul(rows[r], gm.c_rs)?, j0)?;
         k.add(ci, k.c(v as i64 * wl))
@@ -297,7 +339,7 @@ fn tile<'a, 'c>(
                 }
             })
             .collect::<R<_>>()?;
-        let ak = k.mul(kk, gm.a_cs)?;
+        let ak = k.mul(kk, a_cs)?;
         let mut next = Vec::with_capacity(cur.len());
         for &ar in &a_rows {
             let a = k.splat(k.ld(gm.a, k.add(ar, ak)?)?, w)?;
