@@ -245,9 +245,9 @@ proptest! {
 
 #[test]
 fn overlap_among_many_live_ranges_is_caught() {
-    // 10,000 records live together, side by side (more than two levels of the checker's set
-    // of live ranges), then one more reaching from record 4,999 into record 5,000 at the end
-    // of their lives.
+    // 10,000 records live together, side by side (a live set far deeper than the hand-made
+    // cases above), then one more reaching from record 4,999 into record 5,000 at the end of
+    // their lives.
     let n = 10_000;
     let mut rs: Vec<UsageRecord> = (0..n).map(|_| r(16, 0, 5)).collect();
     let mut plan: Vec<u64> = (0..n as u64).map(|k| 16 * k).collect();
