@@ -242,3 +242,38 @@ proptest! {
         prop_assert_eq!(verdict.is_ok(), brute_objects_ok(&rs, &plan), "{:?}", verdict);
     }
 }
+
+#[test]
+fn overlap_among_many_live_ranges_is_caught() {
+    // 10,000 records live together, side by side (a live set far deeper than the hand-made
+    // cases above), then one more reaching from record 4,999 into record 5,000 at the end of
+    // their lives.
+    let n = 10_000;
+    let mut rs: Vec<UsageRecord> = (0..n).map(|_| r(16, 0, 5)).collect();
+    let mut plan: Vec<u64> = (0..n as u64).map(|k| 16 * k).collect();
+    assert_eq!(
+        check_offsets(&rs, &offsets(&plan, 16 * n as u64), 16),
+        Ok(())
+    );
+    rs.push(r(16, 5, 6));
+    plan.push(16 * 4_999 + 8);
+    assert_eq!(
+        check_offsets(&rs, &offsets(&plan, 16 * n as u64), 8),
+        Err(vec![
+            CheckError::AddressOverlap {
+                first: 4_999,
+                second: n
+            },
+            CheckError::AddressOverlap {
+                first: 5_000,
+                second: n
+            }
+        ])
+    );
+    // Starting one operator later, it meets nobody.
+    rs[n] = r(16, 6, 7);
+    assert_eq!(
+        check_offsets(&rs, &offsets(&plan, 16 * n as u64), 8),
+        Ok(())
+    );
+}

@@ -673,3 +673,164 @@ mod multidim {
         assert_eq!(err.kind, CsvErrorKind::MultiDimensional { columns: "w,h" });
     }
 }
+
+// ---- rows of plain digits, read in one pass: each way out of that pass ---------------------
+
+/// A file of `n` rows of plain digits (ids 0..n, sizes 8), lines ended by `end`.
+fn plain_rows(n: usize, end: &str) -> String {
+    let mut text = format!("id,lower,upper,size{end}");
+    for i in 0..n {
+        text.push_str(&format!("{i},{i},{},8{end}", i + 2));
+    }
+    text
+}
+
+#[test]
+fn crlf_and_trailing_blank_lines_read_as_lf() {
+    let lf = read_records_csv(&plain_rows(5, "\n"), false).expect("reads");
+    assert_eq!(lf.len(), 5);
+    assert_eq!(lf[4], rec("4", 4, 5, 8));
+    let crlf = plain_rows(5, "\r\n");
+    assert_eq!(read_records_csv(&crlf, false).expect("reads"), lf);
+    assert_eq!(
+        read_records_csv(&format!("{crlf}\r\n\r\n"), false).expect("reads"),
+        lf
+    );
+    assert_eq!(
+        read_records_csv(&format!("{}\n\n", plain_rows(5, "\n")), false).expect("reads"),
+        lf
+    );
+    // The last row without a line break.
+    let unterminated = plain_rows(5, "\n");
+    assert_eq!(
+        read_records_csv(unterminated.trim_end(), false).expect("reads"),
+        lf
+    );
+}
+
+#[test]
+fn malformed_number_after_plain_rows_names_line_and_column() {
+    let text = format!("{}5,5x,7,8\n", plain_rows(5, "\n"));
+    let err = rejected(&text, false, 7);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::NotAnInteger {
+            column: "lower",
+            value: "5x".into()
+        }
+    );
+    let text = format!("{}5,5,7,8.5\r\n", plain_rows(5, "\r\n"));
+    let err = rejected(&text, false, 7);
+    assert_eq!(err.column(), Some("size"));
+    assert_eq!(
+        err.to_string(),
+        "line 7: `size` must be an integer, got \"8.5\""
+    );
+}
+
+#[test]
+fn missing_and_empty_fields_after_plain_rows_are_rejected() {
+    // The last row, unterminated, lacks its size.
+    let text = format!("{}5,5,7", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::FieldCount {
+            expected: 4,
+            found: 3
+        }
+    );
+    let text = format!("{}5,,7,8\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(err.column(), Some("lower"));
+    let text = format!("{},5,7,8\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(err.kind, CsvErrorKind::EmptyId { column: "id" });
+    let text = format!("{}5,5,7,8,\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::FieldCount {
+            expected: 4,
+            found: 5
+        }
+    );
+}
+
+#[test]
+fn numbers_at_the_edge_of_64_bits_are_read_or_rejected() {
+    // 19 digits always fit; 20 may or may not.
+    let text = "id,lower,upper,size\n0,0,1,9999999999999999999\n1,0,1,18446744073709551615\n";
+    let records = read_records_csv(text, false).expect("reads");
+    assert_eq!(records[0].record.size, 9_999_999_999_999_999_999);
+    assert_eq!(records[1].record.size, u64::MAX);
+    let text = format!("{}3,0,1,99999999999999999999\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::Overflow {
+            column: "size",
+            value: "99999999999999999999".into()
+        }
+    );
+    let text = format!("{}3,18446744073709551616,1,8\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(err.column(), Some("lower"));
+    assert!(matches!(err.kind, CsvErrorKind::Overflow { .. }), "{err}");
+    // Leading zeros do not count towards the 19 digits' safety, but the value is the same.
+    let text = "id,lower,upper,size\n0,0,1,000000000000000000008\n";
+    assert_eq!(
+        read_records_csv(text, false).expect("reads")[0].record.size,
+        8
+    );
+}
+
+#[test]
+fn values_refused_after_a_plain_row_is_read_are_diagnosed() {
+    // A size of 0 and an empty lifetime are read by the one-pass reader, then refused, and
+    // the general path names them.
+    let text = format!("{}3,0,1,0\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(err.to_string(), "line 5: size must be positive, got 0");
+    let text = format!("{}3,4,4,8\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert!(
+        matches!(
+            err.kind,
+            CsvErrorKind::EmptyLifetime {
+                lower: 4,
+                upper: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        rejected(&format!("{}3,5,4,8\n", plain_rows(3, "\n")), true, 5).column(),
+        Some("upper")
+    );
+    // Duplicates among plain rows still name both lines.
+    let text = format!("{}1,0,1,8\n", plain_rows(3, "\n"));
+    let err = rejected(&text, false, 5);
+    assert_eq!(
+        err.kind,
+        CsvErrorKind::DuplicateId {
+            id: "1".into(),
+            first_line: 3
+        }
+    );
+    // Ids with leading zeros are text, kept as written.
+    let text = "id,lower,upper,size\n007,0,1,8\n7,0,1,8\n";
+    let records = read_records_csv(text, false).expect("reads");
+    assert_eq!(records[0].id, "007");
+    assert_eq!(records[1].id, "7");
+}
+
+#[test]
+fn plain_rows_in_any_column_order_and_with_offsets_read_the_same() {
+    let text = "size,upper,offset,id,lower\n8,2,0,0,0\n16,3,,1,1\n24,4,8,2,2\n";
+    assert_eq!(
+        read_records_csv(text, false).expect("reads"),
+        vec![rec("0", 0, 1, 8), rec("1", 1, 2, 16), rec("2", 2, 3, 24)]
+    );
+}
