@@ -11,38 +11,12 @@ mod common;
 use common::*;
 use support::*;
 use tir_interp::{npy, Tensor};
-use tir_tflite::schema::{ActivationFunctionType as Act, BuiltinOperator as B, Padding};
+use tir_tflite::schema::BuiltinOperator as B;
 
-/// CONV_2D (SAME, RELU) → ADD → RESHAPE to `[-1, 256]` at `batch`, the input's signature
+/// The shared free-batch model (`common::free_batch_model`), the input's signature
 /// `[-1, 8, 8, 3]` when `free`.
 fn model(batch: i32, free: bool) -> Vec<u8> {
-    let mut m = Spec::default();
-    let tx = m.input("x", &[batch, 8, 8, 3]);
-    if free {
-        m.tensors[tx as usize].signature = Some(vec![-1, 8, 8, 3]);
-    }
-    let tf = m.f32("conv/filter", &[4, 3, 3, 3], &values(108, 2));
-    let tfb = m.f32("conv/bias", &[4], &values(4, 3));
-    let tc = m.act("conv", &[batch, 8, 8, 4]);
-    m.op(
-        B::CONV_2D,
-        &[tx, tf, tfb],
-        &[tc],
-        Opts::Conv {
-            padding: Padding::SAME,
-            stride: [1, 1],
-            dilation: [1, 1],
-            act: Act::RELU,
-        },
-    );
-    let tk = m.f32("k", &[4], &values(4, 4));
-    let ta = m.act("sum", &[batch, 8, 8, 4]);
-    m.op(B::ADD, &[tc, tk], &[ta], Opts::Add { act: Act::NONE });
-    let shape = m.i32("shape", &[2], &[-1, 256]);
-    let tr = m.act("flat", &[batch, 256]);
-    m.op(B::RESHAPE, &[ta, shape], &[tr], Opts::None);
-    m.outputs.push(tr);
-    m.build()
+    free_batch_model(batch, free.then_some(&[-1, 8, 8, 3][..]))
 }
 
 fn exe(dir: &std::path::Path, name: &str, input: &str, out: &str) -> Tensor {

@@ -491,6 +491,39 @@ fn options(fbb: &mut FlatBufferBuilder, o: &Opts) -> (s::BuiltinOptions, UnionOf
 
 /// Deterministic values in [-1, 1) from a seed (a small LCG: the tests need varied numbers,
 /// not good randomness).
+/// The free-batch test model (`tflite/tests/free_batch.rs` and the main crate's
+/// `tests/compile_tflite_free_batch.rs`): CONV_2D (SAME, RELU) → ADD (a per-channel constant)
+/// → RESHAPE to `[-1, 256]`, with the input's static shape `[batch, 8, 8, 3]`; `signature`
+/// sets the input's `shape_signature`.
+pub fn free_batch_model(batch: i32, signature: Option<&[i32]>) -> Vec<u8> {
+    use s::BuiltinOperator as B;
+    let mut m = Spec::default();
+    let tx = m.input("x", &[batch, 8, 8, 3]);
+    m.tensors[tx as usize].signature = signature.map(<[i32]>::to_vec);
+    let tf = m.f32("conv/filter", &[4, 3, 3, 3], &values(4 * 3 * 3 * 3, 2));
+    let tfb = m.f32("conv/bias", &[4], &values(4, 3));
+    let tc = m.act("conv", &[batch, 8, 8, 4]);
+    m.op(
+        B::CONV_2D,
+        &[tx, tf, tfb],
+        &[tc],
+        Opts::Conv {
+            padding: Padding::SAME,
+            stride: [1, 1],
+            dilation: [1, 1],
+            act: Act::RELU,
+        },
+    );
+    let tk = m.f32("k", &[4], &values(4, 4));
+    let ta = m.act("sum", &[batch, 8, 8, 4]);
+    m.op(B::ADD, &[tc, tk], &[ta], Opts::Add { act: Act::NONE });
+    let shape = m.i32("shape", &[2], &[-1, 256]);
+    let tr = m.act("flat", &[batch, 256]);
+    m.op(B::RESHAPE, &[ta, shape], &[tr], Opts::None);
+    m.outputs.push(tr);
+    m.build()
+}
+
 pub fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut x = seed
         .wrapping_mul(6364136223846793005)
