@@ -19,19 +19,6 @@ fn model(batch: i32, free: bool) -> Vec<u8> {
     free_batch_model(batch, free.then_some(&[-1, 8, 8, 3][..]))
 }
 
-fn exe(dir: &std::path::Path, name: &str, input: &str, out: &str) -> Tensor {
-    let prog = dir.join(name).to_string_lossy().into_owned();
-    ok(
-        run(
-            dir,
-            &prog,
-            &["--input", &format!("x={input}"), "--output", out],
-        ),
-        name,
-    );
-    read_npy(dir, out)
-}
-
 #[test]
 fn a_free_batch_imports_pins_and_runs_every_batch() {
     let dir = scratch("compile-tflite-free-batch", "runs");
@@ -68,9 +55,9 @@ fn a_free_batch_imports_pins_and_runs_every_batch() {
             tirc(&dir, &["compile", &format!("{stat}.tflite"), "-o", &stat]),
             "static compile",
         );
-        let want = exe(&dir, &stat, &input, &format!("want{batch}.npy"));
+        let want = run_exe_x(&dir, &stat, &input, &format!("want{batch}.npy"));
         assert_eq!(want.shape(), &[batch, 256]);
-        let got = exe(&dir, "m", &input, &format!("got{batch}.npy"));
+        let got = run_exe_x(&dir, "m", &input, &format!("got{batch}.npy"));
         assert_eq!(got, want, "batch {batch}: the free-batch executable");
         let pinned = format!("p{batch}");
         let dim = format!("x.d0={batch}");
@@ -78,7 +65,7 @@ fn a_free_batch_imports_pins_and_runs_every_batch() {
             tirc(&dir, &["compile", "m.tflite", "-o", &pinned, "--dim", &dim]),
             "compile --dim",
         );
-        let got = exe(&dir, &pinned, &input, &format!("pin{batch}.npy"));
+        let got = run_exe_x(&dir, &pinned, &input, &format!("pin{batch}.npy"));
         assert_eq!(got, want, "batch {batch}: compiled with --dim");
         let out = format!("run{batch}.npy");
         ok(
