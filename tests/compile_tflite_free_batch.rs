@@ -11,51 +11,12 @@ mod common;
 use common::*;
 use support::*;
 use tir_interp::{npy, Tensor};
-use tir_tflite::schema::{ActivationFunctionType as Act, BuiltinOperator as B, Padding};
+use tir_tflite::schema::BuiltinOperator as B;
 
-/// CONV_2D (SAME, RELU) → ADD → RESHAPE to `[-1, 256]` at `batch`, the input's signature
+/// The shared free-batch model (`common::free_batch_model`), the input's signature
 /// `[-1, 8, 8, 3]` when `free`.
 fn model(batch: i32, free: bool) -> Vec<u8> {
-    let mut m = Spec::default();
-    let tx = m.input("x", &[batch, 8, 8, 3]);
-    if free {
-        m.tensors[tx as usize].signature = Some(vec![-1, 8, 8, 3]);
-    }
-    let tf = m.f32("conv/filter", &[4, 3, 3, 3], &values(108, 2));
-    let tfb = m.f32("conv/bias", &[4], &values(4, 3));
-    let tc = m.act("conv", &[batch, 8, 8, 4]);
-    m.op(
-        B::CONV_2D,
-        &[tx, tf, tfb],
-        &[tc],
-        Opts::Conv {
-            padding: Padding::SAME,
-            stride: [1, 1],
-            dilation: [1, 1],
-            act: Act::RELU,
-        },
-    );
-    let tk = m.f32("k", &[4], &values(4, 4));
-    let ta = m.act("sum", &[batch, 8, 8, 4]);
-    m.op(B::ADD, &[tc, tk], &[ta], Opts::Add { act: Act::NONE });
-    let shape = m.i32("shape", &[2], &[-1, 256]);
-    let tr = m.act("flat", &[batch, 256]);
-    m.op(B::RESHAPE, &[ta, shape], &[tr], Opts::None);
-    m.outputs.push(tr);
-    m.build()
-}
-
-fn exe(dir: &std::path::Path, name: &str, input: &str, out: &str) -> Tensor {
-    let prog = dir.join(name).to_string_lossy().into_owned();
-    ok(
-        run(
-            dir,
-            &prog,
-            &["--input", &format!("x={input}"), "--output", out],
-        ),
-        name,
-    );
-    read_npy(dir, out)
+    free_batch_model(batch, free.then_some(&[-1, 8, 8, 3][..]))
 }
 
 #[test]
@@ -94,9 +55,9 @@ fn a_free_batch_imports_pins_and_runs_every_batch() {
             tirc(&dir, &["compile", &format!("{stat}.tflite"), "-o", &stat]),
             "static compile",
         );
-        let want = exe(&dir, &stat, &input, &format!("want{batch}.npy"));
+        let want = run_exe_x(&dir, &stat, &input, &format!("want{batch}.npy"));
         assert_eq!(want.shape(), &[batch, 256]);
-        let got = exe(&dir, "m", &input, &format!("got{batch}.npy"));
+        let got = run_exe_x(&dir, "m", &input, &format!("got{batch}.npy"));
         assert_eq!(got, want, "batch {batch}: the free-batch executable");
         let pinned = format!("p{batch}");
         let dim = format!("x.d0={batch}");
@@ -104,7 +65,7 @@ fn a_free_batch_imports_pins_and_runs_every_batch() {
             tirc(&dir, &["compile", "m.tflite", "-o", &pinned, "--dim", &dim]),
             "compile --dim",
         );
-        let got = exe(&dir, &pinned, &input, &format!("pin{batch}.npy"));
+        let got = run_exe_x(&dir, &pinned, &input, &format!("pin{batch}.npy"));
         assert_eq!(got, want, "batch {batch}: compiled with --dim");
         let out = format!("run{batch}.npy");
         ok(

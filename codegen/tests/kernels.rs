@@ -747,6 +747,39 @@ fn resize_every_mode_randomised() {
     }
 }
 
+/// `resize` computes its output columns in vectors of four with a scalar tail: widths below,
+/// at and past a whole vector, in both modes, every plane and thread cut bitwise alike
+/// (`check`). Where every source coordinate is an exact binary fraction (×2 and ×4 with
+/// half_pixel or asymmetric: BlazePose's 7→14 and 14→28 upsamplings) the kernel's bits are the
+/// interpreter's, lane by lane.
+#[test]
+fn resize_vector_columns_and_tails() {
+    for (w, ow) in [(3, 3), (2, 4), (4, 8), (5, 13), (7, 14), (14, 28), (3, 12)] {
+        for mode in ["mode = bilinear", "mode = nearest, nearest_mode = floor"] {
+            for coord in ["half_pixel", "asymmetric", "align_corners"] {
+                let text = model(
+                    &[("x", vec![1, 3, 4, w])],
+                    &[],
+                    &format!(
+                        "resize(%x) {{size = [8, {ow}], {mode}, coordinate_transformation_mode = {coord}}}"
+                    ),
+                );
+                check(&text);
+                if coord != "align_corners" && ow % w == 0 && (ow / w).is_power_of_two() {
+                    let (expected, got) = both_with(&text, "sharing=true", None);
+                    for (e, g) in expected.iter().zip(&got) {
+                        assert_eq!(
+                            e.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                            g.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                            "{text}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn every_reduction_randomised_axes() {
     let mut rng = Rng::new(62);

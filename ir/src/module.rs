@@ -247,6 +247,24 @@ impl Function {
         v
     }
 
+    /// Appends a parameter whose type may have symbolic dims (an importer's free input dims).
+    /// A fully static type is an ordinary parameter; one with a symbolic dim is typed only
+    /// symbolically and makes the function dynamic, so that shape inference and planning take
+    /// the dynamic path.
+    pub fn add_sym_param(&mut self, name: impl Into<String>, ty: SymTensorType) -> Value {
+        let stat = ty.to_static();
+        let v = self.add_param(name, stat.clone().unwrap_or_else(|| TensorType::f32([])));
+        if stat.is_none() {
+            let d = &mut self.values[v];
+            d.declared = None;
+            d.ty = None;
+            d.declared_sym = Some(ty.clone());
+            d.sym = Some(ty);
+            self.dynamic.get_or_insert_with(Default::default);
+        }
+        v
+    }
+
     /// Appends an op at the end of the layout, creating its result values with the given names
     /// and (optional) declared types.
     pub fn push_op(

@@ -106,9 +106,18 @@ pub fn run(o: Options) -> Result<(), Failure> {
     } else if import::is_onnx(&o.model) {
         import::load_onnx(&o.model, &dims)?
     } else if import::is_tflite(&o.model) {
-        let (m, w, b) = import::load_tflite(&o.model, &dims, o.emit == Emit::Exe)?;
-        batch = b;
-        (m, w)
+        match import::load_tflite(&o.model, &dims, o.emit == Emit::Exe, o.emit == Emit::Lib)? {
+            import::TfliteLoaded::Static(m, w, b) => {
+                batch = b;
+                (m, w)
+            }
+            import::TfliteLoaded::RunTime(m, w) => {
+                // The import pinned the `--dim` values already.
+                let source = tir_ir::print(&m);
+                let none = tir_ir::Bindings::new();
+                return compile_dynamic(&o, &source, m, &none, w.as_deref(), start);
+            }
+        }
     } else {
         let (m, b) = match load_batched(&o.model, &dims, o.emit)? {
             Loaded::Static(m, b) => (m, b),

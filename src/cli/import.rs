@@ -150,16 +150,25 @@ pub fn is_tflite(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("tflite"))
 }
 
+/// What `tirc compile` gets from a `.tflite`: a static module (with the free batch it runs
+/// at batch 1 for), or a dynamic one for kernels with run-time extents.
+pub enum TfliteLoaded {
+    Static(tir_ir::Module, Option<Vec<u8>>, Option<String>),
+    RunTime(tir_ir::Module, Option<Vec<u8>>),
+}
+
 /// `tirc compile MODEL.tflite`: the model imported in memory (cleanup on, `--dim` pinning its
 /// free input dims), with the weights it carries as safetensors bytes (`None` when it has no
-/// constants), and the name of a free leading batch compiled at 1 for every batch (an
-/// executable only, as for ONNX); any other free dim is refused, naming it.
-#[allow(clippy::type_complexity)]
+/// constants). Free dims left, as for ONNX: an executable or library whose ops all have
+/// kernels with run-time extents compiles with run-time dims, a lone free leading batch the
+/// model is independent along compiles at batch 1 for every batch (an executable), and any
+/// other free dim is refused, naming it.
 pub fn load_tflite(
     path: &Path,
     dims: &tir_ir::Bindings,
     exe: bool,
-) -> Result<(tir_ir::Module, Option<Vec<u8>>, Option<String>), Failure> {
+    lib: bool,
+) -> Result<TfliteLoaded, Failure> {
     let name = path.display().to_string();
     let opts = tir_tflite::ImportOptions {
         dims: dims.iter().map(|(n, v)| (n.clone(), *v)).collect(),
@@ -171,16 +180,36 @@ pub fn load_tflite(
     })?;
     let syms = tir_ir::specialize::module_symbols(&imported.module);
     if !syms.is_empty() {
+        // As for ONNX (`load_onnx_dynamic`): kernels with run-time extents for every op, and
+        // not a lone leading batch (that keeps the batch-1 program), compile with run-time
+        // dims; the import pinned the `--dim` values already.
+        if exe || lib {
+            let run_time = imported.module.entry().is_some_and(|f| {
+                tir_codegen::dynamic::unsupported_op(f, &tir_ir::Bindings::new()).is_none()
+                    && (lib
+                        || !matches!(syms.as_slice(), [b] if tir_ir::batch::check_leading_batch(f, b).is_ok()))
+            });
+            if run_time {
+                let weights = (!imported.weights.is_empty())
+                    .then(|| imported.weights.to_safetensors())
+                    .transpose()
+                    .map_err(|e| {
+                        eprintln!("{name}: error: cannot encode the weights: {e}");
+                        Failure::Reported
+                    })?;
+                return Ok(TfliteLoaded::RunTime(imported.module, weights));
+            }
+        }
         if exe {
-            if let Some(b) = batched_from(imported) {
-                return Ok(b);
+            if let Some((m, w, b)) = batched_from(imported) {
+                return Ok(TfliteLoaded::Static(m, w, b));
             }
         }
         eprintln!(
             "{name}: error: the input dims {} are free (`-1` in `shape_signature`): `--dim NAME=N` pins each{}",
             syms.join(", "),
-            if exe {
-                " (only a lone leading batch the model is independent along compiles for every value)"
+            if exe || lib {
+                " (without it, a model compiles for every value when each of its ops has a kernel with run-time extents, or the dim is a lone leading batch it is independent along)"
             } else {
                 ""
             }
@@ -188,13 +217,13 @@ pub fn load_tflite(
         return Err(Failure::Reported);
     }
     if imported.weights.is_empty() {
-        return Ok((imported.module, None, None));
+        return Ok(TfliteLoaded::Static(imported.module, None, None));
     }
     let bytes = imported.weights.to_safetensors().map_err(|e| {
         eprintln!("{name}: error: cannot encode the weights: {e}");
         Failure::Reported
     })?;
-    Ok((imported.module, Some(bytes), None))
+    Ok(TfliteLoaded::Static(imported.module, Some(bytes), None))
 }
 
 /// `tirc compile MODEL.onnx`: the model imported in memory (symbolic batch → 1, cleanup on),

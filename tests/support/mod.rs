@@ -55,3 +55,18 @@ pub fn exits(dir: &Path, args: &[&str], code: i32) -> String {
 pub fn read_npy(dir: &Path, file: &str) -> Tensor {
     npy::read(&std::fs::read(dir.join(file)).unwrap()).unwrap()
 }
+
+/// Runs the executable `name` that `tirc compile` built in `dir` on the input file `input`
+/// (bound to the parameter `x`), writing `out`; the output it wrote.
+pub fn run_exe_x(dir: &Path, name: &str, input: &str, out: &str) -> Tensor {
+    let prog = dir.join(name).to_string_lossy().into_owned();
+    ok(
+        run(
+            dir,
+            &prog,
+            &["--input", &format!("x={input}"), "--output", out],
+        ),
+        name,
+    );
+    read_npy(dir, out)
+}

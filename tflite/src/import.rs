@@ -257,19 +257,7 @@ impl Emitter {
 
     /// A parameter; one with a symbolic dim makes the function dynamic (as ONNX import does).
     fn add_param(&mut self, name: String, ty: SymTensorType) -> Value {
-        let stat = ty.to_static();
-        let v = self.func.add_param(
-            name.clone(),
-            stat.clone().unwrap_or_else(|| TensorType::f32([])),
-        );
-        if stat.is_none() {
-            let d = &mut self.func.values[v];
-            d.declared = None;
-            d.ty = None;
-            d.declared_sym = Some(ty.clone());
-            d.sym = Some(ty);
-            self.func.dynamic.get_or_insert_with(Default::default);
-        }
+        let v = self.func.add_sym_param(name.clone(), ty);
         self.names.insert(name);
         v
     }
@@ -1128,12 +1116,16 @@ impl<'a> Importer<'a> {
                         .unwrap_or(ActivationFunctionType::NONE),
                 )?;
                 let (x, _) = self.value(input(0)?, Some(false))?;
+                let x0 = x;
                 let (w, _) = self.value(input(1)?, Some(false))?;
                 let ws = self.em.shape(w);
                 if ws.len() != 2 {
                     return Err(format!("the weights have shape {ws:?}, not [out, in]"));
                 }
-                let xs = self.em.shape(x);
+                // The file's static shape (the free dims at their file extents) for the
+                // divisibility check; a symbolic input is flattened with `-1` rows, which
+                // tir's `reshape` resolves for every value of the free dims as TFLite does.
+                let xs = self.shape_of(input(0)?)?;
                 let n: u64 = xs.iter().product();
                 if ws[1] == 0 || !n.is_multiple_of(ws[1]) {
                     return Err(format!(
@@ -1141,7 +1133,15 @@ impl<'a> Importer<'a> {
                         ws[1]
                     ));
                 }
-                let x = if xs != [n / ws[1], ws[1]] {
+                let x = if self.em.is_sym(x) {
+                    let sym = self.em.sym_ty(x).shape;
+                    if sym.len() == 2 && sym[1].known() == Some(ws[1]) {
+                        x
+                    } else {
+                        let shape = vec![-1, ws[1] as i64];
+                        self.em.push1(Op::Reshape { shape }, &[x])?
+                    }
+                } else if xs != [n / ws[1], ws[1]] {
                     let shape = vec![(n / ws[1]) as i64, ws[1] as i64];
                     self.em.push1(Op::Reshape { shape }, &[x])?
                 } else {
@@ -1158,7 +1158,26 @@ impl<'a> Importer<'a> {
                 };
                 let declared = self.shape_of(out)?;
                 let mut y = self.result(out, Op::Gemm(g), &operands)?;
-                if self.em.shape(y) != declared {
+                if self.em.is_sym(y) {
+                    // `keep_num_dims`: the input's leading dims (the free ones as `-1`; the
+                    // gate let through at most one) and the output features.
+                    let xsym = self.em.sym_ty(x0).shape;
+                    if declared.len() != 2 {
+                        let mut shape: Vec<i64> = xsym[..xsym.len() - 1]
+                            .iter()
+                            .map(|d| d.known().map_or(-1, |d| d as i64))
+                            .collect();
+                        shape.push(ws[0] as i64);
+                        if shape.iter().filter(|&&d| d == -1).count() > 1
+                            || shape.len() != declared.len()
+                        {
+                            return Err(format!(
+                                "the output {declared:?} keeps more than one free dim of the input"
+                            ));
+                        }
+                        y = self.em.push1(Op::Reshape { shape }, &[y])?;
+                    }
+                } else if self.em.shape(y) != declared {
                     let shape = declared.iter().map(|&d| d as i64).collect();
                     y = self.em.push1(Op::Reshape { shape }, &[y])?;
                 }
@@ -1649,20 +1668,77 @@ impl<'a> Importer<'a> {
         };
         let refuse = |imp: &Self, what: String| Err(imp.needs_static(t, dim, &what));
         match code {
-            // The window and SAME padding read H and W only: a free batch is fine.
-            B::CONV_2D | B::DEPTHWISE_CONV_2D => {
+            // The IR's pads are static: a free batch is fine, and so is a free H or W where
+            // the window's pads do not depend on it: VALID (none), or SAME with stride 1 on
+            // that axis (`(in - 1)·1 + k_eff - in = k_eff - 1` in total for every `in`). SAME
+            // with a larger stride pads by `in mod s`, which the IR cannot express: refused.
+            B::CONV_2D | B::DEPTHWISE_CONV_2D | B::MAX_POOL_2D | B::AVERAGE_POOL_2D => {
+                let (padding, strides) = match code {
+                    B::CONV_2D => op
+                        .builtin_options_as_conv_2_doptions()
+                        .map(|o| (o.padding(), [o.stride_h(), o.stride_w()])),
+                    B::DEPTHWISE_CONV_2D => op
+                        .builtin_options_as_depthwise_conv_2_doptions()
+                        .map(|o| (o.padding(), [o.stride_h(), o.stride_w()])),
+                    _ => op
+                        .builtin_options_as_pool_2_doptions()
+                        .map(|o| (o.padding(), [o.stride_h(), o.stride_w()])),
+                }
+                .ok_or_else(|| format!("{name} has no options"))?;
                 let ty = sym_ty(self, ins[0]);
-                if ty.is_some_and(|ty| ty.shape.iter().skip(1).any(|d| d.known().is_none()))
+                // The IR value is NHWC as the file has it, or already NCHW.
+                let nchw = matches!(
+                    self.vals.get(&(ins[0] as usize)),
+                    Some(Val::Ir { nchw: true, .. })
+                );
+                let [c, hw] = if nchw { [1, 2] } else { [3, 1] };
+                if ty.as_ref().is_some_and(|ty| ty.rank() != 4)
+                    || ty.as_ref().is_some_and(|ty| ty.shape[c].known().is_none())
                     || ins.iter().skip(1).any(|&i| sym_ty(self, i).is_some())
                 {
                     return refuse(
                         self,
-                        format!(
-                            "{name} needs static H, W and channels (only the batch may be free)"
-                        ),
+                        format!("{name} needs static channels and a static filter"),
+                    );
+                }
+                if let Some(ty) = ty {
+                    for (i, axis) in ["H", "W"].into_iter().enumerate() {
+                        if ty.shape[hw + i].known().is_none()
+                            && padding == Padding::SAME
+                            && strides[i] != 1
+                        {
+                            return refuse(
+                                self,
+                                format!(
+                                    "{name} pads a free {axis} by SAME with stride {}, so its pads depend on the dim (tir's pads are static; only stride 1 or VALID keeps them fixed)",
+                                    strides[i]
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+            // `x` flattened to `[-1, in]` (a reshape that holds for every value), the weights
+            // and bias static.
+            B::FULLY_CONNECTED => {
+                if ins.iter().skip(1).any(|&i| sym_ty(self, i).is_some()) {
+                    return refuse(self, format!("{name} needs static weights and bias"));
+                }
+                if sym_ty(self, ins[0]).is_some_and(|ty| {
+                    ty.shape.last().is_none_or(|d| d.known().is_none())
+                        && op
+                            .builtin_options_as_fully_connected_options()
+                            .is_some_and(|o| o.keep_num_dims())
+                }) {
+                    return refuse(
+                        self,
+                        format!("{name} keeps the input's dims with a free last one"),
                     );
                 }
             }
+            // The symbolic rule adds the operands' extents along the axis and checks the
+            // others equal at run time.
+            B::CONCATENATION => {}
             // Broadcasting an operand of a lower rank goes through a static reshape.
             B::ADD | B::SUB | B::MUL | B::DIV => {
                 let rank = self.shape_of(out)?.len();

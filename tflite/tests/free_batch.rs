@@ -5,37 +5,11 @@
 mod common;
 
 use common::*;
-use tir_tflite::schema::{ActivationFunctionType as Act, BuiltinOperator as B, Padding};
 use tir_tflite::ImportOptions;
 
-/// CONV_2D (SAME, RELU) → ADD (a per-channel constant) → RESHAPE to `[-1, 256]`, with the
-/// input's static shape at `batch`; `signature` sets the input's `shape_signature`.
+/// The shared free-batch model (`common::free_batch_model`).
 fn model(batch: i32, signature: Option<&[i32]>) -> Vec<u8> {
-    let mut m = Spec::default();
-    let tx = m.input("x", &[batch, 8, 8, 3]);
-    m.tensors[tx as usize].signature = signature.map(<[i32]>::to_vec);
-    let tf = m.f32("conv/filter", &[4, 3, 3, 3], &values(4 * 3 * 3 * 3, 2));
-    let tfb = m.f32("conv/bias", &[4], &values(4, 3));
-    let tc = m.act("conv", &[batch, 8, 8, 4]);
-    m.op(
-        B::CONV_2D,
-        &[tx, tf, tfb],
-        &[tc],
-        Opts::Conv {
-            padding: Padding::SAME,
-            stride: [1, 1],
-            dilation: [1, 1],
-            act: Act::RELU,
-        },
-    );
-    let tk = m.f32("k", &[4], &values(4, 4));
-    let ta = m.act("sum", &[batch, 8, 8, 4]);
-    m.op(B::ADD, &[tc, tk], &[ta], Opts::Add { act: Act::NONE });
-    let shape = m.i32("shape", &[2], &[-1, 256]);
-    let tr = m.act("flat", &[batch, 256]);
-    m.op(B::RESHAPE, &[ta, shape], &[tr], Opts::None);
-    m.outputs.push(tr);
-    m.build()
+    free_batch_model(batch, signature)
 }
 
 fn import(bytes: &[u8], dims: &[(&str, u64)]) -> tir_tflite::Imported {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use tir_tflite::schema::{ActivationFunctionType as Act, BuiltinOperator as B};
+use tir_tflite::schema::BuiltinOperator as B;
 use tir_tflite::ImportOptions;
 
 fn import(bytes: &[u8], dims: &[(&str, u64)]) -> Result<tir_tflite::Imported, String> {
@@ -30,18 +30,18 @@ fn static_reshape() -> Vec<u8> {
     m.build()
 }
 
-/// FULLY_CONNECTED straight on the free-batch input (it flattens with static extents).
-fn fully_connected() -> Vec<u8> {
+/// MEAN over the free batch (its reduction count depends on the dim).
+fn mean_over_the_batch() -> Vec<u8> {
     let mut m = Spec::default();
     let tx = m.input("in:0", &[1, 4]);
     m.tensors[tx as usize].signature = Some(vec![-1, 4]);
-    let tw = m.f32("w", &[2, 4], &values(8, 1));
-    let ty = m.act("y", &[1, 2]);
+    let axes = m.i32("axes", &[1], &[0]);
+    let ty = m.act("y", &[4]);
     m.op(
-        B::FULLY_CONNECTED,
-        &[tx, tw],
+        B::MEAN,
+        &[tx, axes],
         &[ty],
-        Opts::Fc { act: Act::NONE },
+        Opts::Reducer { keep_dims: false },
     );
     m.outputs.push(ty);
     m.build()
@@ -61,18 +61,18 @@ fn a_static_reshape_of_a_free_batch_is_refused() {
 }
 
 #[test]
-fn fully_connected_on_a_free_batch_is_refused() {
+fn mean_over_a_free_batch_is_refused() {
     assert_eq!(
-        import(&fully_connected(), &[]).expect_err("refused"),
-        "operator 0 (FULLY_CONNECTED): tensor 0 `in:0` depends on the free dim `in_0.d0` (a `-1` \
-         in the input's `shape_signature`), and FULLY_CONNECTED needs its static shape: tir's \
-         TFLite importer cannot express it for every value of `in_0.d0`; `--dim in_0.d0=1` (the \
-         extent of the file's static shapes) pins it"
+        import(&mean_over_the_batch(), &[]).expect_err("refused"),
+        "operator 0 (MEAN): tensor 0 `in:0` depends on the free dim `in_0.d0` (a `-1` in the \
+         input's `shape_signature`), and MEAN needs its static shape: tir's TFLite importer \
+         cannot express it for every value of `in_0.d0`; `--dim in_0.d0=1` (the extent of the \
+         file's static shapes) pins it"
     );
-    import(&fully_connected(), &[("in_0.d0", 1)]).expect("pinned at the file's batch");
+    import(&mean_over_the_batch(), &[("in_0.d0", 1)]).expect("pinned at the file's batch");
     // Pinned at another batch, the operator is imported symbolically first, so it is refused
     // the same way (its static shapes hold at batch 1 only).
-    assert!(import(&fully_connected(), &[("in_0.d0", 2)])
+    assert!(import(&mean_over_the_batch(), &[("in_0.d0", 2)])
         .expect_err("refused")
-        .starts_with("operator 0 (FULLY_CONNECTED): "));
+        .starts_with("operator 0 (MEAN): "));
 }

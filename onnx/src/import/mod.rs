@@ -459,19 +459,7 @@ impl Emitter {
 
     /// A parameter; one with a symbolic dim makes the function dynamic.
     fn add_param(&mut self, name: String, ty: SymTensorType) -> Value {
-        let stat = ty.to_static();
-        let v = self.func.add_param(
-            name.clone(),
-            stat.clone().unwrap_or_else(|| TensorType::f32([])),
-        );
-        if stat.is_none() {
-            let d = &mut self.func.values[v];
-            d.declared = None;
-            d.ty = None;
-            d.declared_sym = Some(ty.clone());
-            d.sym = Some(ty);
-            self.func.dynamic.get_or_insert_with(Default::default);
-        }
+        let v = self.func.add_sym_param(name.clone(), ty);
         self.names.insert(name);
         v
     }

@@ -491,6 +491,141 @@ fn options(fbb: &mut FlatBufferBuilder, o: &Opts) -> (s::BuiltinOptions, UnionOf
 
 /// Deterministic values in [-1, 1) from a seed (a small LCG: the tests need varied numbers,
 /// not good randomness).
+/// The free-batch test model (`tflite/tests/free_batch.rs` and the main crate's
+/// `tests/compile_tflite_free_batch.rs`): CONV_2D (SAME, RELU) → ADD (a per-channel constant)
+/// → RESHAPE to `[-1, 256]`, with the input's static shape `[batch, 8, 8, 3]`; `signature`
+/// sets the input's `shape_signature`.
+pub fn free_batch_model(batch: i32, signature: Option<&[i32]>) -> Vec<u8> {
+    use s::BuiltinOperator as B;
+    let mut m = Spec::default();
+    let tx = m.input("x", &[batch, 8, 8, 3]);
+    m.tensors[tx as usize].signature = signature.map(<[i32]>::to_vec);
+    let tf = m.f32("conv/filter", &[4, 3, 3, 3], &values(4 * 3 * 3 * 3, 2));
+    let tfb = m.f32("conv/bias", &[4], &values(4, 3));
+    let tc = m.act("conv", &[batch, 8, 8, 4]);
+    m.op(
+        B::CONV_2D,
+        &[tx, tf, tfb],
+        &[tc],
+        Opts::Conv {
+            padding: Padding::SAME,
+            stride: [1, 1],
+            dilation: [1, 1],
+            act: Act::RELU,
+        },
+    );
+    let tk = m.f32("k", &[4], &values(4, 4));
+    let ta = m.act("sum", &[batch, 8, 8, 4]);
+    m.op(B::ADD, &[tc, tk], &[ta], Opts::Add { act: Act::NONE });
+    let shape = m.i32("shape", &[2], &[-1, 256]);
+    let tr = m.act("flat", &[batch, 256]);
+    m.op(B::RESHAPE, &[ta, shape], &[tr], Opts::None);
+    m.outputs.push(tr);
+    m.build()
+}
+
+/// A model with a free height and width (`shape_signature` `[1, -1, -1, 3]` when `free`) at
+/// the static `[1, h, w, 3]`: CONV_2D (SAME, stride 1, RELU) → AVERAGE_POOL_2D (SAME, stride
+/// 1, 3×3) → MAX_POOL_2D (VALID, stride 2, 3×3), beside DEPTHWISE_CONV_2D (VALID, stride 2) of
+/// the conv, CONCATENATION of the two on the channels.
+pub fn free_hw_model(h: i32, w: i32, free: bool) -> Vec<u8> {
+    use s::BuiltinOperator as B;
+    let (h2, w2) = ((h - 3) / 2 + 1, (w - 3) / 2 + 1);
+    let mut m = Spec::default();
+    let tx = m.input("x", &[1, h, w, 3]);
+    if free {
+        m.tensors[tx as usize].signature = Some(vec![1, -1, -1, 3]);
+    }
+    let tf = m.f32("conv/filter", &[4, 3, 3, 3], &values(4 * 3 * 3 * 3, 5));
+    let tfb = m.f32("conv/bias", &[4], &values(4, 6));
+    let tc = m.act("conv", &[1, h, w, 4]);
+    m.op(
+        B::CONV_2D,
+        &[tx, tf, tfb],
+        &[tc],
+        Opts::Conv {
+            padding: Padding::SAME,
+            stride: [1, 1],
+            dilation: [1, 1],
+            act: Act::RELU,
+        },
+    );
+    let tdf = m.f32("dw/filter", &[1, 3, 3, 4], &values(36, 7));
+    let tdb = m.f32("dw/bias", &[4], &values(4, 8));
+    let td = m.act("dw", &[1, h2, w2, 4]);
+    m.op(
+        B::DEPTHWISE_CONV_2D,
+        &[tc, tdf, tdb],
+        &[td],
+        Opts::Depthwise {
+            padding: Padding::VALID,
+            stride: [2, 2],
+            multiplier: 1,
+            act: Act::NONE,
+        },
+    );
+    let ta = m.act("avg", &[1, h, w, 4]);
+    m.op(
+        B::AVERAGE_POOL_2D,
+        &[tc],
+        &[ta],
+        Opts::Pool {
+            padding: Padding::SAME,
+            stride: [1, 1],
+            filter: [3, 3],
+            act: Act::NONE,
+        },
+    );
+    let tm = m.act("max", &[1, h2, w2, 4]);
+    m.op(
+        B::MAX_POOL_2D,
+        &[ta],
+        &[tm],
+        Opts::Pool {
+            padding: Padding::VALID,
+            stride: [2, 2],
+            filter: [3, 3],
+            act: Act::NONE,
+        },
+    );
+    let ty = m.act("y", &[1, h2, w2, 8]);
+    m.op(
+        B::CONCATENATION,
+        &[td, tm],
+        &[ty],
+        Opts::Concat {
+            axis: 3,
+            act: Act::NONE,
+        },
+    );
+    m.outputs.push(ty);
+    m.build()
+}
+
+/// A free batch (`shape_signature` `[-1, 2, 2, 3]` when `free`) through RELU → FULLY_CONNECTED
+/// (12 → 5, RELU6), which flattens the `[batch, 2, 2, 3]` input to `[batch, 12]`.
+pub fn free_batch_fc_model(batch: i32, free: bool) -> Vec<u8> {
+    use s::BuiltinOperator as B;
+    let mut m = Spec::default();
+    let tx = m.input("x", &[batch, 2, 2, 3]);
+    if free {
+        m.tensors[tx as usize].signature = Some(vec![-1, 2, 2, 3]);
+    }
+    let tr = m.act("r", &[batch, 2, 2, 3]);
+    m.op(B::RELU, &[tx], &[tr], Opts::None);
+    let tw = m.f32("fc/w", &[5, 12], &values(60, 9));
+    let tb = m.f32("fc/b", &[5], &values(5, 10));
+    let ty = m.act("y", &[batch, 5]);
+    m.op(
+        B::FULLY_CONNECTED,
+        &[tr, tw, tb],
+        &[ty],
+        Opts::Fc { act: Act::RELU6 },
+    );
+    m.outputs.push(ty);
+    m.build()
+}
+
 pub fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut x = seed
         .wrapping_mul(6364136223846793005)
