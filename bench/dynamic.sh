@@ -11,8 +11,8 @@
 # sequence length free (kernels with run-time extents, planned by the executable) against the
 # static compile at each sequence length of SEQS (batch 1): median latency and CPU time, their
 # ratio (goal <= 1.10), the run-time planning time for that new shape against the inference
-# time (goal < 1%): the process's first plan ("plan", which also maps the planner's code) and
-# the median of planning it again in the warm process ("replan", the planner alone in a loop),
+# time (goal < 1%): the process's first plan ("plan", which also brings the planner into the
+# caches) and the median of planning it again in the warm process ("replan", the planner alone in a loop),
 # the median of planning a shape not seen before right after an inference, through the plan
 # cache's lookup and replacement ("new", what a process serving shapes pays per new shape),
 # and both slabs (goal: equal).

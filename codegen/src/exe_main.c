@@ -987,7 +987,8 @@ int main(int argc, char **argv) {
         printf("latency over %ld runs: median %.3f ms, min %.3f ms, cpu %.3f ms per run\n", bench, t[bench / 2], t[0], cpu);
 #if DYNAMIC
         /* What planning a new shape costs once the program is warm (the first plan above also
-           paid for mapping the planner's code): the plan made again, outside the cache. */
+           paid for bringing the planner's code and tables into the caches): the plan made
+           again, outside the cache. */
         /* 100 plans per sample (a plan takes about as long as reading the clock); every plan's
            size and offsets go to a volatile sum so that none is optimised away. */
         plan_t *scratch = xmalloc(sizeof *scratch);
