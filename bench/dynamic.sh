@@ -11,8 +11,10 @@
 # sequence length free (kernels with run-time extents, planned by the executable) against the
 # static compile at each sequence length of SEQS (batch 1): median latency and CPU time, their
 # ratio (goal <= 1.10), the run-time planning time for that new shape against the inference
-# time (goal < 1%): the process's first plan ("plan", which also maps the planner's code) and
-# the median of planning it again in the warm process ("replan", a library serving shapes),
+# time (goal < 1%): the process's first plan ("plan", which also brings the planner into the
+# caches) and the median of planning it again in the warm process ("replan", the planner alone in a loop),
+# the median of planning a shape not seen before right after an inference, through the plan
+# cache's lookup and replacement ("new", what a process serving shapes pays per new shape),
 # and both slabs (goal: equal).
 #
 #   SEQS="8 16 32 64 128 256 512" bash bench/dynamic.sh
@@ -108,7 +110,8 @@ rt_row() {
       plan=$(sed -n 's/^plan: .* planned in \([0-9.]*\) us.*/\1/p' "$work/out")
       replan=$(sed -n 's/^re-plan over .* median \([0-9.]*\) us.*/\1/p' "$work/out")
       mn=$(sed -n 's/.*min \([0-9.]*\) ms.*/\1/p' "$work/out")
-      echo "$lat $cpu $slab ${plan:-0} ${replan:-0} $mn" >> "$work/$which"
+      news=$(sed -n 's/^new shape over .* median \([0-9.]*\) us.*/\1/p' "$work/out")
+      echo "$lat $cpu $slab ${plan:-0} ${replan:-0} $mn ${news:-0}" >> "$work/$which"
     done
   done
   sl=$(cut -d' ' -f1 "$work/s" | median); dl=$(cut -d' ' -f1 "$work/d" | median)
@@ -116,14 +119,15 @@ rt_row() {
   ss=$(cut -d' ' -f3 "$work/s" | head -1); ds=$(cut -d' ' -f3 "$work/d" | head -1)
   pu=$(cut -d' ' -f4 "$work/d" | median); ru=$(cut -d' ' -f5 "$work/d" | median)
   sm=$(cut -d' ' -f6 "$work/s" | median); dm=$(cut -d' ' -f6 "$work/d" | median)
-  printf '%-5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %9.2f %8.3f %9.3f %8.3f %10s %10s %7.3f\n' "$label" "$sl" "$dl" \
+  nu=$(cut -d' ' -f7 "$work/d" | median)
+  printf '%-5s %12.3f %12.3f %7.3f %12.3f %12.3f %7.3f %9.2f %8.3f %9.3f %8.3f %9.3f %8.3f %10s %10s %7.3f\n' "$label" "$sl" "$dl" \
     "$(echo "$dl / $sl" | bc -l)" "$sc" "$dc" "$(echo "$dc / $sc" | bc -l)" "$pu" \
-    "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ru" "$(echo "100 * $ru / 1000 / $dl" | bc -l)" "$ss" "$ds" \
-    "$(echo "$dm / $sm" | bc -l)"
+    "$(echo "100 * $pu / 1000 / $dl" | bc -l)" "$ru" "$(echo "100 * $ru / 1000 / $dl" | bc -l)" \
+    "$nu" "$(echo "100 * $nu / 1000 / $dl" | bc -l)" "$ss" "$ds" "$(echo "$dm / $sm" | bc -l)"
 }
 rt_header() {
-  printf '%-5s %12s %12s %7s %12s %12s %7s %9s %8s %9s %8s %10s %10s %7s\n' "$1" "static ms" "dynamic ms" ratio \
-    "static cpu" "dynamic cpu" ratio "plan us" "plan %" "replan us" "replan %" "static slab" "dyn slab" "min"
+  printf '%-5s %12s %12s %7s %12s %12s %7s %9s %8s %9s %8s %9s %8s %10s %10s %7s\n' "$1" "static ms" "dynamic ms" ratio \
+    "static cpu" "dynamic cpu" ratio "plan us" "plan %" "replan us" "replan %" "new us" "new %" "static slab" "dyn slab" "min"
 }
 
 if part bert; then

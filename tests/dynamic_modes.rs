@@ -16,6 +16,7 @@ const BATCH_OPS: &str = "tests/dynamic/batch_ops.tir";
 const VARIANTS: &str = "tests/dynamic/conv_variants.tir";
 const MOBILENET: &str = "tests/dynamic/mobilenet_v2.tir";
 const POINTWISE: &str = "tests/dynamic/pointwise.tir";
+const TCONV: &str = "tests/dynamic/tconv.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("modes", test)
@@ -118,7 +119,8 @@ fn the_guard_reports_an_out_of_bounds_store_at_the_run_time_end_of_its_buffer() 
 /// 97×230 into 2–8 tiles of groups or channels, MobileNet v2's first layers at 96×128 and
 /// 75×161 (channels of the 1×1 and dense convolutions, depthwise groups, the residual adds'
 /// rows), the shape ops at 150×300 (batch_norm, the reductions) and the point-wise ops at
-/// 150×300 (prelu, trilu, slices: rows of their outputs); there, the outputs are also
+/// 150×300 (prelu, trilu, slices: rows of their outputs), pad, resize and concat at 150×300
+/// and conv_transpose at 60×90 (rows of their outputs); there, the outputs are also
 /// checked equal to the static compile's.
 #[test]
 fn every_thread_count_gives_the_same_bytes() {
@@ -134,8 +136,16 @@ fn every_thread_count_gives_the_same_bytes() {
             SHAPE_OPS,
             "shape_ops",
             "x",
-            // 150×300: batch_norm in 4 tiles of rows, the reductions over H·W in 2.
+            // 150×300: batch_norm in 4 tiles of rows, the reductions over H·W in 2, pad
+            // (three modes), resize and concat in tiles of rows or elements.
             vec![vec![1, 3, 3, 3], vec![1, 3, 17, 30], vec![1, 3, 150, 300]],
+        ),
+        (
+            TCONV,
+            "tconv",
+            "x",
+            // 60×90: every conv_transpose in tiles of output rows.
+            vec![vec![1, 4, 1, 1], vec![1, 4, 7, 3], vec![1, 4, 60, 90]],
         ),
         (
             POINTWISE,
@@ -171,7 +181,9 @@ fn every_thread_count_gives_the_same_bytes() {
                     inputs: &[(input, shape.clone(), seed)],
                     interpret: false,
                 };
-                assert!(dynamic::check(&dir, &exe, &run) > 0 || model == VARIANTS);
+                assert!(
+                    dynamic::check(&dir, &exe, &run) > 0 || model == VARIANTS || model == TCONV
+                );
             }
             let input = format!("{input}={}", dynamic::s(&x));
             let run = |threads: Option<&str>| -> Vec<(String, Vec<u8>)> {

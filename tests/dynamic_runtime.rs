@@ -362,6 +362,44 @@ fn a_static_library_plans_and_runs_every_shape_like_the_executable() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--bench` also plans shapes the process has not seen (after an inference each, through the
+/// plan cache's lookup and replacement): the 4-entry cache turns over many times, and the
+/// outputs written after it are still the bytes of a run without `--bench` (the plan in use
+/// is never the one replaced).
+#[test]
+fn new_shapes_planned_by_bench_leave_the_run_unchanged() {
+    let dir = scratch("newshape");
+    let (x, mask) = (dir.join("x.npy"), dir.join("m.npy"));
+    write_npy(&x, &[2, 7, 64], 3);
+    write_npy(&mask, &[2, 1, 7], 4);
+    let run = |out: &Path, extra: &[&str]| {
+        ok(
+            Command::new(dynamic_exe())
+                .args(["--input", &format!("x={}", s(&x))])
+                .args(["--input", &format!("mask={}", s(&mask))])
+                .args(["--output", s(out)])
+                .args(extra)
+                .output()
+                .expect("run"),
+            "dynamic executable",
+        )
+    };
+    let (plain, benched) = (dir.join("plain.npy"), dir.join("bench.npy"));
+    run(&plain, &[]);
+    let stdout = run(&benched, &["--bench", "9", "--threads", "2"]);
+    assert!(stdout.contains("re-plan over 9 runs: median "), "{stdout}");
+    assert!(
+        stdout.contains("new shape over 9 runs: median "),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read(&plain).expect("plain"),
+        std::fs::read(&benched).expect("bench"),
+        "the outputs after planning new shapes differ"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn inputs_that_disagree_on_a_dim_are_refused() {
     let dir = scratch("refused");

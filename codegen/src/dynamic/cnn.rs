@@ -49,6 +49,8 @@ const NV_DEPTHWISE: u32 = 4;
 /// Output elements up to which a depthwise plane runs as one flat run of vectors (the static
 /// depthwise kernel's bound).
 const FLAT_MAX: i64 = 256;
+/// Groups per block of flat depthwise planes ([`Spatial::flat_groups`]).
+const FLAT_GROUPS: i64 = 4;
 /// Interior output rows per depthwise block ([`Spatial::rows_block`]).
 const DW_ROWS: i64 = 4;
 /// Vectors of output points up to which the other convolutions run flat (the static
@@ -706,67 +708,158 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             None
         };
         let (g0, g1) = self.share.groups;
+        // A depthwise convolution with one channel per group runs its flat planes several
+        // groups at a time ([`Spatial::flat_groups`]); its per-group loop then only has rows.
+        let blocked = self.depthwise && mg == 1 && geo.groups > 1;
         d.loop_step(k.c(0), geo.n, 1, &mut |b| {
-            d.loop_step(g0, g1, 1, &mut |gi| {
-                let img = Img {
-                    x: k.gep(
-                        px,
-                        d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
-                    )?,
-                    o: k.gep(
-                        po,
-                        d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
-                    )?,
-                    wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
-                    bias: match pb {
-                        Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                        None => None,
-                    },
-                    taps: None,
-                };
-                let img = Img {
-                    taps: if self.depthwise && mg == 1 {
-                        Some(
-                            (0..taps)
-                                .map(|t| k.splat(k.ld(img.wt, k.c(t))?, self.w))
-                                .collect::<R<_>>()?,
-                        )
-                    } else {
-                        None
-                    },
-                    ..img
-                };
-                let rows = || -> R<()> {
-                    d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
-                    let from = if img.taps.is_some() {
-                        // Depthwise: blocks of `DW_ROWS` interior rows, then the rest alone.
-                        let n = d.sub(self.r1, self.r0)?;
-                        let n = llvm(k.b.build_int_signed_div(n, k.c(DW_ROWS), "blocks"))?;
-                        let end = k.add(self.r0, k.mul(n, DW_ROWS)?)?;
-                        d.loop_step(self.r0, end, DW_ROWS, &mut |oy| self.rows_block(&img, oy))?;
-                        end
-                    } else {
-                        self.r0
+            let groups = |flat_here: bool| -> R<()> {
+                d.loop_step(g0, g1, 1, &mut |gi| {
+                    let img = Img {
+                        x: k.gep(
+                            px,
+                            d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
+                        )?,
+                        o: k.gep(
+                            po,
+                            d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
+                        )?,
+                        wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
+                        bias: match pb {
+                            Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                            None => None,
+                        },
+                        taps: None,
                     };
-                    d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
-                    d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
-                };
-                match flat {
-                    Some((cond, masks)) => k.if_else(cond, &mut |yes| {
-                        if yes {
-                            if self.depthwise {
-                                self.flat(&img, masks)
-                            } else {
-                                self.flat_dense(&img, masks)
-                            }
+                    let img = Img {
+                        taps: if self.depthwise && mg == 1 {
+                            Some(
+                                (0..taps)
+                                    .map(|t| k.splat(k.ld(img.wt, k.c(t))?, self.w))
+                                    .collect::<R<_>>()?,
+                            )
                         } else {
-                            rows()
-                        }
-                    }),
-                    None => rows(),
-                }
-            })
+                            None
+                        },
+                        ..img
+                    };
+                    let rows = || -> R<()> {
+                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                        let from = if img.taps.is_some() {
+                            // Depthwise: blocks of `DW_ROWS` interior rows, then the rest alone.
+                            let n = d.sub(self.r1, self.r0)?;
+                            let n = llvm(k.b.build_int_signed_div(n, k.c(DW_ROWS), "blocks"))?;
+                            let end = k.add(self.r0, k.mul(n, DW_ROWS)?)?;
+                            d.loop_step(self.r0, end, DW_ROWS, &mut |oy| {
+                                self.rows_block(&img, oy)
+                            })?;
+                            end
+                        } else {
+                            self.r0
+                        };
+                        d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
+                        d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
+                    };
+                    match flat {
+                        Some((cond, masks)) if flat_here => k.if_else(cond, &mut |yes| {
+                            if yes {
+                                if self.depthwise {
+                                    self.flat(&img, masks)
+                                } else {
+                                    self.flat_dense(&img, masks)
+                                }
+                            } else {
+                                rows()
+                            }
+                        }),
+                        _ => rows(),
+                    }
+                })
+            };
+            match flat {
+                Some((cond, masks)) if blocked => k.if_else(cond, &mut |yes| {
+                    if yes {
+                        self.flat_groups(b, masks, (px, pw, pb, po))
+                    } else {
+                        groups(false)
+                    }
+                }),
+                _ => groups(true),
+            }
         })
+    }
+
+    /// The flat planes ([`Spatial::flat`]) of a depthwise convolution with one channel per
+    /// group, `FLAT_GROUPS` groups at a time: each group's chains are its own (the bias, one
+    /// FMA per tap in order, the activation: the same ops as alone), and the block shares
+    /// each vector's tap masks and output mask, so a block loads each mask once for all its
+    /// planes. A 16×16 plane alone has 4 chains of 9 masked loads and 9 mask loads each per
+    /// block of vectors (the load ports bound it); four planes share the mask loads. The
+    /// groups after the last whole block one at a time, as [`Spatial::flat`].
+    fn flat_groups(
+        &self,
+        b: IntValue<'c>,
+        masks: PointerValue<'c>,
+        (px, pw, pb, po): (
+            PointerValue<'c>,
+            PointerValue<'c>,
+            Option<PointerValue<'c>>,
+            PointerValue<'c>,
+        ),
+    ) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let wl = w as i64;
+        let taps = geo.kh * geo.kw;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let offs: Vec<IntValue<'c>> = (0..geo.kh)
+            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
+                k.add(r, k.c(j * geo.dw - geo.pl))
+            })
+            .collect::<R<_>>()?;
+        let block = |g0: IntValue<'c>, ng: i64| -> R<()> {
+            let mut planes = Vec::new();
+            for c in 0..ng {
+                // One channel per group: group `g` reads input channel `g`, writes output
+                // channel `g`.
+                let g = k.add(g0, k.c(c))?;
+                let x = k.gep(px, d.imul(k.add(k.mul(b, geo.ci)?, g)?, self.hw)?)?;
+                let o = k.gep(po, d.imul(k.add(k.mul(b, geo.m)?, g)?, self.ohw)?)?;
+                let wt = k.mul(g, taps)?;
+                let tap: Vec<VectorValue<'c>> = (0..taps)
+                    .map(|t| k.splat(k.ld(pw, k.add(wt, k.c(t))?)?, w))
+                    .collect::<R<_>>()?;
+                let bias = match pb {
+                    Some(p) => k.ld(p, g)?,
+                    None => k.f(0.0),
+                };
+                planes.push((x, o, tap, k.splat(bias, w)?));
+            }
+            d.loop_step(k.c(0), vecs, 1, &mut |v| {
+                let p0 = k.mul(v, wl)?;
+                let mut acc: Vec<VectorValue<'c>> = planes.iter().map(|p| p.3).collect();
+                for (t, &off) in offs.iter().enumerate() {
+                    let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                    let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                    for (c, p) in planes.iter().enumerate() {
+                        let x = d.ldv_mask(p.0, k.add(p0, off)?, w, on)?;
+                        acc[c] = k.fma(x, p.2[t], acc[c])?;
+                    }
+                }
+                let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                for (c, p) in planes.iter().enumerate() {
+                    let y = vector_activation(d, w, geo.act, acc[c])?;
+                    d.stv_mask(p.1, p0, y, mask)?;
+                }
+                Ok(())
+            })
+        };
+        let (g0, g1) = self.share.groups;
+        let n = llvm(k.b.build_int_signed_div(d.sub(g1, g0)?, k.c(FLAT_GROUPS), "gb"))?;
+        let end = k.add(g0, k.mul(n, FLAT_GROUPS)?)?;
+        d.loop_step(g0, end, FLAT_GROUPS, &mut |g| block(g, FLAT_GROUPS))?;
+        d.loop_step(end, g1, 1, &mut |g| block(g, 1))
     }
 
     /// Whether a plane is run as one flat run of vectors ([`Spatial::flat`],
@@ -958,6 +1051,13 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 k.add(r, k.c(j * geo.dw - geo.pl))
             })
             .collect::<R<_>>()?;
+        // Vectors `NV_DEPTHWISE` at a time: their chains are independent (the same ops in the
+        // same order as alone), so a block keeps that many FMA chains in flight where one
+        // vector alone waits on its chain of taps (4× the static kernel's time on a 16×16
+        // plane, whose constant trip counts LLVM unrolls into independent chains). The
+        // vectors after the last whole block one at a time.
+        let nb = NV_DEPTHWISE as i64;
+        let vfull = k.mul(llvm(k.b.build_int_signed_div(vecs, k.c(nb), "vf"))?, nb)?;
         let (m0, m1) = self.share.channels;
         d.loop_step(m0, m1, 1, &mut |m| {
             let plane = k.gep(img.o, d.imul(m, self.ohw)?)?;
@@ -970,19 +1070,27 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 None => k.f(0.0),
             };
             let init = k.splat(bias, w)?;
-            d.loop_step(k.c(0), vecs, 1, &mut |v| {
-                let p0 = k.mul(v, wl)?;
-                let mut acc = init;
+            let block = |v0: IntValue<'c>, nv: i64| -> R<()> {
+                let vs: Vec<IntValue<'c>> = (0..nv).map(|i| k.add(v0, k.c(i))).collect::<R<_>>()?;
+                let p0s: Vec<IntValue<'c>> = vs.iter().map(|&v| k.mul(v, wl)).collect::<R<_>>()?;
+                let mut acc = vec![init; nv as usize];
                 for (t, &off) in offs.iter().enumerate() {
-                    let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
-                    let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
-                    let x = d.ldv_mask(img.x, k.add(p0, off)?, w, on)?;
-                    acc = k.fma(x, tap[t], acc)?;
+                    for (i, (&v, &p0)) in vs.iter().zip(&p0s).enumerate() {
+                        let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                        let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                        let x = d.ldv_mask(img.x, k.add(p0, off)?, w, on)?;
+                        acc[i] = k.fma(x, tap[t], acc[i])?;
+                    }
                 }
-                let y = vector_activation(d, w, geo.act, acc)?;
-                let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
-                d.stv_mask(plane, p0, y, mask)
-            })
+                for (i, &p0) in p0s.iter().enumerate() {
+                    let y = vector_activation(d, w, geo.act, acc[i])?;
+                    let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                    d.stv_mask(plane, p0, y, mask)?;
+                }
+                Ok(())
+            };
+            d.loop_step(k.c(0), vfull, nb, &mut |v0| block(v0, nb))?;
+            d.loop_step(vfull, vecs, 1, &mut |v| block(v, 1))
         })
     }
 

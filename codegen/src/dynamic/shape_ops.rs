@@ -113,7 +113,10 @@ pub(super) fn concat<'a, 'c>(
     let args = args_dyn(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
-    let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
+    // Tiles of each operand's elements (a tile takes the same share of every operand): a
+    // copy, so any cut gives the same bits.
+    let tiles = DynTiles::new(oe.clone(), crate::parallel::work(0, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &writes, &spec.symbols, Some(tiles))?;
     let od = d.dims_of(&oe)?;
     let outer = d.prod(&od[..ax])?;
     let inner = d.prod(&od[ax + 1..])?;
@@ -127,11 +130,28 @@ pub(super) fn concat<'a, 'c>(
         if copied[i] {
             let px = d.param(i as u32)?;
             let at = pos;
-            d.loop_step(k.c(0), outer, 1, &mut |o| {
-                let src = d.imul(o, chunk)?;
-                let dst = k.add(d.imul(o, out_chunk)?, at)?;
-                d.loop_step(k.c(0), chunk, 1, &mut |j| {
-                    k.st(po, k.add(dst, j)?, k.ld(px, k.add(src, j)?)?)
+            // This tile's elements `[lo, hi)` of the operand's `outer × chunk`, by rows: the
+            // rows they touch, each clipped to the range.
+            let (lo, hi) = d.split(d.imul(outer, chunk)?, 64)?;
+            let some = d.cmp(IntPredicate::SLT, lo, hi)?;
+            k.when(some, &mut || {
+                // `chunk` is not zero here (the range is not empty).
+                let r0 = llvm(k.b.build_int_signed_div(lo, chunk, "r0"))?;
+                let r1 = llvm(k.b.build_int_signed_div(
+                    k.add(hi, d.isub(chunk, k.c(1))?)?,
+                    chunk,
+                    "r1",
+                ))?;
+                d.loop_step(r0, r1, 1, &mut |o| {
+                    let src = d.imul(o, chunk)?;
+                    let dst = k.add(d.imul(o, out_chunk)?, at)?;
+                    let j0 =
+                        d.pick(d.cmp(IntPredicate::SGT, lo, src)?, d.isub(lo, src)?, k.c(0))?;
+                    let end = k.add(src, chunk)?;
+                    let j1 = d.pick(d.cmp(IntPredicate::SLT, hi, end)?, d.isub(hi, src)?, chunk)?;
+                    d.loop_step(j0, j1, 1, &mut |j| {
+                        k.st(po, k.add(dst, j)?, k.ld(px, k.add(src, j)?)?)
+                    })
                 })
             })?;
         }
@@ -245,25 +265,51 @@ pub(super) fn pad_constant<'a, 'c>(
     value: f64,
     name: &str,
 ) -> R<Call<'c>> {
-    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, false)?;
+    let rank = spec.dims(func, op.results[0])?.len();
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, rank > 0)?;
     let Io {
         xd,
         xs,
         od,
-        os,
+        os: _,
         px,
         po,
     } = io;
     let k = &d.k;
-    let n = d.prod(&od)?;
     let fill = k.f(value);
-    d.loop_step(k.c(0), n, 1, &mut |i| k.st(po, i, fill))?;
-    let mut base = k.c(0);
-    for (dim, &s) in os.iter().enumerate().take(xd.len()) {
-        base = k.add(base, d.imul(k.c(pads[dim] as i64), s)?)?;
+    if rank == 0 {
+        k.st(po, k.c(0), k.ld(px, k.c(0))?)?;
+        return finish_call(g, d.f, &args);
     }
-    d.nest(&xd, &[xs, os], &mut |idx| {
-        k.st(po, k.add(base, idx[1])?, k.ld(px, idx[0])?)
+    // Tiles of output rows: each row filled with the value, then, when the row lies inside
+    // the input on every outer axis, the input's row copied in at the last pad's offset.
+    // Every element is written the value or its input element, as the static kernel's fill
+    // then copy, so any cut gives the same bits.
+    let last = rank - 1;
+    let rows = d.prod(&od[..last])?;
+    let (lo, hi) = d.split(rows, 1)?;
+    d.loop_step(lo, hi, 1, &mut |row| {
+        let mut rest = row;
+        let mut src = k.c(0);
+        let mut inside = k.ctx.bool_type().const_all_ones();
+        for a in (0..last).rev() {
+            // `od[a]` is not zero: the row loop runs only when no outer axis is empty.
+            let i = llvm(k.b.build_int_signed_rem(rest, od[a], "i"))?;
+            rest = llvm(k.b.build_int_signed_div(rest, od[a], "r"))?;
+            let j = d.isub(i, k.c(pads[a] as i64))?;
+            let ge = d.cmp(IntPredicate::SGE, j, k.c(0))?;
+            let lt = d.cmp(IntPredicate::SLT, j, xd[a])?;
+            inside = llvm(k.b.build_and(inside, llvm(k.b.build_and(ge, lt, "in"))?, "in"))?;
+            src = k.add(src, d.imul(j, xs[a])?)?;
+        }
+        let dst = d.imul(row, od[last])?;
+        d.loop_step(k.c(0), od[last], 1, &mut |c| k.st(po, k.add(dst, c)?, fill))?;
+        let at = k.add(dst, k.c(pads[last] as i64))?;
+        k.when(inside, &mut || {
+            d.loop_step(k.c(0), xd[last], 1, &mut |c| {
+                k.st(po, k.add(at, c)?, k.ld(px, k.add(src, c)?)?)
+            })
+        })
     })?;
     finish_call(g, d.f, &args)
 }
@@ -281,7 +327,8 @@ pub(super) fn pad_gather<'a, 'c>(
     mode: PadMode,
     name: &str,
 ) -> R<Call<'c>> {
-    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, false)?;
+    let rank = spec.dims(func, op.results[0])?.len();
+    let (d, args, io) = copy_kernel(g, spec, func, st, op, name, rank > 0)?;
     let Io {
         xd,
         xs,
@@ -297,15 +344,41 @@ pub(super) fn pad_gather<'a, 'c>(
     let empty = d.any_zero(&sizes)?;
     let full = llvm(k.b.build_not(empty, "full"))?;
     k.when(full, &mut || {
-        rec(
-            &d,
-            mode,
-            pads,
-            0,
-            (&xd, &xs, &od, &os),
-            (k.c(0), k.c(0)),
-            (px, po),
-        )
+        if rank == 0 {
+            return rec(
+                &d,
+                mode,
+                pads,
+                0,
+                (&xd, &xs, &od, &os),
+                (k.c(0), k.c(0)),
+                (px, po),
+            );
+        }
+        // Tiles of output rows: each row's source on every outer axis, then the row
+        // (each element read alone, so any cut gives the same bits).
+        let last = rank - 1;
+        let (lo, hi) = d.split(d.prod(&od[..last])?, 1)?;
+        d.loop_step(lo, hi, 1, &mut |row| {
+            let mut rest = row;
+            let mut ix = k.c(0);
+            for a in (0..last).rev() {
+                let o = llvm(k.b.build_int_signed_rem(rest, od[a], "i"))?;
+                rest = llvm(k.b.build_int_signed_div(rest, od[a], "r"))?;
+                let src = pad_source(&d, mode, d.isub(o, k.c(pads[a] as i64))?, xd[a])?;
+                ix = k.add(ix, d.imul(src, xs[a])?)?;
+            }
+            let io = d.imul(row, od[last])?;
+            rec(
+                &d,
+                mode,
+                pads,
+                last,
+                (&xd, &xs, &od, &os),
+                (ix, io),
+                (px, po),
+            )
+        })
     })?;
     finish_call(g, d.f, &args)
 }
@@ -482,7 +555,15 @@ pub(super) fn resize<'a, 'c>(
         ));
     }
     let args = args_dyn(func, st, &[x, r])?;
-    let d = g.dyn_kernel(name, &args, &[false, true], &spec.symbols)?;
+    // Tiles of output rows (every image plane's rows in turn): each element is computed
+    // alone, so any cut gives the same bits.
+    let per = if matches!(rz.mode, ResizeMode::Bilinear) {
+        12
+    } else {
+        0
+    };
+    let tiles = DynTiles::new(oe.clone(), crate::parallel::work(per, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &[false, true], &spec.symbols, Some(tiles))?;
     let xd = d.dims_of(&xe)?;
     let od = d.dims_of(&oe)?;
     let (h, w, oh, ow) = (xd[2], xd[3], od[2], od[3]);
@@ -497,10 +578,14 @@ pub(super) fn resize<'a, 'c>(
     let empty = d.any_zero(&sizes)?;
     let full = llvm(k.b.build_not(empty, "full"))?;
     k.when(full, &mut || {
-        d.loop_step(k.c(0), planes, 1, &mut |p| {
+        let (lo, hi) = d.split(d.imul(planes, oh)?, 1)?;
+        d.loop_step(lo, hi, 1, &mut |row| {
+            // `oh` is not zero here (the output is not empty).
+            let p = llvm(k.b.build_int_signed_div(row, oh, "p"))?;
+            let oy = d.isub(row, d.imul(p, oh)?)?;
             let bx = d.imul(p, hw)?;
             let bo = d.imul(p, ohw)?;
-            d.loop_step(k.c(0), oh, 1, &mut |oy| {
+            {
                 let ty = tap(&d, rz, oy, h, oh)?;
                 let r0 = k.add(bx, d.imul(ty.i0, w)?)?;
                 let r1 = k.add(bx, d.imul(ty.i1, w)?)?;
@@ -530,7 +615,7 @@ pub(super) fn resize<'a, 'c>(
                     };
                     k.st(po, k.add(ro, ox)?, v)
                 })
-            })
+            }
         })
     })?;
     finish_call(g, d.f, &args)

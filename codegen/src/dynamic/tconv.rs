@@ -14,7 +14,7 @@
 //! `conv2d`, `dynamic/cnn.rs`). So the bits are the static kernel's, up to the sign of an
 //! output that is exactly zero when the bias is exactly `-0.0`.
 
-use super::{args_dyn, finish_call, refuse, DynSpec};
+use super::{args_dyn, finish_call, refuse, DynSpec, DynTiles};
 use crate::kernels::common::{activation, Call};
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
@@ -74,7 +74,11 @@ pub(super) fn conv_transpose<'a, 'c>(
     let args = args_dyn(func, st, &vals)?;
     let mut writes = vec![false; args.len()];
     writes[args.len() - 1] = true;
-    let d = g.dyn_kernel(name, &args, &writes, &spec.symbols)?;
+    // Tiles of output rows (every image's channels' rows in turn): each output is one chain
+    // of its own, so any cut gives the same bits.
+    let flops = 2 * (cg * kh * kw / (sh * sw).max(1)).max(1) as u64;
+    let tiles = DynTiles::new(oe.clone(), crate::parallel::work(flops, 8), 8);
+    let d = g.dyn_kernel_tiled(name, &args, &writes, &spec.symbols, Some(tiles))?;
     let k = &d.k;
     // The accumulator, in the entry block (where the builder still is) so it is promoted.
     let accp = llvm(k.b.build_alloca(k.f32t, "acc"))?;
@@ -108,8 +112,15 @@ pub(super) fn conv_transpose<'a, 'c>(
         let below = cmp(IntPredicate::SLT, idx, len)?;
         Ok((and(and(nonneg, exact)?, below)?, idx))
     };
-    d.loop_step(k.c(0), n, 1, &mut |b| {
-        d.loop_step(k.c(0), k.c(m), 1, &mut |mo| {
+    let moh = d.imul(k.c(m), oh)?;
+    let (lo, hi) = d.split(d.imul(n, moh)?, 1)?;
+    d.loop_step(lo, hi, 1, &mut |row| {
+        // `oh` is not zero here (there is a row).
+        let b = llvm(k.b.build_int_signed_div(row, moh, "b"))?;
+        let rest = llvm(k.b.build_int_sub(row, d.imul(b, moh)?, "rest"))?;
+        let mo = llvm(k.b.build_int_signed_div(rest, oh, "mo"))?;
+        let oy = llvm(k.b.build_int_sub(rest, d.imul(mo, oh)?, "oy"))?;
+        {
             let gi = llvm(k.b.build_int_signed_div(mo, k.c(mg), "g"))?;
             let ml = llvm(k.b.build_int_signed_rem(mo, k.c(mg), "ml"))?;
             // Input channels of the group, weights of (c, ml, ·, ·).
@@ -121,7 +132,7 @@ pub(super) fn conv_transpose<'a, 'c>(
                 Some(p) => k.ld(p, mo)?,
                 None => k.f(0.0),
             };
-            d.loop_step(k.c(0), oh, 1, &mut |oy| {
+            {
                 // Which row taps read inside the input at this row, and their row offsets
                 // (0 where they do not, and never read).
                 let mut rows = Vec::with_capacity(kh as usize);
@@ -163,8 +174,8 @@ pub(super) fn conv_transpose<'a, 'c>(
                     let y = activation(k, c.activation, k.fadd(a, bv)?)?;
                     k.st(po, k.add(ob, k.add(d.imul(oy, ow)?, ox)?)?, y)
                 })
-            })
-        })
+            }
+        }
     })?;
     finish_call(g, d.f, &args)
 }
