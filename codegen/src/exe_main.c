@@ -567,18 +567,9 @@ static double cpu_now(void) {
    its own cache line. */
 
 #define MAX_THREADS 1024
-/* Pause iterations the calling thread spins waiting for the workers' last tiles before it
-   yields its core (tens of microseconds). */
+/* Pause iterations a parked thread spins before it sleeps (tens of microseconds: the gap
+   between two ops of a model is shorter, so workers do not sleep within a run). */
 #define SPIN 4000
-/* How long a worker without a job spins before it sleeps on the futex: 1 ms, longer than the
-   serial stretches of a model (ops too small to cut, the output copies, a benchmark's work
-   between two runs). Waking a sleeping worker costs the next op more than the wake-up
-   itself: with 70 us (4000 pauses, as before), iris_landmark's worker slept through the
-   ~60 us of uncut ops at the end of every run, and its first cut op took 0.058-0.067 ms at 2
-   threads against 0.033 at 1 (docs/codegen.md "Threads"). A time, not a count of pauses,
-   because a pause takes 10 to 140 cycles depending on the CPU. OpenMP runtimes spin 200 ms
-   by default (KMP_BLOCKTIME); 1 ms bounds what an idle application pays after each run. */
-#define IDLE_SPIN_NS 1000000LL
 /* A share is packed in one word so that its owner (taking from the front) and a thief
    (taking from the back) claim with one compare-and-swap: the job's tag, then the first
    and the end of the unclaimed units. */
@@ -602,10 +593,6 @@ typedef struct {
 static pool_t pool;
 
 static void relax(void) { __builtin_ia32_pause(); }
-static long long mono_ns(void) {
-    struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 static uint64_t share_word(uint32_t job, long long lo, long long hi) {
     return ((uint64_t)job << (2 * UNIT_BITS)) | ((uint64_t)lo << UNIT_BITS) | (uint64_t)hi;
 }
@@ -651,18 +638,11 @@ static void *pool_worker(void *arg) {
     uint32_t seen = 0;
     for (;;) {
         uint32_t j;
-        /* The clock is read every 256 pauses (a vDSO call, tens of ns). */
-        long long spins = 0, until = 0;
-        while ((j = atomic_load(&p->job)) == seen) {
-            relax();
-            if (++spins % 256) continue;
-            long long t = mono_ns();
-            if (!until) until = t + IDLE_SPIN_NS;
-            if (t < until) continue;
+        for (int spins = 0; (j = atomic_load(&p->job)) == seen;) {
+            if (spins < SPIN) { spins++; relax(); continue; }
             atomic_fetch_add(&p->sleepers, 1);
             syscall(SYS_futex, &p->job, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
             atomic_fetch_sub(&p->sleepers, 1);
-            until = 0;
         }
         seen = j;
         take_tiles(p, j, me);
