@@ -285,3 +285,92 @@ fn strided_pointwise_convs_match_the_unrewritten_graph_for_every_thread_count() 
         );
     }
 }
+
+/// Convolutions on small images, cut by output channels or groups at a quarter of the general
+/// minimum work per tile (iris_landmark's 8×8 to 2×2 layers, MobileNet v2's 7×7 depthwise
+/// layers: `channel_min_work` in codegen/src/parallel.rs): an 8×8 pointwise convolution in
+/// one column block, a 2×2 stride-2 convolution bound by its weights, a depthwise 3×3 on a
+/// 7×7 image, a max pool and a whole-window head. The executable, compiled at the default
+/// minimum, is bitwise the same for 1, 2 and 3 threads and equals the reference interpreter.
+#[test]
+fn small_image_convs_cut_by_channels_match_the_interpreter_for_every_thread_count() {
+    let dir = scratch("compile-onnx", "small-image-cuts");
+    let seq = |n: usize, s: f32| -> Vec<f32> {
+        (0..n).map(|i| ((i % 17) as f32 * 0.05 - 0.4) * s).collect()
+    };
+    let m = model(
+        13,
+        vec![input("x", &[1, 128, 8, 8]), input("z", &[1, 960, 7, 7])],
+        &["y", "d"],
+        vec![
+            tf32("w1", &[64, 128, 1, 1], &seq(64 * 128, 0.2)),
+            tf32("b1", &[64], &seq(64, 0.5)),
+            tf32("w2", &[128, 64, 2, 2], &seq(128 * 64 * 4, 0.1)),
+            tf32("w3", &[213, 128, 2, 2], &seq(213 * 128 * 4, 0.1)),
+            tf32("wd", &[960, 1, 3, 3], &seq(960 * 9, 0.7)),
+            tf32("bd", &[960], &seq(960, 0.3)),
+        ],
+        vec![
+            node("Conv", &["x", "w1", "b1"], &["p"], vec![]),
+            node("Relu", &["p"], &["q"], vec![]),
+            node("Conv", &["q", "w2"], &["r"], vec![ais("strides", &[2, 2])]),
+            node(
+                "MaxPool",
+                &["r"],
+                &["s"],
+                vec![ais("kernel_shape", &[2, 2]), ais("strides", &[2, 2])],
+            ),
+            node("Conv", &["s", "w3"], &["y"], vec![]),
+            node(
+                "Conv",
+                &["z", "wd", "bd"],
+                &["d"],
+                vec![ai("group", 960), ais("pads", &[1, 1, 1, 1])],
+            ),
+        ],
+    );
+    write_model(&dir, "m.onnx", &m);
+    ok(tirc(&dir, &["compile", "m.onnx", "-o", "m"]), "compile");
+    let exe = dir.join("m").to_string_lossy().to_string();
+    for t in ["1", "2", "3"] {
+        let out = format!("exe{t}");
+        std::fs::create_dir_all(dir.join(&out)).unwrap();
+        ok(run(&dir, &exe, &["--threads", t, "--output", &out]), "m");
+    }
+    ok(
+        tirc(
+            &dir,
+            &[
+                "import",
+                "m.onnx",
+                "-o",
+                "m.tir",
+                "--weights",
+                "m.safetensors",
+            ],
+        ),
+        "import",
+    );
+    std::fs::create_dir_all(dir.join("interp")).unwrap();
+    ok(
+        tirc(
+            &dir,
+            &["run", "m.tir", "--weights", "m.safetensors", "-o", "interp"],
+        ),
+        "run",
+    );
+    for name in ["y", "d"] {
+        let f = format!("{name}.npy");
+        let one = read_npy(&dir.join("exe1"), &f);
+        for t in ["2", "3"] {
+            let other = read_npy(&dir.join(format!("exe{t}")), &f);
+            assert_eq!(one, other, "{name}: 1 vs {t} threads");
+        }
+        let interp = read_npy(&dir.join("interp"), &f);
+        assert!(
+            rel_err(&one, &interp) <= 1e-5,
+            "{name}: {}",
+            rel_err(&one, &interp)
+        );
+    }
+}

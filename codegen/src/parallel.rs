@@ -28,6 +28,11 @@ use inkwell::AddressSpace;
 /// traffic: [`work`]), about 15 µs of one core: below it the hand-off to another thread and
 /// the lost cache locality cost more than they save.
 pub const MIN_TILE_FLOPS: u64 = 1_000_000;
+/// How much lower the least work per tile is for a cut into blocks of whole channels, groups
+/// or planes whose traffic is mostly their own ([`channel_min_work`]): a quarter, about 4 µs
+/// of one core, still several times the 0.5–1.8 µs a spinning worker takes to claim its first
+/// tile (docs/codegen.md "Threads").
+const CHANNEL_CUT_DIVISOR: u64 = 4;
 /// At most this many chunks per image: enough to balance 2–8 threads when tiles are taken
 /// dynamically, few enough that each chunk keeps the kernel's own register tiles full.
 const MAX_CHUNKS: i64 = 8;
@@ -41,6 +46,20 @@ const FLOPS_PER_BYTE: u64 = 4;
 /// read and written, weights included) in FLOP-equivalents, whichever bounds its time.
 pub(crate) fn work(flops: u64, bytes: u64) -> u64 {
     flops.max(bytes.saturating_mul(FLOPS_PER_BYTE))
+}
+
+/// The least work per tile (given the general one, [`MIN_TILE_FLOPS`] or the caller's) of a
+/// cut whose tiles share little with each other or with the op before: a depthwise (or
+/// grouped) convolution by groups, a convolution whose weights are most of its traffic by
+/// output channels (each tile streams its own rows of the weights; the image, small, is read
+/// by both), pools and row-wise ops by planes or rows (contiguous in NCHW). Such ops below the
+/// general minimum ran whole on the calling thread — iris_landmark's 1×1 and 2×2
+/// convolutions on 8×8 to 2×2 images, 4–16 µs each and bound by their weights' traffic, were
+/// 30% of its one-thread time — while the second core waited (Amdahl: at most 1.5× on 2
+/// threads). The cut still depends on the shape only, so the outputs stay the same bits for
+/// every thread count.
+pub(crate) fn channel_min_work(min_work: u64) -> u64 {
+    (min_work / CHANNEL_CUT_DIVISOR).max(1)
 }
 
 /// How an op is cut: per image, `units` (channels, groups, columns) in `count` chunks of
@@ -224,7 +243,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         work: u64,
         body: &mut UnitsBody<'_, 'a, 'ctx>,
     ) -> R<FunctionValue<'ctx>> {
-        let t = Tiling::new(1, units, 1, work, self.min_tile_flops);
+        let t = Tiling::new(1, units, 1, work, channel_min_work(self.min_tile_flops));
         let f = if t.is_parallel() {
             self.tiled_kernel(name, args, writes, t.tiles())
         } else {

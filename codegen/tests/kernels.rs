@@ -978,7 +978,7 @@ fn depthwise_stride_two_and_small_planes() {
 #[test]
 fn pointwise_small_spatial_k_blocked_and_gemv() {
     // 1×1 convolutions on the spatial sizes of late layers (N = H·W in {1, 7, 49, 50, 196})
-    // with odd K: the narrow path (N <= 64, one column block), the wide path with K long
+    // with odd K: the narrow path (N <= 64, one column block, cut by channels), the wide path with K long
     // enough to be cut into K blocks (first, middle loop and last block resuming from C) and
     // a masked column remainder; N = 1 is the unrolled gemv (with a K tail and a row tail).
     for (c, m, h, w) in [
@@ -989,6 +989,10 @@ fn pointwise_small_spatial_k_blocked_and_gemv() {
         (33, 30, 5, 10),
         (401, 14, 14, 14),
         (35, 25, 14, 14),
+        // One column block with at least as many channels as pixels (iris_landmark's 8×8
+        // layers): cut by output channels, not columns.
+        (128, 64, 8, 8),
+        (64, 128, 8, 8),
     ] {
         check(&model(
             &[("x", vec![1, c, h, w])],

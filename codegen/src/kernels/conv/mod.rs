@@ -122,10 +122,7 @@ pub(crate) fn conv2d<'a, 'c>(
     };
     let (ci, h, wi) = (d.c, d.h, d.wi);
     let pointwise = whole || (kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4]);
-    let flops = 2 * (n * m * oh * ow * cg * kh * kw) as u64;
-    let bytes = 4 * (n * ci * h * wi + m * cg * kh * kw + n * m * oh * ow).max(0) as u64;
-    let work = crate::parallel::work(flops, bytes);
-    let tiling = tiling(&d, pointwise, g.width, work, g.min_tile_flops);
+    let tiling = tiling(&d, pointwise, g.width, conv_work(&d), g.min_tile_flops);
     let nargs = args.len() as u32;
     let f = if tiling.is_parallel() {
         g.tiled_kernel(name, &args, &writes, tiling.tiles())
@@ -163,7 +160,7 @@ pub(crate) fn conv2d<'a, 'c>(
         emit(
             &k, g.width, &d, pointwise, None, packed, px, pw, pb, ps, pr, po,
         )?;
-    } else if pointwise && groups == 1 && split_columns(&d) {
+    } else if pointwise && groups == 1 && split_columns(&d, g.width) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
             let xo = k.add(k.mul(image, ci * h * wi)?, j0)?;
@@ -418,8 +415,21 @@ pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64
 /// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each
 /// tile then re-reads the weights instead of the input, the smaller of the two in all but the
 /// last layers of a network.
-fn split_columns(d: &Conv) -> bool {
-    d.oh * d.ow >= d.m
+fn split_columns(d: &Conv, w: u32) -> bool {
+    // With one block of columns there is nothing to cut by columns: cut by channels instead
+    // (iris_landmark's 64-channel 8×8 layers, 64 columns in one 64-column block, ran whole).
+    let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
+    d.oh * d.ow >= d.m && d.oh * d.ow > block
+}
+
+/// The work of `d` for cutting it into tiles ([`crate::parallel::work`]): its FLOPs or its
+/// traffic (image, weights, output).
+fn conv_work(d: &Conv) -> u64 {
+    let cg = d.c / d.groups.max(1);
+    let flops = 2 * (d.n * d.m * d.oh * d.ow * cg * d.kh * d.kw).max(0) as u64;
+    let bytes = 4
+        * (d.n * d.c * d.h * d.wi + d.m * cg * d.kh * d.kw + d.n * d.m * d.oh * d.ow).max(0) as u64;
+    crate::parallel::work(flops, bytes)
 }
 
 /// How `d` is cut into tiles for threads ([`crate::parallel`]): chunks of whole register
@@ -427,9 +437,11 @@ fn split_columns(d: &Conv) -> bool {
 fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
     let cg = d.c / d.groups.max(1);
     if d.groups > 1 {
-        return Tiling::new(d.n, d.groups, 1, work, min_flops);
+        // Each group reads only its own input planes and weights.
+        let min = crate::parallel::channel_min_work(min_flops);
+        return Tiling::new(d.n, d.groups, 1, work, min);
     }
-    if pointwise && split_columns(d) {
+    if pointwise && split_columns(d, w) {
         // Whole `NV·W`-column blocks of the GEMM micro-kernel.
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
@@ -444,7 +456,19 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
     } else {
         6
     };
-    Tiling::new(d.n, d.m, granule, work, min_flops)
+    // By output channels, each tile streams its own rows of the weights and reads the whole
+    // image: a pointwise convolution cut so has a small image (fewer pixels than channels, or
+    // one column block), and so has any convolution whose weights are most of its traffic;
+    // others (the packed panels) pack the image again in every tile and keep the general
+    // minimum.
+    let weights = d.m * cg * d.kh * d.kw;
+    let images = d.n * (d.c * d.h * d.wi + d.m * d.oh * d.ow);
+    let min = if pointwise || weights >= images {
+        crate::parallel::channel_min_work(min_flops)
+    } else {
+        min_flops
+    };
+    Tiling::new(d.n, d.m, granule, work, min)
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
@@ -541,5 +565,60 @@ fn emit<'a, 'c>(
         rowpack::emit(k, width, d, px, pw, pb, ps, pr, po)
     } else {
         im2col::emit(k, width, d, px, pw, pb, ps, pr, po)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parallel::MIN_TILE_FLOPS;
+
+    /// A stride-`s`, unpadded `k`×`k` convolution of a `c`×`h`×`h` image into `m` channels
+    /// in `groups` groups.
+    fn conv(c: i64, m: i64, groups: i64, h: i64, k: i64, s: i64, pad: i64) -> Conv {
+        let o = (h + 2 * pad - k) / s + 1;
+        Conv {
+            n: 1,
+            c,
+            h,
+            wi: h,
+            m,
+            groups,
+            kh: k,
+            kw: k,
+            oh: o,
+            ow: o,
+            sh: s,
+            sw: s,
+            dh: 1,
+            dw: 1,
+            pt: pad,
+            pl: pad,
+            act: None,
+        }
+    }
+
+    /// The tiles of `d` at the default minimum, AVX-512's 16 lanes.
+    fn tiles(d: &Conv) -> i64 {
+        let pointwise = d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.pt == 0;
+        tiling(d, pointwise, 16, conv_work(d), MIN_TILE_FLOPS).tiles()
+    }
+
+    #[test]
+    fn small_images_are_cut_by_channels_at_a_quarter_of_the_minimum() {
+        // iris_landmark's 8×8 layers: 64 pixels, one column block, 1 MFLOP (8 µs): cut by
+        // output channels.
+        assert!(tiles(&conv(128, 64, 1, 8, 1, 1, 0)) >= 2);
+        assert!(tiles(&conv(64, 128, 1, 8, 1, 1, 0)) >= 2);
+        // Its 2×2 stride-2 layers, bound by their weights (16–64 K of them against 5–10 K
+        // pixel values).
+        assert!(tiles(&conv(128, 128, 1, 8, 2, 2, 0)) >= 2);
+        // MobileNet v2's 7×7 depthwise layers (20 µs each), by groups.
+        assert!(tiles(&conv(960, 960, 960, 7, 3, 1, 1)) >= 2);
+        // A convolution of as much work whose image is most of its traffic keeps the
+        // general minimum (the packed panels pack the image again in every tile).
+        let d = conv(16, 16, 1, 16, 3, 1, 1);
+        assert!(conv_work(&d) > MIN_TILE_FLOPS && conv_work(&d) < 2 * MIN_TILE_FLOPS);
+        assert_eq!(tiles(&d), 1);
     }
 }
