@@ -589,7 +589,31 @@ fn pools_and_global_avg_pool() {
 #[test]
 fn pools_vectorised_rows() {
     #[allow(clippy::type_complexity)]
-    let cases: [(&str, u64, u64, [u64; 2], [u64; 2], [u64; 4], &str); 10] = [
+    let cases: [(&str, u64, u64, [u64; 2], [u64; 2], [u64; 4], &str); 15] = [
+        // Windows too large to unroll per vector (more than 64 taps, or a stride above 4:
+        // one window at a time, taps in loops): selfie_segmentation's whole-plane average
+        // pools, with pads, partial windows and both counts.
+        ("avg_pool", 32, 32, [32, 32], [32, 32], [0, 0, 0, 0], ""),
+        ("avg_pool", 20, 23, [9, 8], [9, 8], [1, 2, 3, 4], ""),
+        (
+            "avg_pool",
+            20,
+            23,
+            [9, 8],
+            [9, 8],
+            [1, 2, 3, 4],
+            ", count_include_pad = true",
+        ),
+        (
+            "max_pool",
+            21,
+            40,
+            [5, 5],
+            [5, 5],
+            [2, 2, 2, 2],
+            ", ceil_mode = true",
+        ),
+        ("max_pool", 16, 16, [16, 16], [16, 16], [0, 0, 0, 0], ""),
         // (op, h, w, kernel, strides, pads, extra)
         (
             "avg_pool",

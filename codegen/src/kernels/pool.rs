@@ -133,6 +133,63 @@ impl Window {
         b < self.ow && self.ix(a, 0) >= 0 && self.ix(b, self.kw - 1) + self.sw - 1 < self.w
     }
 
+    /// Whether rows are computed a vector of output columns at a time: the vector path
+    /// unrolls every tap and loads `sw·W` lanes per tap, so a window of more than 64 taps or
+    /// a stride above 4 takes [`Self::scalar_row`] (selfie_segmentation's whole-plane
+    /// 128×128/128 average pool would be 16,384 unrolled masked loads of 2,048 lanes, and
+    /// LLVM spent minutes on it).
+    fn vectorise(&self, wl: i64) -> bool {
+        self.kh * self.kw <= 64 && self.sw * wl <= 64
+    }
+
+    /// Output row `oy` one window at a time, its taps in run-time loops: the same chain per
+    /// output as the vector path (cells added, or maxed, in `(i, j)` order from `+0` or `−∞`,
+    /// cells outside the plane skipped, divided by rows counted × columns counted), so the
+    /// same bits.
+    fn scalar_row<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        xp: PointerValue<'c>,
+        op: PointerValue<'c>,
+        oy: IntValue<'c>,
+    ) -> R<()> {
+        let (lo_y, hi_y, lo_x, hi_x) = if self.include_pad {
+            (-self.pt, self.h + self.pb, -self.pl, self.w + self.pr)
+        } else {
+            (0, self.h, 0, self.w)
+        };
+        let by = k.add(k.mul(oy, self.sh)?, k.c(-self.pt))?;
+        let cnt_y = counted(k, by, self.kh, lo_y, hi_y)?;
+        k.loop_(0, self.ow, &mut |ox| {
+            let bx = k.add(k.mul(ox, self.sw)?, k.c(-self.pl))?;
+            let start = k.f(if self.is_max { f64::NEG_INFINITY } else { 0.0 });
+            let acc = k.loop_carry(0, self.kh, 1, vec![start.into()], &mut |i, cur| {
+                let iy = k.add(by, i)?;
+                let inside = k.in_range(iy, 0, self.h)?;
+                let at = k.mul(k.iclamp(iy, 0, self.h - 1)?, self.w)?;
+                k.loop_carry(0, self.kw, 1, cur.to_vec(), &mut |j, cur| {
+                    let acc = cur[0].into_float_value();
+                    let ix = k.add(bx, j)?;
+                    let ok = llvm(k.b.build_and(inside, k.in_range(ix, 0, self.w)?, "ok"))?;
+                    let v = k.ld(xp, k.add(at, k.iclamp(ix, 0, self.w - 1)?)?)?;
+                    let next = if self.is_max {
+                        k.max_nan(acc, v)?
+                    } else {
+                        k.fadd(acc, v)?
+                    };
+                    Ok(vec![k.fsel(ok, next, acc)?.into()])
+                })
+            })?[0]
+                .into_float_value();
+            let out = if self.is_max {
+                acc
+            } else {
+                k.fdiv(acc, k.fmul(cnt_y, counted(k, bx, self.kw, lo_x, hi_x)?)?)?
+            };
+            k.st(op, k.add(k.mul(oy, self.ow)?, ox)?, out)
+        })
+    }
+
     /// Output row `oy` of one plane (`xp`, `op` at the plane).
     fn row<'a, 'c>(
         &self,
@@ -143,6 +200,9 @@ impl Window {
         oy: IntValue<'c>,
     ) -> R<()> {
         let wl = w as i64;
+        if !self.vectorise(wl) {
+            return self.scalar_row(k, xp, op, oy);
+        }
         let by = k.add(k.mul(oy, self.sh)?, k.c(-self.pt))?;
         // Per kernel row: whether it lies in the plane, and its (clamped) offset.
         let mut rows = Vec::new();
@@ -314,6 +374,13 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             k.stv_masked(self.op, at, out, lanes as u32)
         }
     }
+}
+
+/// How many of the cells `b .. b + n` lie in `lo .. hi`, as an `f32` (exact: a small integer).
+fn counted<'c>(k: &K<'_, 'c>, b: IntValue<'c>, n: i64, lo: i64, hi: i64) -> R<FloatValue<'c>> {
+    let end = k.iclamp(k.add(b, k.c(n))?, lo, hi)?;
+    let cnt = llvm(k.b.build_int_sub(end, k.iclamp(b, lo, hi)?, "cnt"))?;
+    llvm(k.b.build_signed_int_to_float(cnt, k.f32t, "cntf"))
 }
 
 /// The constant `<n x i1>` vector of `on`.
