@@ -239,51 +239,7 @@ fn strided_pointwise_convs_match_the_unrewritten_graph_for_every_thread_count() 
             ),
         ],
     );
-    write_model(&dir, "m.onnx", &m);
-    ok(tirc(&dir, &["compile", "m.onnx", "-o", "m"]), "compile");
-    let exe = dir.join("m").to_string_lossy().to_string();
-    for t in ["1", "2", "3"] {
-        let out = format!("exe{t}");
-        std::fs::create_dir_all(dir.join(&out)).unwrap();
-        ok(run(&dir, &exe, &["--threads", t, "--output", &out]), "m");
-    }
-    ok(
-        tirc(
-            &dir,
-            &[
-                "import",
-                "m.onnx",
-                "--no-cleanup",
-                "-o",
-                "m.tir",
-                "--weights",
-                "m.safetensors",
-            ],
-        ),
-        "import",
-    );
-    std::fs::create_dir_all(dir.join("interp")).unwrap();
-    ok(
-        tirc(
-            &dir,
-            &["run", "m.tir", "--weights", "m.safetensors", "-o", "interp"],
-        ),
-        "run",
-    );
-    for name in ["y", "g"] {
-        let f = format!("{name}.npy");
-        let one = read_npy(&dir.join("exe1"), &f);
-        for t in ["2", "3"] {
-            let other = read_npy(&dir.join(format!("exe{t}")), &f);
-            assert_eq!(one, other, "{name}: 1 vs {t} threads");
-        }
-        let interp = read_npy(&dir.join("interp"), &f);
-        assert!(
-            rel_err(&one, &interp) <= 1e-5,
-            "{name}: {}",
-            rel_err(&one, &interp)
-        );
-    }
+    threads_agree_with_the_interpreter(&dir, &m, &["--no-cleanup"], &["y", "g"]);
 }
 
 /// Convolutions on small images, cut by output channels or groups at a quarter of the general
@@ -329,37 +285,39 @@ fn small_image_convs_cut_by_channels_match_the_interpreter_for_every_thread_coun
             ),
         ],
     );
-    write_model(&dir, "m.onnx", &m);
-    ok(tirc(&dir, &["compile", "m.onnx", "-o", "m"]), "compile");
+    threads_agree_with_the_interpreter(&dir, &m, &[], &["y", "d"]);
+}
+
+/// Compiles `m` (in `dir`), runs the executable at 1, 2 and 3 threads and `tirc run` on the
+/// imported model (`import_flags` added to the import): each output in `outputs` is bitwise
+/// the same at every thread count and within 1e-5 of the interpreter.
+fn threads_agree_with_the_interpreter(
+    dir: &Path,
+    m: &ModelProto,
+    import_flags: &[&str],
+    outputs: &[&str],
+) {
+    write_model(dir, "m.onnx", m);
+    ok(tirc(dir, &["compile", "m.onnx", "-o", "m"]), "compile");
     let exe = dir.join("m").to_string_lossy().to_string();
     for t in ["1", "2", "3"] {
         let out = format!("exe{t}");
         std::fs::create_dir_all(dir.join(&out)).unwrap();
-        ok(run(&dir, &exe, &["--threads", t, "--output", &out]), "m");
+        ok(run(dir, &exe, &["--threads", t, "--output", &out]), "m");
     }
-    ok(
-        tirc(
-            &dir,
-            &[
-                "import",
-                "m.onnx",
-                "-o",
-                "m.tir",
-                "--weights",
-                "m.safetensors",
-            ],
-        ),
-        "import",
-    );
+    let mut import = vec!["import", "m.onnx"];
+    import.extend_from_slice(import_flags);
+    import.extend(["-o", "m.tir", "--weights", "m.safetensors"]);
+    ok(tirc(dir, &import), "import");
     std::fs::create_dir_all(dir.join("interp")).unwrap();
     ok(
         tirc(
-            &dir,
+            dir,
             &["run", "m.tir", "--weights", "m.safetensors", "-o", "interp"],
         ),
         "run",
     );
-    for name in ["y", "d"] {
+    for name in outputs {
         let f = format!("{name}.npy");
         let one = read_npy(&dir.join("exe1"), &f);
         for t in ["2", "3"] {

@@ -810,14 +810,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let wl = w as i64;
         let taps = geo.kh * geo.kw;
-        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
-        let offs: Vec<IntValue<'c>> = (0..geo.kh)
-            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
-            .map(|(i, j)| {
-                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
-                k.add(r, k.c(j * geo.dw - geo.pl))
-            })
-            .collect::<R<_>>()?;
+        let (vecs, offs) = self.flat_runs()?;
         let block = |g0: IntValue<'c>, ng: i64| -> R<()> {
             let mut planes = Vec::new();
             for c in 0..ng {
@@ -1034,6 +1027,22 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         Ok(())
     }
 
+    /// A flat plane's vector count (`⌈OH·OW / W⌉`, at run time) and each tap `(i, j)`'s input
+    /// offset from an output pixel, `(i·dh − pt)·W + (j·dw − pl)`, in tap order.
+    fn flat_runs(&self) -> R<(IntValue<'c>, Vec<IntValue<'c>>)> {
+        let (d, geo, wl) = (self.d, self.geo, self.w as i64);
+        let k = &d.k;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let offs = (0..geo.kh)
+            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
+                k.add(r, k.c(j * geo.dw - geo.pl))
+            })
+            .collect::<R<_>>()?;
+        Ok((vecs, offs))
+    }
+
     /// A depthwise plane with unit strides whose input rows are as wide as its output rows, as
     /// one flat run of vectors (the static kernel's `Plane::flat`): the input under output
     /// `p` for tap `(i, j)` is `p + (i·dh − pt)·W + (j·dw − pl)`, one masked load per tap and
@@ -1043,14 +1052,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let wl = w as i64;
         let taps = geo.kh * geo.kw;
-        let vecs = llvm(k.b.build_int_signed_div(k.add(self.ohw, k.c(wl - 1))?, k.c(wl), "vecs"))?;
-        let offs: Vec<IntValue<'c>> = (0..geo.kh)
-            .flat_map(|i| (0..geo.kw).map(move |j| (i, j)))
-            .map(|(i, j)| {
-                let r = d.imul(k.c(i * geo.dh - geo.pt), geo.wi)?;
-                k.add(r, k.c(j * geo.dw - geo.pl))
-            })
-            .collect::<R<_>>()?;
+        let (vecs, offs) = self.flat_runs()?;
         // Vectors `NV_DEPTHWISE` at a time: their chains are independent (the same ops in the
         // same order as alone), so a block keeps that many FMA chains in flight where one
         // vector alone waits on its chain of taps (4× the static kernel's time on a 16×16
