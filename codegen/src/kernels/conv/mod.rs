@@ -129,7 +129,7 @@ pub(crate) fn conv2d<'a, 'c>(
     let (ci, h, wi) = (d.c, d.h, d.wi);
     let pointwise = whole || (kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4]);
     if let Some(hw) = sparse_stride {
-        if whole || !pointwise || groups != 1 || hw != oh * ow {
+        if !pointwise || groups != 1 || (kh, kw) != (1, 1) || hw != oh * ow {
             return Err(unsupported(
                 func,
                 op,
