@@ -2,8 +2,9 @@
 //! whose 1×1 weights are stored DENSIFY-sparse in the `.tflite` and are 70% zeros).
 //!
 //! A static 1×1 convolution (one group, unit strides, no padding) whose constant weights are
-//! at least [`MIN_ZERO_FRACTION`] zeros keeps only their nonzeros, in the embedded constant
-//! data, as compressed rows by output channel (CSR, [`csr_bytes`]):
+//! at least [`MIN_ZERO_FRACTION`] zeros (and not too few per channel) keeps only their
+//! nonzeros, in the embedded constant data, as compressed rows by output channel (CSR,
+//! [`csr_bytes`]):
 //!
 //! ```text
 //! start: [M + 1] × i32      nonzeros of channel m are pairs start[m] .. start[m + 1]
@@ -35,11 +36,17 @@ use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use tir_ir::{Function, Op, OpData};
 
-/// Fewest zeros, as a fraction of the weights, for the sparse kernel. At 50% the sparse
-/// loop does half the dense FMAs with one more broadcast and one index load per nonzero
-/// (measured on face_detection_full_range_sparse, docs/codegen.md "Sparse pointwise
-/// convolutions"); XNNPACK asks for two thirds.
-pub(crate) const MIN_ZERO_FRACTION: f64 = 0.5;
+/// Fewest zeros, as a fraction of the weights, for the sparse kernel: XNNPACK's two thirds,
+/// which measurement agrees with (docs/codegen.md "Sparse pointwise convolutions": at half
+/// zeros the sparse loop, one index load and one broadcast per nonzero, was slower than the
+/// dense GEMM on 96→384 and 384→96 layers; at 70% zeros it was faster on both).
+pub(crate) const MIN_ZERO_FRACTION: f64 = 2.0 / 3.0;
+
+/// Fewest nonzeros per output channel, on average, for the sparse kernel: with fewer, the
+/// time is the channel loop, the epilogue and the stores, which the dense kernel does as
+/// well (face_detection_full_range_sparse's 8→32 layers at 96², 2.4 nonzeros a channel,
+/// were about 10% slower sparse).
+pub(crate) const MIN_NONZEROS_PER_CHANNEL: i64 = 4;
 
 /// Vectors of pixels per block: each nonzero's weight is broadcast once for this many FMAs,
 /// and the block's rows of the input (`C × VECTORS·W` floats) are re-read for every output
@@ -75,7 +82,10 @@ pub(crate) fn row_stride(func: &Function, op: &OpData, data: &[f32]) -> Option<(
         return None;
     }
     let zeros = data.iter().filter(|&&v| v == 0.0).count();
-    (zeros as f64 >= MIN_ZERO_FRACTION * count as f64).then_some((hw, count - zeros as i64))
+    let nnz = count - zeros as i64;
+    let sparse =
+        zeros as f64 >= MIN_ZERO_FRACTION * count as f64 && nnz >= MIN_NONZEROS_PER_CHANNEL * wd[0];
+    sparse.then_some((hw, nnz))
 }
 
 /// The weights `[M, C]` (row-major) as stored for the sparse kernel (the module doc's
