@@ -737,6 +737,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             }
         }
         let mut storage = Storage::analyze(func)?;
+        storage.pack_sparse(func, weights);
         storage.pack_panels(func, self.width);
         let globals = self.weight_globals(func, weights, &storage)?;
 
@@ -1007,6 +1008,11 @@ fn weight_bytes(func: &Function, weights: &Weights, v: Value, storage: &Storage)
             )))
         }
     };
+    if let Some(hw) = storage.sparse_stride(v) {
+        // Nonzeros by output channel (`kernels::conv::sparse`).
+        let m = ty.shape.first().copied().unwrap_or(0) as usize;
+        return Ok(kernels::conv::sparse_csr_bytes(data, m, hw));
+    }
     if let Some(mr) = storage.panel_rows(v) {
         // Row panels `[M/MR][K][MR]`, the last one `M mod MR` rows wide (the narrow GEMM
         // tiles' A, `kernels::gemm::gemm_packed`).

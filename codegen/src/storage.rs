@@ -3,6 +3,7 @@
 //! `outs`), never recomputed from the plan.
 
 use crate::CodegenError;
+use tir_interp::Weights;
 use tir_ir::{EntityRef, Function, Op, Value, ValueDef};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,10 @@ pub struct Storage {
     /// is the weight of a pointwise convolution on the narrow GEMM tiles
     /// ([`Storage::pack_panels`]).
     pub packed: Vec<(Value, i64)>,
+    /// Consts stored as compressed rows of their nonzeros (the value, the input's row
+    /// stride, the nonzeros), because their only use is the weight of a pointwise convolution and they
+    /// are mostly zeros ([`Storage::pack_sparse`]).
+    pub sparse: Vec<(Value, i64, i64)>,
 }
 
 impl Storage {
@@ -124,7 +129,43 @@ impl Storage {
             weights,
             transposed,
             packed: Vec::new(),
+            sparse: Vec::new(),
         })
+    }
+
+    /// Marks for the sparse pointwise kernel the f32 weights whose only use is a pointwise
+    /// convolution and which are mostly zeros (`kernels::conv::sparse_row_stride`). Only the
+    /// static code generator calls it, before [`Storage::pack_panels`] (a weight stored sparse
+    /// is not packed in panels).
+    pub fn pack_sparse(&mut self, func: &Function, weights: &Weights) {
+        for &v in &self.weights {
+            let data = match func.producer(v).map(|id| &func.ops[id].op) {
+                Some(Op::Const { name }) => weights.get(name).and_then(|t| t.as_f32()),
+                _ => None,
+            };
+            let Some(data) = data else { continue };
+            if let Some(op) = only_use(func, v, 1) {
+                if let Some((hw, nnz)) = crate::kernels::conv::sparse_row_stride(func, op, data) {
+                    self.sparse.push((v, hw, nnz));
+                }
+            }
+        }
+    }
+
+    /// The input row stride `v` is stored sparse for, if it is ([`Storage::pack_sparse`]).
+    pub fn sparse_stride(&self, v: Value) -> Option<i64> {
+        self.sparse
+            .iter()
+            .find(|&&(p, _, _)| p == v)
+            .map(|&(_, hw, _)| hw)
+    }
+
+    /// The nonzeros of `v` as stored sparse (0 when it is not).
+    pub fn sparse_nonzeros(&self, v: Value) -> i64 {
+        self.sparse
+            .iter()
+            .find(|&&(p, _, _)| p == v)
+            .map_or(0, |&(_, _, nnz)| nnz)
     }
 
     /// Marks for packing into row panels the weights whose only use is a convolution that
@@ -139,6 +180,9 @@ impl Storage {
                 .filter(|&(_, _, o)| o == v);
             let first = uses.next();
             if uses.next().is_some() || func.returns.contains(&v) {
+                continue;
+            }
+            if self.sparse_stride(v).is_some() {
                 continue;
             }
             if let Some((op, 1, _)) = first {
@@ -160,6 +204,16 @@ impl Storage {
     pub fn of(&self, func: &Function, v: Value) -> Result<Loc, CodegenError> {
         self.loc[v.index()].ok_or_else(|| CodegenError::NoStorage(func.value_name(v)))
     }
+}
+
+/// The op whose operand `index` is `v`, when that is `v`'s only use and `v` is not returned.
+fn only_use(func: &Function, v: Value, index: usize) -> Option<&tir_ir::OpData> {
+    let mut uses = func
+        .ops_in_order()
+        .flat_map(|(_, d)| d.operands.iter().enumerate().map(move |(i, &o)| (d, i, o)))
+        .filter(|&(_, _, o)| o == v);
+    let (op, i, _) = uses.next()?;
+    (i == index && uses.next().is_none() && !func.returns.contains(&v)).then_some(op)
 }
 
 fn only_use_is_trans_b(func: &Function, v: Value) -> bool {

@@ -11,7 +11,10 @@ mod geometry;
 mod im2col;
 mod panel;
 mod rowpack;
+mod sparse;
 mod transpose;
+
+pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_stride};
 
 use super::common::{args_of, dims, unsupported, Call, Slope};
 use super::gemm::{gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
@@ -76,6 +79,9 @@ pub(crate) fn conv2d<'a, 'c>(
             "its weights were packed in panels for another kernel",
         ));
     }
+    // Weights stored as their nonzeros at compile time (`Storage::pack_sparse`, which asked
+    // `sparse::row_stride` of this op with these weights).
+    let sparse_stride = st.sparse_stride(wv);
     let d = Conv {
         n,
         c: ci,
@@ -122,7 +128,19 @@ pub(crate) fn conv2d<'a, 'c>(
     };
     let (ci, h, wi) = (d.c, d.h, d.wi);
     let pointwise = whole || (kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4]);
-    let tiling = tiling(&d, pointwise, g.width, conv_work(&d), g.min_tile_flops);
+    if let Some(hw) = sparse_stride {
+        if !pointwise || groups != 1 || (kh, kw) != (1, 1) || hw != oh * ow {
+            return Err(unsupported(
+                func,
+                op,
+                "its weights were stored sparse for another kernel",
+            ));
+        }
+    }
+    let tiling = match sparse_stride {
+        Some(_) => sparse::tiling(&d, g.width, st.sparse_nonzeros(wv), g.min_tile_flops),
+        None => tiling(&d, pointwise, g.width, conv_work(&d), g.min_tile_flops),
+    };
     let nargs = args.len() as u32;
     let f = if tiling.is_parallel() {
         g.tiled_kernel(name, &args, &writes, tiling.tiles())
@@ -156,7 +174,31 @@ pub(crate) fn conv2d<'a, 'c>(
             None => Ok(None),
         }
     };
-    if !tiling.is_parallel() {
+    let sparse_at = |x, o, res| sparse::Sparse {
+        x,
+        w: pw,
+        bias: pb,
+        slope: ps,
+        res,
+        out: o,
+    };
+    if sparse_stride.is_some() && !tiling.is_parallel() {
+        // Every image whole.
+        k.loop_(0, n, &mut |image| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let at = k.mul(image, m * oh * ow)?;
+            let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
+            sparse::emit(&k, g.width, &d, oh * ow, s)
+        })?;
+    } else if sparse_stride.is_some() {
+        // Chunks of whole pixel blocks: each tile runs every output channel on its pixels.
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
+            let x = k.gep(px, k.add(k.mul(image, ci * h * wi)?, j0)?)?;
+            let at = k.add(k.mul(image, m * oh * ow)?, j0)?;
+            let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
+            sparse::emit(&k, g.width, &d, cols, s)
+        })?;
+    } else if !tiling.is_parallel() {
         emit(
             &k, g.width, &d, pointwise, None, packed, px, pw, pb, ps, pr, po,
         )?;

@@ -11,7 +11,7 @@ pub(crate) use gemv::emit_rows as gemv_rows;
 
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;
-pub(crate) use spec::{finish, Epilogue, Gemm};
+pub(crate) use spec::{finish, finish_with, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
