@@ -188,6 +188,9 @@ fn row_packed_and_implicit_im2col() {
     check(&[2, 8, 14, 14], &[13, 8, 3, 3], 2, 1, [1; 4], 1, "");
     check(&[1, 6, 5, 9], &[8, 3, 3, 3], 1, 2, [2, 1, 2, 1], 2, "relu6");
     check(&[1, 5, 9, 70], &[13, 5, 3, 3], 1, 1, [1; 4], 1, "relu");
+    // Cut by bands of rows (at least as many pixels as output channels): the periodic run's
+    // repetitions of two images, the residual at each band's offsets.
+    check(&[2, 4, 56, 56], &[12, 4, 3, 3], 1, 1, [1; 4], 1, "relu");
     check(
         &[1, 4, 8, 90],
         &[7, 4, 3, 3],

@@ -441,6 +441,39 @@ fn conv2d_row_packed_periodic_images() {
     }
 }
 
+/// Stride-1 row-packed convolutions with at least as many pixels as output channels are cut
+/// by pixels (issue 20): bands of the periodic run's repetitions, the first band with the
+/// unrolled vectors before the run and the last with those after it, or, on an unrolled
+/// image, ranges of grid vectors. Two images (the bands of the second at its offsets), a
+/// "valid" convolution, dilations with asymmetric padding, a channel tail of the tiles, and
+/// the shapes of ResNet-50's 56×56 and 28×28 layers with fewer channels. Run whole, cut
+/// into its smallest tiles (a band per repetition or per vector) on 0–3 threads, against
+/// the interpreter and bitwise across the thread counts ([`both_with`]).
+#[test]
+fn conv2d_row_packed_cut_by_pixels() {
+    #[allow(clippy::type_complexity)]
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 4], u64); 6] = [
+        // (n, c, m, h, w, k, pads, dilation)
+        (2, 5, 16, 56, 56, 3, [1, 1, 1, 1], 1),
+        (1, 6, 12, 28, 28, 3, [1, 1, 1, 1], 1),
+        (2, 3, 19, 30, 72, 3, [0, 0, 0, 0], 1),
+        (1, 4, 9, 40, 48, 3, [2, 1, 0, 3], 2),
+        (2, 7, 20, 13, 11, 5, [2, 2, 2, 2], 1),
+        (1, 2, 8, 9, 9, 3, [0, 1, 1, 0], 1),
+    ];
+    for (case, &(n, c, m, h, w, k, pads, dil)) in shapes.iter().enumerate() {
+        let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &[("w", vec![m, c, k, k]), ("b", vec![m])],
+            &format!(
+                "conv2d(%x, %w, %b) {{dilations = [{dil}, {dil}], pads = [{}, {}, {}, {}]{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+}
+
 #[test]
 fn depthwise_randomised() {
     // Rows wide enough for every path of the depthwise kernel: blocks of four vectors, single

@@ -170,13 +170,40 @@ fn balanced(a: i64, b: i64, nv: i64) -> Vec<(i64, i64)> {
         .collect()
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
-/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
+/// Which of an image's pixels a kernel body computes: the threads cut a big stride-1 image
+/// by pixels ([`pixel_units`], `super::tiling`), each tile a band of output rows.
+#[derive(Clone, Copy)]
+pub(crate) enum Part<'c> {
+    /// Every grid vector.
+    All,
+    /// Repetitions `first..first + count` of the periodic run, with the vectors before the
+    /// run when `first` is 0 and those after it when the range ends the run.
+    Reps { first: IntValue<'c>, count: i64 },
+    /// Grid vectors `a..b` of an image without a periodic run (unrolled: constants).
+    Vectors { a: i64, b: i64 },
+}
+
+/// The units of the threads' cut by pixels: the repetitions of the periodic run (the vectors
+/// before and after it go with the first and the last), else the grid vectors; and whether
+/// they are repetitions.
+pub(crate) fn pixel_units(d: &Conv, w: u32) -> (i64, bool) {
+    match Periodic::find(d, w) {
+        Some(p) => (p.count, true),
+        None => ((grid(d) + w as i64 - 1) / w as i64, false),
+    }
+}
+
+/// Emits the kernel body at the builder's position for the pixels `part`; `pb` is the
+/// optional bias, `ps` a fused PReLU's slope (indexed as the bias), `pr` the optional
+/// residual (laid out as the output). Every output element is the same chain of FMAs
+/// whatever the part (the K loop of its own accumulator), so a cut by pixels gives the bits
+/// of the whole image.
 #[allow(clippy::too_many_arguments)]
 pub fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     d: &Conv,
+    part: Part<'c>,
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
@@ -192,13 +219,43 @@ pub fn emit<'a, 'c>(
     // Pixel tiles: unrolled before and after a periodic run (computed by a loop over its
     // repetitions, [`Periodic`]), or over the whole image.
     let periodic = Periodic::find(d, w);
-    let (before, body, after) = match periodic {
-        Some(p) => (
+    let (before, body, after) = match (periodic, part) {
+        (Some(p), _) => (
             balanced(0, p.v0, nv_max),
             balanced(p.v0, p.v0 + p.len, nv_max),
             balanced(p.v0 + p.count * p.len, nvec, nv_max),
         ),
-        None => (balanced(0, nvec, nv_max), Vec::new(), Vec::new()),
+        (None, Part::Vectors { a, b }) => (balanced(a, b, nv_max), Vec::new(), Vec::new()),
+        (None, _) => (balanced(0, nvec, nv_max), Vec::new(), Vec::new()),
+    };
+    // The periodic run's repetitions this part computes, and the conditions (none: always)
+    // under which it computes the vectors before and after the run.
+    let eq = |a: IntValue<'c>, b: i64| {
+        llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, a, k.c(b), "part"))
+    };
+    let (reps, head, tail) = match (periodic, part) {
+        (Some(p), Part::All) => (Some((k.c(0), k.c(p.count))), None, None),
+        (Some(p), Part::Reps { first, count }) => {
+            let end = k.add(first, k.c(count))?;
+            (
+                Some((first, end)),
+                Some(eq(first, 0)?),
+                Some(eq(end, p.count)?),
+            )
+        }
+        (None, Part::All | Part::Vectors { .. }) => (None, None, None),
+        (Some(_), Part::Vectors { .. }) | (None, Part::Reps { .. }) => {
+            return Err(crate::CodegenError::Llvm(
+                "row-packed convolution: a part that does not match the image's periodic run"
+                    .into(),
+            ))
+        }
+    };
+    let guard = |c: Option<IntValue<'c>>, f: &mut dyn FnMut() -> R<()>| -> R<()> {
+        match c {
+            Some(c) => k.when(c, f),
+            None => f(),
+        }
     };
     let ntiles = before.len() as i64
         + periodic.map_or(0, |p| p.count * body.len() as i64)
@@ -266,47 +323,57 @@ pub fn emit<'a, 'c>(
                 Ok(())
             };
             let run = |f: &dyn Fn(Shift<'c>) -> R<()>| -> R<()> {
-                match periodic {
-                    Some(p) => k.loop_(0, p.count, &mut |rep| {
+                match (periodic, reps) {
+                    (Some(p), Some((lo, hi))) => k.loop_between(lo, hi, &mut |rep| {
                         f(Shift {
                             x: k.mul(rep, p.x_step)?,
                             o: k.mul(rep, p.o_step)?,
                         })
                     }),
-                    None => Ok(()),
+                    _ => Ok(()),
                 }
             };
             if pixels_outer {
-                for t in &before {
-                    channels(std::slice::from_ref(t), None)?;
-                }
+                guard(head, &mut || {
+                    for t in &before {
+                        channels(std::slice::from_ref(t), None)?;
+                    }
+                    Ok(())
+                })?;
                 run(&|sh| {
                     for t in &body {
                         channels(std::slice::from_ref(t), Some(sh))?;
                     }
                     Ok(())
                 })?;
-                for t in &after {
-                    channels(std::slice::from_ref(t), None)?;
-                }
-                Ok(())
+                guard(tail, &mut || {
+                    for t in &after {
+                        channels(std::slice::from_ref(t), None)?;
+                    }
+                    Ok(())
+                })
             } else {
-                // Channel tiles outside: each runs the whole image, the periodic run as a
+                // Channel tiles outside: each runs the part's pixels, the periodic run as a
                 // loop inside it.
                 let pixels = |m0: IntValue<'c>, mr: i64| -> R<()> {
-                    for &(v0, nv) in &before {
-                        img.tile(m0, mr, v0, nv, None)?;
-                    }
+                    guard(head, &mut || {
+                        for &(v0, nv) in &before {
+                            img.tile(m0, mr, v0, nv, None)?;
+                        }
+                        Ok(())
+                    })?;
                     run(&|sh| {
                         for &(v0, nv) in &body {
                             img.tile(m0, mr, v0, nv, Some(sh))?;
                         }
                         Ok(())
                     })?;
-                    for &(v0, nv) in &after {
-                        img.tile(m0, mr, v0, nv, None)?;
-                    }
-                    Ok(())
+                    guard(tail, &mut || {
+                        for &(v0, nv) in &after {
+                            img.tile(m0, mr, v0, nv, None)?;
+                        }
+                        Ok(())
+                    })
                 };
                 k.loop_step(0, mfull, mr, &mut |m0| pixels(m0, mr))?;
                 if mfull < mg {
