@@ -277,3 +277,81 @@ fn overlap_among_many_live_ranges_is_caught() {
         Ok(())
     );
 }
+
+fn many_records() -> impl Strategy<Value = Vec<UsageRecord>> {
+    // Up to 1,000 records over 200 operators living up to 120 each: the live set rises past
+    // the checker's sorted-vector limit (256 ranges) and falls back below half of it, so
+    // the sweep moves its live ranges into its B-tree and back.
+    let record =
+        (0usize..200, 0usize..120, 1u64..4).prop_map(|(first_op, len, size)| UsageRecord {
+            first_op,
+            last_op: first_op + len,
+            size: size * 16,
+        });
+    proptest::collection::vec(record, 200..1000)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn offsets_checker_agrees_with_brute_force_on_deep_live_sets(
+        (rs, moved, onto) in many_records().prop_flat_map(|rs| {
+            let n = rs.len();
+            (Just(rs), 0..n, 0..n)
+        }),
+        shift in 0u64..4,
+    ) {
+        // Every record in its own range (valid), then one moved onto another's range, shifted
+        // by 0-3 alignment units: invalid exactly when the two live together and now overlap.
+        let mut plan: Vec<u64> = rs
+            .iter()
+            .scan(0u64, |end, r| {
+                let at = *end;
+                *end += r.size;
+                Some(at)
+            })
+            .collect();
+        let total = rs.iter().map(|r| r.size).sum::<u64>() + 64;
+        let valid = OffsetsPlan { offsets: plan.clone(), total_size: total };
+        prop_assert_eq!(check_offsets(&rs, &valid, 16), Ok(()));
+        plan[moved] = plan[onto] + 16 * shift;
+        let plan = OffsetsPlan { offsets: plan, total_size: total };
+        let verdict = check_offsets(&rs, &plan, 16);
+        prop_assert_eq!(verdict.is_ok(), brute_offsets_ok(&rs, &plan, 16), "{:?}", verdict);
+    }
+}
+
+#[test]
+fn overlaps_are_caught_across_the_live_set_changing_representation() {
+    // 300 records live from operator 0 side by side (past the checker's sorted-vector limit of
+    // 256, so its live ranges move into a B-tree), 200 of them dying after operator 9 (so the
+    // rest move back into the vector), then records overlapping the lowest and the highest
+    // live range in each representation.
+    let mut rs: Vec<UsageRecord> = (0..300)
+        .map(|k| r(16, 0, if k < 100 { 100 } else { 9 }))
+        .collect();
+    let mut plan: Vec<u64> = (0..300).map(|k| 16 * k).collect();
+    for (record, offset) in [
+        (r(16, 0, 0), 0),             // 300: onto record 0, in the B-tree
+        (r(16, 0, 0), 16 * 299),      // 301: onto record 299, in the B-tree
+        (r(16, 10, 10), 0),           // 302: onto record 0, back in the vector
+        (r(16, 10, 10), 16 * 99),     // 303: onto record 99, back in the vector
+        (r(16, 20, 20), 16 * 50 + 8), // 304: across records 50 and 51
+    ] {
+        rs.push(record);
+        plan.push(offset);
+    }
+    let overlap = |first, second| CheckError::AddressOverlap { first, second };
+    assert_eq!(
+        check_offsets(&rs, &offsets(&plan, 16 * 300), 8),
+        Err(vec![
+            overlap(0, 300),
+            overlap(299, 301),
+            overlap(0, 302),
+            overlap(99, 303),
+            overlap(50, 304),
+            overlap(51, 304),
+        ])
+    );
+}
