@@ -17,9 +17,11 @@
 //! channels at a panel.
 
 use super::spec::{finish_with, Epilogue, Gemm};
+use super::tile::{k_blocks, KBlock};
 use crate::kernels::common::vector_registers;
-use crate::nest::{K, R};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use crate::nest::{llvm, K, R};
+use crate::CodegenError;
+use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 
 /// Channel vectors per tile.
 pub(crate) const VECTORS: i64 = 3;
@@ -56,9 +58,17 @@ fn pixels(n: i64) -> i64 {
         .min(n)
 }
 
+/// K steps per chunk: the chunk of a panel (128 · 48 floats, 24 KiB) is read from memory by
+/// the first pixel tile and from L1 by the others, so the weights stream through the whole
+/// computation as they do on the pixel-vector tiles (which read them once) instead of the
+/// first tile of each panel waiting on 96–384 KiB of cold weights; the partial sums wait
+/// in a stack buffer (exact in f32, so each output is still one FMA chain in K order).
+const KC: i64 = 128;
+
 /// The GEMM `gm` (A stored as [`panel_rows`] panels; `gm.a_rs`, `gm.a_cs` unused) at the
 /// builder's position: the channel panels in a loop, the last (`M mod MR` rows) apart; within
-/// each, the pixel tiles. `res`: a residual laid out as C, added after the bias.
+/// each, the K chunks, and within each chunk the pixel tiles. `res`: a residual laid out as C,
+/// added after the bias.
 pub(crate) fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -67,17 +77,38 @@ pub(crate) fn emit<'a, 'c>(
     res: Option<PointerValue<'c>>,
 ) -> R<()> {
     let mr = VECTORS * w as i64;
+    // One slot of `VECTORS · pr` accumulators per pixel tile: `VECTORS · W` floats per pixel.
+    let sums = scratch(k, VECTORS * w as i64 * gm.n)?;
     let mfull = gm.m / mr * mr;
-    k.loop_step(0, mfull, mr, &mut |i0| panel(k, w, gm, epi, res, i0, mr))?;
+    k.loop_step(0, mfull, mr, &mut |i0| {
+        panel(k, w, gm, epi, res, sums, i0, mr)
+    })?;
     if mfull < gm.m {
-        panel(k, w, gm, epi, res, k.c(mfull), gm.m - mfull)?;
+        panel(k, w, gm, epi, res, sums, k.c(mfull), gm.m - mfull)?;
     }
     Ok(())
 }
 
-/// The pixel tiles of the panel of rows `i0 .. i0 + mr`. The panel (K·MR floats: 96 KiB at
-/// K = 512) is read by each pixel tile in turn, from L2 after the first; the image (K·N
-/// floats) stays there too.
+/// A `floats`-float buffer on the kernel's stack, allocated in its entry block (so once per
+/// call, whatever loop the builder is in), each thread's on its own stack.
+fn scratch<'a, 'c>(k: &K<'a, 'c>, floats: i64) -> R<PointerValue<'c>> {
+    let entry = k
+        .func
+        .get_first_basic_block()
+        .ok_or_else(|| CodegenError::Llvm("kernel without an entry block".into()))?;
+    let b = k.ctx.create_builder();
+    match entry.get_first_instruction() {
+        Some(i) => b.position_before(&i),
+        None => b.position_at_end(entry),
+    }
+    let p = llvm(b.build_array_alloca(k.f32t, k.c(floats), "sums"))?;
+    if let Some(inst) = p.as_instruction_value() {
+        llvm(inst.set_alignment(64))?;
+    }
+    Ok(p)
+}
+
+/// The panel of rows `i0 .. i0 + mr`: its K chunks, each run by every pixel tile.
 #[allow(clippy::too_many_arguments)]
 fn panel<'a, 'c>(
     k: &K<'a, 'c>,
@@ -85,24 +116,43 @@ fn panel<'a, 'c>(
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
+    sums: PointerValue<'c>,
     i0: IntValue<'c>,
     mr: i64,
 ) -> R<()> {
     let pr = pixels(gm.n);
     let nfull = gm.n / pr * pr;
-    k.loop_step(0, nfull, pr, &mut |j0| {
-        tile(k, w, gm, epi, res, i0, mr, j0, pr)
-    })?;
-    if nfull < gm.n {
-        tile(k, w, gm, epi, res, i0, mr, k.c(nfull), gm.n - nfull)?;
-    }
-    Ok(())
+    let slot_floats = VECTORS * w as i64;
+    k_blocks(k, gm.k, KC, &mut |kb| {
+        k.loop_step(0, nfull, pr, &mut |j0| {
+            let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
+            tile(k, w, gm, epi, res, slot, kb, i0, mr, j0, pr)
+        })?;
+        if nfull < gm.n {
+            let slot = k.gep(sums, k.c(nfull * slot_floats))?;
+            tile(
+                k,
+                w,
+                gm,
+                epi,
+                res,
+                slot,
+                kb,
+                i0,
+                mr,
+                k.c(nfull),
+                gm.n - nfull,
+            )?;
+        }
+        Ok(())
+    })
 }
 
-/// One tile: rows `i0 .. i0 + mr` (the panel's height; the last vector masked when `mr` is not
-/// a multiple of `w`) × pixels `j0 .. j0 + np`. Lane `l` of vector `v` is output row
-/// `i0 + v·w + l`, stored one element at a time at stride `c_rs` (336 scalar stores against
-/// 21·K FMAs).
+/// One tile over the K chunk `kb`: rows `i0 .. i0 + mr` (the panel's height; the last vector
+/// masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np`. A chunk after the
+/// first resumes from the sums in `slot`; one before the last leaves them there. The last
+/// stores lane `l` of vector `v`, output row `i0 + v·w + l`, one element at a time at stride
+/// `c_rs` (336 scalar stores against 21·K FMAs).
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
     k: &K<'a, 'c>,
@@ -110,6 +160,8 @@ fn tile<'a, 'c>(
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
+    slot: PointerValue<'c>,
+    kb: KBlock<'c>,
     i0: IntValue<'c>,
     mr: i64,
     j0: IntValue<'c>,
@@ -121,9 +173,16 @@ fn tile<'a, 'c>(
     // The panel starts at `i0·K` (every earlier panel is full: MR·K floats); A[i0 + r, kk] is
     // at `i0·K + kk·mr + r`.
     let base = k.mul(i0, gm.k)?;
-    let zero: BasicValueEnum = k.vty(w).const_zero().into();
-    let init = vec![zero; (nv * np) as usize];
-    let acc = k.loop_carry(0, gm.k, 1, init, &mut |kk, cur| {
+    let init: Vec<BasicValueEnum> = if kb.first {
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        vec![zero; (nv * np) as usize]
+    } else {
+        (0..nv * np)
+            .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
+            .collect::<R<_>>()?
+    };
+    let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
+        let kk = k.add(kb.k0, kk)?;
         let at = k.add(base, k.mul(kk, mr)?)?;
         let wv: Vec<VectorValue> = (0..nv)
             .map(|v| {
@@ -145,6 +204,12 @@ fn tile<'a, 'c>(
         }
         Ok(next)
     })?;
+    if !kb.last {
+        for (i, a) in acc.iter().enumerate() {
+            k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;
+        }
+        return Ok(());
+    }
     for v in 0..nv {
         for l in 0..lanes(v) {
             let row = k.add(i0, k.c(v * wl + l as i64))?;
