@@ -208,6 +208,29 @@ fn pointwise_gemm_tiles_and_gemv() {
     // 12-row panels with a tail), with and without a residual.
     check(&[1, 37, 7, 7], &[53, 37, 1, 1], 1, 1, [0; 4], 1, true, M);
     check(&[1, 19, 4, 4], &[29, 19, 1, 1], 1, 1, [0; 4], 1, false, One);
+    // Vectors along output channels (small image, K >= 128): the slope per channel and one
+    // for all, with and without a residual, M tails of 13 and 5 rows.
+    check(&[1, 131, 7, 7], &[61, 131, 1, 1], 1, 1, [0; 4], 1, true, M);
+    check(
+        &[1, 128, 5, 5],
+        &[13, 128, 1, 1],
+        1,
+        1,
+        [0; 4],
+        1,
+        false,
+        One,
+    );
+    check(
+        &[2, 133, 6, 6],
+        &[53, 133, 1, 1],
+        1,
+        1,
+        [0; 4],
+        1,
+        false,
+        OneM11,
+    );
 }
 
 #[test]

@@ -146,6 +146,10 @@ fn pointwise_gemm_tiles_and_gemv() {
     // last 24-channel chunk, and 8-row panels with a batch.
     check(&[1, 37, 7, 7], &[53, 37, 1, 1], 1, 1, [0; 4], 1, "relu");
     check(&[2, 70, 6, 7], &[31, 70, 1, 1], 1, 1, [0; 4], 1, "");
+    // Vectors along output channels (small image, K >= 128): the residual read lane by lane
+    // at stride H·W; a 48-row panel and a 5-row tail, a batch with a 22-row tail.
+    check(&[1, 130, 7, 7], &[53, 130, 1, 1], 1, 1, [0; 4], 1, "relu");
+    check(&[2, 129, 6, 6], &[70, 129, 1, 1], 1, 1, [0; 4], 1, "");
 }
 
 #[test]

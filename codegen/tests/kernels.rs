@@ -1094,6 +1094,87 @@ fn pointwise_narrow_packed_panels() {
 }
 
 #[test]
+fn pointwise_channel_vectors() {
+    // 1×1 convolutions on small images (2..64 pixels, not 48 or 64) with K >= 128 run with
+    // vectors along the output channels (`kernels/gemm/chanvec.rs`): 49 pixels (7-pixel
+    // tiles), 36 (6), 25 (8 and a 1-pixel tail), 21, 2; M tails of 5 lanes (53 = 48 + 5), of
+    // a full vector and 6 lanes (70 = 48 + 22), M below 16, two full panels with a batch, odd
+    // K; every fused activation, with and without a bias. N = 64 (the pixel-vector tiles)
+    // and N = 1 (the gemv) are the neighbours. Cut into 48-channel chunks on 0–3 threads
+    // (`check`).
+    for (n, c, m, h, w, act, bias) in [
+        (1, 129, 53, 7, 7, "relu", true),
+        (1, 131, 70, 6, 6, "sigmoid", true),
+        (1, 128, 7, 5, 5, "tanh", false),
+        (2, 137, 96, 7, 7, "hard_swish", true),
+        (1, 150, 40, 3, 7, "relu6", false),
+        (1, 160, 33, 2, 1, "relu", true),
+        (1, 128, 100, 8, 8, "relu", true),
+        (1, 200, 13, 1, 1, "relu", true),
+    ] {
+        let (operands, consts) = if bias {
+            ("%x, %w, %b", vec![("w", vec![m, c, 1, 1]), ("b", vec![m])])
+        } else {
+            ("%x, %w", vec![("w", vec![m, c, 1, 1])])
+        };
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &consts,
+            &format!("conv2d({operands}) {{activation = {act}}}"),
+        ));
+    }
+}
+
+#[test]
+fn pointwise_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
+    // The same convolution twice on the same values: `%wa` has one use, so it is packed in
+    // 48-row channel panels and runs with vectors along channels; `%wb` has a second use (a
+    // wide convolution), so it stays row-major and runs on the narrow pixel-vector tiles.
+    // Same FMA chain per output (zero, one FMA per k in order, the same epilogue), so the
+    // same bits, whole and on 0–3 threads.
+    for (c, m, hw, act) in [(131, 53, 7, "relu"), (160, 70, 6, "sigmoid")] {
+        let x = t(&[1, c, hw, hw]);
+        let o = t(&[1, m, hw, hw]);
+        let text = format!(
+            "module @k {{\n  func @main(%x: {x}, %y: {y}) -> ({o}, {o}, {wide}) {{\n    %wa = const {{name = \"wa\"}} : {wt}\n    %wb = const {{name = \"wb\"}} : {wt}\n    %ba = const {{name = \"ba\"}} : {bt}\n    %bb = const {{name = \"bb\"}} : {bt}\n    %a = conv2d(%x, %wa, %ba) {{activation = {act}}} : {o}\n    %b = conv2d(%x, %wb, %bb) {{activation = {act}}} : {o}\n    %d = conv2d(%y, %wb) : {wide}\n    return %a, %b, %d\n  }}\n}}\n",
+            y = t(&[1, c, 10, 10]),
+            wide = t(&[1, m, 10, 10]),
+            wt = t(&[m, c, 1, 1]),
+            bt = t(&[m]),
+        );
+        let module = tir_ir::parse_and_verify(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        let func = module.entry().expect("entry");
+        let mut weights = Weights::generate(&module, 7).expect("weights");
+        let wa = weights.get("wa").expect("wa").clone();
+        let ba = weights.get("ba").expect("ba").clone();
+        weights.insert("wb", wa);
+        weights.insert("bb", ba);
+        let inputs: Vec<Tensor> = func
+            .params
+            .iter()
+            .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
+            .collect();
+        let mut md = module.clone();
+        let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
+        run_pipeline(&mut md, &passes, true, |_, _| {}).expect("pipeline");
+        let proof = Bufferized::new(&mut md).expect("bufferized");
+        let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
+        let mut runs = vec![jit_run(&proof, &weights, &ins).expect("jit")];
+        runs.extend(jit_run_threads(&proof, &weights, &ins, &[0, 1, 2, 3], 0, 1).expect("tiled"));
+        for run in &runs {
+            let (a, b) = (&run[0], &run[1]);
+            assert!(a.iter().any(|&v| v != 0.0), "{text}");
+            assert!(
+                a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()),
+                "channel vectors and pixel vectors differ\n{text}"
+            );
+        }
+        // And the values are the convolution's.
+        check_with(&text, Some(inputs));
+    }
+}
+
+#[test]
 fn whole_window_conv_is_a_gemv() {
     // A kernel as big as its unpadded input gives one output pixel and runs as the pointwise
     // convolution of a C·KH·KW-channel 1×1 image (iris_landmark's 2×2 heads): any stride,

@@ -17,7 +17,7 @@ mod transpose;
 pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_stride};
 
 use super::common::{args_of, dims, unsupported, Call, Slope};
-use super::gemm::{gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
+use super::gemm::{chanvec_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
@@ -450,11 +450,13 @@ pub(crate) fn conv_transpose<'a, 'c>(
 
 /// The panel height the weights of `op` are packed with at compile time for `width`-lane
 /// vectors, if they are: a pointwise convolution (one group, 1×1, unit strides, no padding)
-/// whose GEMM is narrow ([`narrow_rows`]: at most a few vectors of pixels, ResNet's and
-/// Inception's last stages). Its weights `[M, C, 1, 1]` are then the GEMM's A, stored
-/// `[M/MR][C][MR]` so that a tile's broadcasts read one contiguous stream. Every tile of
-/// every thread count starts at a multiple of MR (the row granule of [`tiling`], a multiple
-/// of every narrow tile height), so a chunk of channels starts at a panel.
+/// on a small image, which runs with vectors along the output channels ([`chanvec_rows`]:
+/// 3 vectors of channels per panel), or else whose GEMM is narrow ([`narrow_rows`]: at most
+/// a few vectors of pixels, ResNet's and Inception's last stages). Its weights `[M, C, 1, 1]`
+/// are then the GEMM's A, stored `[M/MR][C][MR]` so that a tile's weights or broadcasts read
+/// one contiguous stream. Every tile of every thread count starts at a multiple of MR (the
+/// row granule of [`tiling`]: the panel height itself, or a multiple of every narrow tile
+/// height), so a chunk of channels starts at a panel.
 pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
     let c = match &op.op {
         tir_ir::Op::Conv2d(c) => c,
@@ -475,7 +477,8 @@ pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64
     if !pointwise {
         return None;
     }
-    narrow_rows(width, od[2] * od[3])
+    let n = od[2] * od[3];
+    chanvec_rows(width, n, xd[1]).or_else(|| narrow_rows(width, n))
 }
 
 /// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each
@@ -537,12 +540,12 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
     if !pointwise && panel::applies(d, w) && panel::cut_rows(d) {
         return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
     }
-    let granule = if pointwise || panel::applies(d, w) {
-        crate::kernels::gemm::acc_regs(w)
-    } else if cg > 1 && rowpack::applies(d, w) {
-        rowpack::tile(w).0
-    } else {
-        6
+    let granule = match chanvec_rows(w, d.oh * d.ow, d.c) {
+        // A chunk of channels starts at a channel panel ([`panel_rows`]).
+        Some(mr) if pointwise => mr,
+        _ if pointwise || panel::applies(d, w) => crate::kernels::gemm::acc_regs(w),
+        _ if cg > 1 && rowpack::applies(d, w) => rowpack::tile(w).0,
+        _ => 6,
     };
     // By output channels, each tile streams its own rows of the weights and reads the whole
     // image: a pointwise convolution cut so has a small image (fewer pixels than channels, or

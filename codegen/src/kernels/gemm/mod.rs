@@ -2,10 +2,13 @@
 //! emitted inside their kernel function: [`Gemm`] says what to multiply, [`Epilogue`] what to
 //! do with each sum, [`gemm`] picks the tile shape.
 
+mod chanvec;
 mod gemv;
 mod spec;
 mod tile;
 pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide};
+// Small images with vectors along the output channels (their weights' panel height).
+pub(crate) use chanvec::panel_rows as chanvec_rows;
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 
@@ -50,10 +53,11 @@ pub(crate) fn gemm_residual<'a, 'c>(
     tile::emit(k, w, gm, epi, res)
 }
 
-/// [`gemm_residual`] on an A packed at compile time into row panels of
-/// [`narrow_rows`]`(w, gm.n)` rows (`[M/MR][K][MR]`, the last panel `M mod MR` rows wide;
-/// `gm.a_rs` and `gm.a_cs` are not read): the narrow tiles, each panel one tile's rows.
-/// Refused for a GEMM that is not narrow (the caller packed for the wrong shape).
+/// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
+/// (`[M/MR][K][MR]`, the last panel `M mod MR` rows wide; `gm.a_rs` and `gm.a_cs` are not
+/// read): with [`chanvec_rows`]`(w, gm.n, gm.k)` rows the channel-vector tiles of [`chanvec`], with
+/// [`narrow_rows`]`(w, gm.n)` the narrow tiles, each panel one tile's rows. Refused for any
+/// other height (the caller packed for another shape).
 pub(crate) fn gemm_packed<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -64,6 +68,9 @@ pub(crate) fn gemm_packed<'a, 'c>(
 ) -> R<()> {
     if gm.m <= 0 {
         return Ok(());
+    }
+    if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
+        return chanvec::emit(k, w, gm, epi, res);
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {

@@ -1,0 +1,289 @@
+//! The narrow GEMM of a pointwise convolution on a small image with vectors along the output
+//! channels instead of the pixels (issue 20): `C[M, N] = A[M, K] · B[K, N]` with N = H·W ≤ 64.
+//!
+//! On the pixel-vector tiles ([`super::tile`]) N = 49 = 3·16 + 1 fills 49 of 48 + 16 lanes, so
+//! a quarter of every FMA of the last vector is idle. Here a tile is [`VECTORS`] vectors of
+//! `W` output channels × up to [`PIXELS`] pixels (3 × 7 = 21 accumulators for 49 pixels, 3 × 8
+//! = 24 for 64): per K step it loads the three weight vectors and broadcasts one input value
+//! per pixel, so every lane of every FMA is an output but in the last channel panel. The
+//! weights are packed at compile time as `[M/MR][K][MR]` row panels with `MR = VECTORS·W`
+//! (the layout of [`super::narrow_rows`], one panel per tile: the three vectors of one K step
+//! are 192 contiguous bytes, the whole panel one stream), the last panel `M mod MR` rows wide.
+//!
+//! Every output is the narrow tile's chain: zero, then one fused multiply-add per k in
+//! `k = 0..K` order (`x·w + acc`, the product commutes exactly), then the same per-element
+//! epilogue ([`finish_with`]: bias, residual, activation, PReLU slope). So the outputs are
+//! bitwise those of the pixel-vector kernel, and of every thread cut that starts chunks of
+//! channels at a panel.
+
+use super::spec::{finish_with, Epilogue, Gemm};
+use super::tile::{k_blocks, KBlock};
+use crate::kernels::common::vector_registers;
+use crate::nest::{llvm, K, R};
+use crate::CodegenError;
+use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
+
+/// Channel vectors per tile.
+pub(crate) const VECTORS: i64 = 3;
+/// Pixels per tile at most: `3 × 8` accumulators, 3 weight vectors and the broadcast take 28
+/// of AVX-512's 32 registers.
+const PIXELS: i64 = 8;
+/// Pixel counts up to which the kernel may be chosen: the narrow tiles' 4 vectors at 16
+/// lanes.
+const MAX_PIXELS: i64 = 64;
+/// K from which it is chosen. Measured (docs/codegen.md, "Vectors along output channels for
+/// small images"): 96→576 and 96→200 at 7×7 ran 5–17% slower than the pixel-vector tiles,
+/// K = 160 and more 5–27% faster.
+const MIN_K: i64 = 128;
+
+/// The panel height of the weights when a GEMM of `n` columns and `kk` steps runs on this
+/// kernel at `w`-lane vectors, else `None`. Only with 32 vector registers (the tile needs
+/// 28), at least two pixels (one is the matrix–vector product), at most [`MAX_PIXELS`], and
+/// not where the pixel-vector tiles are full and at least 3 vectors wide (48 and 64 pixels:
+/// 8 × 3 and 6 × 4 tiles with no idle lane; 1280→320 at 8×8 ran 5–7% slower here).
+pub(crate) fn panel_rows(w: u32, n: i64, kk: i64) -> Option<i64> {
+    let wl = w as i64;
+    let full_narrow = n % wl == 0 && n / wl >= 3;
+    (vector_registers(w) >= 32 && (2..=MAX_PIXELS).contains(&n) && !full_narrow && kk >= MIN_K)
+        .then_some(VECTORS * wl)
+}
+
+/// Pixels per tile for `n` pixels: a count that divides `n` if one of 8, 7, 6 does (64, 49,
+/// 36), so no pixel tile is short, else 8 and a shorter last tile.
+fn pixels(n: i64) -> i64 {
+    [PIXELS, 7, 6]
+        .into_iter()
+        .find(|p| n % p == 0)
+        .unwrap_or(PIXELS)
+        .min(n)
+}
+
+/// K steps per chunk: the chunk of a panel (128 · 48 floats, 24 KiB) is read from memory by
+/// the first pixel tile and from L1 by the others, so the weights stream through the whole
+/// computation as they do on the pixel-vector tiles (which read them once) instead of the
+/// first tile of each panel waiting on 96–384 KiB of cold weights; the partial sums wait
+/// in a stack buffer (exact in f32, so each output is still one FMA chain in K order).
+const KC: i64 = 128;
+
+/// The GEMM `gm` (A stored as [`panel_rows`] panels; `gm.a_rs`, `gm.a_cs` unused) at the
+/// builder's position: the channel panels in a loop, the last (`M mod MR` rows) apart; within
+/// each, the K chunks, and within each chunk the pixel tiles. `res`: a residual laid out as C,
+/// added after the bias.
+pub(crate) fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+) -> R<()> {
+    let mr = VECTORS * w as i64;
+    // One slot of `VECTORS · pr` accumulators per pixel tile: `VECTORS · W` floats per pixel.
+    let sums = scratch(k, VECTORS * w as i64 * gm.n)?;
+    let mfull = gm.m / mr * mr;
+    k.loop_step(0, mfull, mr, &mut |i0| {
+        panel(k, w, gm, epi, res, sums, i0, mr)
+    })?;
+    if mfull < gm.m {
+        panel(k, w, gm, epi, res, sums, k.c(mfull), gm.m - mfull)?;
+    }
+    Ok(())
+}
+
+/// A `floats`-float buffer on the kernel's stack, allocated in its entry block (so once per
+/// call, whatever loop the builder is in), each thread's on its own stack.
+fn scratch<'a, 'c>(k: &K<'a, 'c>, floats: i64) -> R<PointerValue<'c>> {
+    let entry = k
+        .func
+        .get_first_basic_block()
+        .ok_or_else(|| CodegenError::Llvm("kernel without an entry block".into()))?;
+    let b = k.ctx.create_builder();
+    match entry.get_first_instruction() {
+        Some(i) => b.position_before(&i),
+        None => b.position_at_end(entry),
+    }
+    let p = llvm(b.build_array_alloca(k.f32t, k.c(floats), "sums"))?;
+    if let Some(inst) = p.as_instruction_value() {
+        llvm(inst.set_alignment(64))?;
+    }
+    Ok(p)
+}
+
+/// The panel of rows `i0 .. i0 + mr`: its K chunks, each run by every pixel tile.
+#[allow(clippy::too_many_arguments)]
+fn panel<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    sums: PointerValue<'c>,
+    i0: IntValue<'c>,
+    mr: i64,
+) -> R<()> {
+    let pr = pixels(gm.n);
+    let nfull = gm.n / pr * pr;
+    let slot_floats = VECTORS * w as i64;
+    k_blocks(k, gm.k, KC, &mut |kb| {
+        k.loop_step(0, nfull, pr, &mut |j0| {
+            let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
+            tile(k, w, gm, epi, res, slot, kb, i0, mr, j0, pr)
+        })?;
+        if nfull < gm.n {
+            let slot = k.gep(sums, k.c(nfull * slot_floats))?;
+            tile(
+                k,
+                w,
+                gm,
+                epi,
+                res,
+                slot,
+                kb,
+                i0,
+                mr,
+                k.c(nfull),
+                gm.n - nfull,
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// One tile over the K chunk `kb`: rows `i0 .. i0 + mr` (the panel's height; the last vector
+/// masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np`. A chunk after the
+/// first resumes from the sums in `slot`; one before the last leaves them there. The last
+/// stores lane `l` of vector `v`, output row `i0 + v·w + l`, one element at a time at stride
+/// `c_rs` (336 scalar stores against 21·K FMAs).
+#[allow(clippy::too_many_arguments)]
+fn tile<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    slot: PointerValue<'c>,
+    kb: KBlock<'c>,
+    i0: IntValue<'c>,
+    mr: i64,
+    j0: IntValue<'c>,
+    np: i64,
+) -> R<()> {
+    let wl = w as i64;
+    let nv = (mr + wl - 1) / wl;
+    let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
+    // The panel starts at `i0·K` (every earlier panel is full: MR·K floats); A[i0 + r, kk] is
+    // at `i0·K + kk·mr + r`.
+    let base = k.mul(i0, gm.k)?;
+    let init: Vec<BasicValueEnum> = if kb.first {
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        vec![zero; (nv * np) as usize]
+    } else {
+        (0..nv * np)
+            .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
+            .collect::<R<_>>()?
+    };
+    let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
+        let kk = k.add(kb.k0, kk)?;
+        let at = k.add(base, k.mul(kk, mr)?)?;
+        let wv: Vec<VectorValue> = (0..nv)
+            .map(|v| {
+                let a = k.add(at, k.c(v * wl))?;
+                match lanes(v) {
+                    n if n == w => k.ldv(gm.a, a, w),
+                    n => k.ldv_masked(gm.a, a, w, n),
+                }
+            })
+            .collect::<R<_>>()?;
+        // The same weights one chunk on, into L2 (`prefetcht1`): the next chunk's first pixel
+        // tile then finds its panel slice there instead of waiting on memory. Past the panel's
+        // end the prefetch touches nothing (it never faults).
+        for v in 0..nv {
+            prefetch(k, gm.a, k.add(at, k.c(KC * mr + v * wl))?)?;
+        }
+        let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
+        let mut next = cur.to_vec();
+        for j in 0..np {
+            let x = k.splat(k.ld(gm.b, k.add(bi, k.c(j))?)?, w)?;
+            for (v, &wvv) in wv.iter().enumerate() {
+                let i = v * np as usize + j as usize;
+                next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
+            }
+        }
+        Ok(next)
+    })?;
+    if !kb.last {
+        for (i, a) in acc.iter().enumerate() {
+            k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;
+        }
+        return Ok(());
+    }
+    for v in 0..nv {
+        for l in 0..lanes(v) {
+            let row = k.add(i0, k.c(v * wl + l as i64))?;
+            let rowc = k.add(k.mul(row, gm.c_rs)?, j0)?;
+            for j in 0..np {
+                let at = k.add(rowc, k.c(j))?;
+                let sum = k.lane(acc[(v * np + j) as usize].into_vector_value(), l)?;
+                let r = match res {
+                    Some(p) => Some(k.ld(p, at)?),
+                    None => None,
+                };
+                k.st(gm.c, at, finish_with(k, epi, sum, row, r)?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `llvm.prefetch` of the line holding float `i` of `p`, for reading, into L2.
+fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'c>) -> R<()> {
+    // SAFETY: a plain (not inbounds) GEP is defined for any offset; the prefetch does not
+    // access memory.
+    let q = llvm(unsafe { k.b.build_gep(p, &[i], "pf") })?;
+    let i8p = k.ctx.i8_type().ptr_type(inkwell::AddressSpace::default());
+    let q = llvm(k.b.build_pointer_cast(q, i8p, "pf8"))?;
+    let f = k.intrinsic("llvm.prefetch", &[i8p.into()])?;
+    let i32t = k.ctx.i32_type();
+    llvm(k.b.build_call(
+        f,
+        &[
+            q.into(),
+            i32t.const_int(0, false).into(),
+            i32t.const_int(2, false).into(),
+            i32t.const_int(1, false).into(),
+        ],
+        "",
+    ))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pixel_tiles_divide_the_small_images() {
+        assert_eq!(pixels(49), 7);
+        assert_eq!(pixels(64), 8);
+        assert_eq!(pixels(36), 6);
+        assert_eq!(pixels(16), 8);
+        assert_eq!(pixels(2), 2);
+        assert_eq!(pixels(5), 5);
+        // No divisor among 8, 7, 6: tiles of 8 and a last one of 61 mod 8 = 5.
+        assert_eq!(pixels(61), 8);
+    }
+
+    #[test]
+    fn the_tile_fits_the_register_file() {
+        // Accumulators, the weight vectors of one K step and the broadcast input value.
+        let used = VECTORS * PIXELS + VECTORS + 1;
+        assert!(used <= vector_registers(16));
+        assert_eq!(panel_rows(16, 49, 512), Some(48));
+        assert_eq!(panel_rows(16, 36, 128), Some(48));
+        assert_eq!(panel_rows(16, 49, 96), None);
+        assert_eq!(panel_rows(16, 64, 512), None);
+        assert_eq!(panel_rows(16, 48, 512), None);
+        assert_eq!(panel_rows(16, 1, 512), None);
+        assert_eq!(panel_rows(16, 65, 512), None);
+        assert_eq!(panel_rows(8, 49, 512), None);
+    }
+}
