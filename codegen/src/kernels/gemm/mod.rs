@@ -8,6 +8,7 @@ mod tile;
 pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
+pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
 
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;
