@@ -29,7 +29,9 @@
 
 use super::{args_dyn, finish_call, refuse, Dk, DynSpec, DynTiles, Panels};
 use crate::kernels::common::{activation, vector_registers, Call};
-use crate::kernels::gemm::{acc_regs, gemm, gemv_rows, gemv_rows_strided, wide, Epilogue, Gemm};
+use crate::kernels::gemm::{
+    acc_regs, gemm, gemv_rows, gemv_rows_strided, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
+};
 use crate::nest::{llvm, R};
 use crate::parallel::work;
 use crate::storage::Storage;
@@ -552,13 +554,18 @@ pub(super) fn conv2d<'a, 'c>(
 
 /// The panel height the weights of `op` are packed with at compile time for a kernel with
 /// run-time extents at `width` lanes, if they are: a pointwise convolution (one group, 1×1,
-/// unit strides, no padding) whose image size is known only at run time. Its GEMM may be
+/// unit strides, no padding) whose image size is known only at run time and whose panel
+/// (`K × P` floats) fits the L1 share of [`PANEL_BYTES`]. Its GEMM may be
 /// narrow at one shape and wide at another, so the height is not the static kernel's
 /// (`kernels::conv::panel_rows`, from N) but [`acc_regs`]: a multiple of the rows of every
 /// tile [`super::tiles`] runs (6 wide; 12, 12, 8, 6 narrow at 16 lanes, 12 … 2 at 8), so
 /// each tile reads one panel, a contiguous stream, rather than one stream per row. The
 /// static compile at 9 pixels (MobileNet v2's last stages at 96×96) packs 12-row panels;
-/// reading the weights row-major there cost the run-time kernel about 1.4× its time.
+/// reading the weights row-major there cost the run-time kernel about 1.4× its time. A
+/// tile shorter than the panel reads part of each of its lines, and the panel's other
+/// tiles read them again: from L1 when the panel fits there, else from L2 (4× the lines
+/// of a 6-row tile at 16 lanes: MobileNet v2's 960-channel projections at 7×7 lost about
+/// 1.3× packed), while rows that long are streams the prefetcher follows well anyway.
 pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u32) -> Option<i64> {
     let tir_ir::Op::Conv2d(c) = &op.op else {
         return None;
@@ -571,7 +578,9 @@ pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u3
     let pointwise = we.len() == 4
         && xe.len() == 4
         && c.groups == 1
-        && we[1].as_constant().is_some()
+        && we[1]
+            .as_constant()
+            .is_some_and(|k| k as i64 * acc_regs(width) * 4 <= PANEL_BYTES)
         && we[1] == xe[1]
         && we[2].as_constant() == Some(1)
         && we[3].as_constant() == Some(1)
@@ -608,6 +617,7 @@ fn pointwise_conv<'a, 'c>(
     let (cg, mg) = (geo.cg(), geo.mg());
     let hw = d.imul(geo.h, geo.wi)?;
     let gemv_possible = cg >= w as i64;
+    let short = cg <= SHORT_K;
     let one_pixel = d.icmp(IntPredicate::EQ, hw, k.c(1))?;
     let (m0, m1) = share.channels;
     let rows = d.sub(m1, m0)?;
@@ -641,7 +651,7 @@ fn pointwise_conv<'a, 'c>(
                 row_slope: None,
             };
             if !gemv_possible {
-                return super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi, pan);
+                return super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi, pan, short);
             }
             k.if_else(one_pixel, &mut |gemv| {
                 if let (true, Some(p)) = (gemv, pan) {
@@ -688,7 +698,7 @@ fn pointwise_conv<'a, 'c>(
                     };
                     gemm(k, w, &gm, epi)
                 } else {
-                    super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi, pan)
+                    super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi, pan, short)
                 }
             })
         })

@@ -5,7 +5,7 @@
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide};
+pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_K};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
