@@ -30,7 +30,7 @@
 use super::{args_dyn, finish_call, refuse, Dk, DynSpec, DynTiles, Panels};
 use crate::kernels::common::{activation, vector_registers, Call};
 use crate::kernels::gemm::{
-    acc_regs, gemm, gemv_rows, gemv_rows_strided, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
+    gemm, gemv_rows, gemv_rows_strided, rows_for, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
 };
 use crate::nest::{llvm, R};
 use crate::parallel::work;
@@ -555,17 +555,18 @@ pub(super) fn conv2d<'a, 'c>(
 /// The panel height the weights of `op` are packed with at compile time for a kernel with
 /// run-time extents at `width` lanes, if they are: a pointwise convolution (one group, 1×1,
 /// unit strides, no padding) whose image size is known only at run time and whose panel
-/// (`K × P` floats) fits the L1 share of [`PANEL_BYTES`]. Its GEMM may be
-/// narrow at one shape and wide at another, so the height is not the static kernel's
-/// (`kernels::conv::panel_rows`, from N) but [`acc_regs`]: a multiple of the rows of every
-/// tile [`super::tiles`] runs (6 wide; 12, 12, 8, 6 narrow at 16 lanes, 12 … 2 at 8), so
-/// each tile reads one panel, a contiguous stream, rather than one stream per row. The
-/// static compile at 9 pixels (MobileNet v2's last stages at 96×96) packs 12-row panels;
-/// reading the weights row-major there cost the run-time kernel about 1.4× its time. A
-/// tile shorter than the panel reads part of each of its lines, and the panel's other
-/// tiles read them again: from L1 when the panel fits there, else from L2 (4× the lines
-/// of a 6-row tile at 16 lanes: MobileNet v2's 960-channel projections at 7×7 lost about
-/// 1.3× packed), while rows that long are streams the prefetcher follows well anyway.
+/// (`K × P` floats) fits the L1 share of [`PANEL_BYTES`]. Its GEMM may be narrow at one
+/// shape and wide at another, so the height is not the static kernel's
+/// (`kernels::conv::panel_rows`, from N) but the rows of the one-vector tile
+/// (`rows_for(w, 1)`, 12): [`super::tiles`] runs panels' rest columns in tiles of that
+/// height (two vectors at 16 lanes, one at 8, a 4-vector rest as two 2-vector tiles), and
+/// its 6-row wide tiles are half a panel. Each tile then reads one panel, a contiguous
+/// stream, rather than one stream per row. The static compile at 9 pixels (MobileNet v2's
+/// last stages at 96×96) packs 12-row panels; reading the weights row-major there cost the
+/// run-time kernel about 1.4× its time. A tile shorter than its panel reads part of each
+/// line, and the panel's other tiles read them again: from L1 when the panel fits there,
+/// else from L2 (MobileNet v2's 960-channel projections at 7×7 lost about 1.3× packed in
+/// 24-row panels), while rows that long are streams the prefetcher follows well anyway.
 pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u32) -> Option<i64> {
     let tir_ir::Op::Conv2d(c) = &op.op else {
         return None;
@@ -580,13 +581,13 @@ pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u3
         && c.groups == 1
         && we[1]
             .as_constant()
-            .is_some_and(|k| k as i64 * acc_regs(width) * 4 <= PANEL_BYTES)
+            .is_some_and(|k| k as i64 * rows_for(width, 1) * 4 <= PANEL_BYTES)
         && we[1] == xe[1]
         && we[2].as_constant() == Some(1)
         && we[3].as_constant() == Some(1)
         && c.strides == [1, 1]
         && c.pads == [0; 4];
-    pointwise.then(|| acc_regs(width))
+    pointwise.then(|| rows_for(width, 1))
 }
 
 /// How a pointwise convolution's weights `[M, C]` are stored.
