@@ -5,7 +5,9 @@
 //! value at that size. `tests/dynamic/cnn.tir` (strided conv, max_pool with ceil_mode,
 //! global_avg_pool) at odd and minimal sizes and random ones; `tests/dynamic/conv_variants.tir`
 //! (every convolution and pooling case side by side); MobileNet v2 with symbolic H and W
-//! (`tests/dynamic/mobilenet_v2.tir`), whose 1×1 last image takes the matrix-vector branch.
+//! (`tests/dynamic/mobilenet_v2.tir`), whose 1×1 last image takes the matrix-vector branch;
+//! `tests/dynamic/pointwise_panels.tir`, pointwise convolutions whose weights the dynamic
+//! compile packs in row panels, at every tile shape and on 1–3 threads.
 
 mod common;
 
@@ -17,6 +19,7 @@ use std::sync::OnceLock;
 const CNN: &str = "tests/dynamic/cnn.tir";
 const VARIANTS: &str = "tests/dynamic/conv_variants.tir";
 const MOBILENET: &str = "tests/dynamic/mobilenet_v2.tir";
+const PANELS: &str = "tests/dynamic/pointwise_panels.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -120,4 +123,79 @@ fn mobilenet_v2_runs_two_image_sizes_like_the_static_compile() {
         check(&dir, &case, exe, h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn panels_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(PANELS, &EXE)
+}
+
+const PANELS_CASE: Case = Case {
+    model: PANELS,
+    input: "x",
+    channels: 20,
+    interpret: true,
+};
+
+/// [`check`], then the dynamic executable again on 1, 2 and 3 threads (its tiles are whole
+/// panels, a thread's share starting at a panel): every output the same bytes.
+fn check_panels(dir: &Path, h: u64, w: u64) {
+    check(dir, &PANELS_CASE, panels_exe(), h, w);
+    let x = dir.join(format!("x{h}x{w}.npy"));
+    dynamic::write_npy(&x, &[1, 20, h, w], h * 131 + w);
+    let runs: Vec<Vec<Vec<u8>>> = [1, 2, 3]
+        .iter()
+        .map(|t| {
+            let out = dir.join(format!("t{t}-{h}x{w}"));
+            std::fs::create_dir_all(&out).expect("output dir");
+            let run = std::process::Command::new(panels_exe())
+                .args(["--input", &format!("x={}", dynamic::s(&x))])
+                .args(["--output", &format!("{}/", dynamic::s(&out))])
+                .args(["--threads", &t.to_string()])
+                .output()
+                .expect("run");
+            dynamic::ok(run, "dynamic executable");
+            ["b.npy", "d.npy"]
+                .iter()
+                .map(|f| std::fs::read(out.join(f)).expect("output"))
+                .collect()
+        })
+        .collect();
+    assert!(
+        runs.iter().all(|r| *r == runs[0]),
+        "threads differ at {h}x{w}"
+    );
+}
+
+/// Packed weights read at every tile shape of the run-time GEMM: one pixel (the
+/// matrix-vector branch, each row gathered from its panel), 9, 25, 42 and 64 pixels (the
+/// narrow tiles of one to four vectors: 12, 12, 8 and 6 rows at 16 lanes), 81 and 390 (whole
+/// column blocks and a masked rest), a single row or column; every weight matrix has rows
+/// past its last whole panel. A kernel that read the panels row-major fails every size.
+#[test]
+fn packed_pointwise_weights_match_the_static_compile_at_every_tile_shape() {
+    let dir = scratch("panels");
+    for (h, w) in [
+        (1, 1),
+        (3, 3),
+        (5, 5),
+        (6, 7),
+        (8, 8),
+        (9, 9),
+        (13, 30),
+        (1, 17),
+    ] {
+        check_panels(&dir, h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3, ..ProptestConfig::default() })]
+    #[test]
+    fn packed_pointwise_weights_match_at_random_sizes(h in 1u64..=12, w in 1u64..=12) {
+        let dir = scratch(&format!("panels{h}x{w}"));
+        check_panels(&dir, h, w);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

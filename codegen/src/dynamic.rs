@@ -28,7 +28,7 @@
 
 use crate::guard::regions;
 use crate::kernels::common::{unsupported, Call};
-use crate::kernels::gemm::{finish, gemv_rows, rows_for, wide, Epilogue, Gemm};
+use crate::kernels::gemm::{finish, gemv_rows, rows_for, wide, Epilogue, Gemm, SHORT_K};
 use crate::nest::{llvm, K, R};
 use crate::storage::{Base, Storage};
 use crate::{Arg, Bufferized, CodegenError, Gen};
@@ -1333,8 +1333,9 @@ fn dgemm<'a, 'c>(
     let k = &d.k;
     let gemv_possible =
         n_static.map_or(true, |n| n == 1) && k_static.is_some_and(|x| x >= w as i64);
+    let short = k_static.is_some_and(|x| x <= SHORT_K);
     if !gemv_possible {
-        return tiles(d, w, (a, b, c), (m, kk, nn), epi);
+        return tiles(d, w, (a, b, c), (m, kk, nn), epi, None, short);
     }
     let kx = k_static.unwrap_or(0);
     let is_vec = llvm(k.b.build_int_compare(IntPredicate::EQ, nn, k.c(1), "n1"))?;
@@ -1360,7 +1361,7 @@ fn dgemm<'a, 'c>(
     gemv_rows(k, w, &gm, epi, m)?;
     llvm(k.b.build_unconditional_branch(join))?;
     k.b.position_at_end(tl);
-    tiles(d, w, (a, b, c), (m, kk, nn), epi)?;
+    tiles(d, w, (a, b, c), (m, kk, nn), epi, None, short)?;
     llvm(k.b.build_unconditional_branch(join))?;
     k.b.position_at_end(join);
     Ok(())
@@ -1370,13 +1371,19 @@ fn dgemm<'a, 'c>(
 /// the last full block as one tile of up to `NV` vectors, the last one masked, with as many
 /// rows as its vectors leave accumulators (the static narrow and remainder tiles: a 7×7
 /// image's 49 columns are 4 vectors × 6 rows, not 4 single-vector tiles); the rows after the
-/// last whole tile as [`tail_rows`].
+/// last whole tile as [`tail_rows`]. `pan`: A is stored in row panels ([`Panels`]).
+/// `short`: K is at most [`SHORT_K`], and the row tiles go outside the column blocks, as in
+/// the static kernel: each tile's work is small, and rows outside write C in `MR` streams
+/// instead of one per row of the product (MobileNet v2's 16→96 expansion at 112×112 took
+/// 1.8× the static time column blocks outside).
 fn tiles<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,
     ptrs: (PointerValue<'c>, PointerValue<'c>, PointerValue<'c>),
     (m, kk, nn): (IntValue<'c>, IntValue<'c>, IntValue<'c>),
     epi: Epilogue<'c>,
+    pan: Option<Panels<'c>>,
+    short: bool,
 ) -> R<()> {
     let k = &d.k;
     let (mr, nv) = wide(w);
@@ -1390,37 +1397,68 @@ fn tiles<'a, 'c>(
     let mfull = down(m, mr)?;
     // Column blocks outside, so a block's `K × NV·W` panel of B is reused from cache by
     // every row tile (the static kernel's order; it also cuts K so the panel fits L1).
-    d.loop_step(k.c(0), nfull, nr, &mut |j0| {
+    if short {
         d.loop_step(k.c(0), mfull, mr, &mut |i0| {
-            tile(d, w, ptrs, (kk, nn), epi, i0, j0, mr, nv, None)
+            d.loop_step(k.c(0), nfull, nr, &mut |j0| {
+                tile(d, w, ptrs, (kk, nn), epi, i0, j0, mr, nv, None, pan)
+            })
         })?;
-        tail_rows(d, w, ptrs, (m, kk, nn), epi, mfull, mr, j0, nv, None)
-    })?;
+        d.loop_step(k.c(0), nfull, nr, &mut |j0| {
+            tail_rows(d, w, ptrs, (m, kk, nn), epi, mfull, mr, j0, nv, None, pan)
+        })?;
+    } else {
+        d.loop_step(k.c(0), nfull, nr, &mut |j0| {
+            d.loop_step(k.c(0), mfull, mr, &mut |i0| {
+                tile(d, w, ptrs, (kk, nn), epi, i0, j0, mr, nv, None, pan)
+            })?;
+            tail_rows(d, w, ptrs, (m, kk, nn), epi, mfull, mr, j0, nv, None, pan)
+        })?;
+    }
     // The remaining `rest` columns: `vecs` vectors, known at run time, one case each.
     let rest = llvm(k.b.build_int_sub(nn, nfull, "rest"))?;
     let vecs = llvm(k.b.build_int_signed_div(k.add(rest, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+    // With panels, as many vectors per tile as keep the tile a whole panel high (2 of 16
+    // lanes, 1 of 8), the rest's vectors in groups of that many: a tile shorter than its
+    // panel reads part of each line of it, and the panel's other tiles read them again (a
+    // 6-row tile of 4 vectors on MobileNet v2's 49-pixel layers took 1.35× the static time).
+    let group = match pan {
+        Some(p) => (1..=nv)
+            .rev()
+            .find(|&g| rows_for(w, g as i64) >= p.rows)
+            .unwrap_or(1),
+        None => nv,
+    };
     for c in 1..=nv {
         let this = llvm(k.b.build_int_compare(IntPredicate::EQ, vecs, k.c(c as i64), "nv"))?;
         k.when(this, &mut || {
             let last = llvm(k.b.build_int_sub(rest, k.c((c as i64 - 1) * wl), "last"))?;
             let mask = d.lanes_below(last, w)?;
-            let rows = rows_for(w, c as i64);
-            let mtiles = down(m, rows)?;
-            d.loop_step(k.c(0), mtiles, rows, &mut |i0| {
-                tile(d, w, ptrs, (kk, nn), epi, i0, nfull, rows, c, Some(mask))
-            })?;
-            tail_rows(
-                d,
-                w,
-                ptrs,
-                (m, kk, nn),
-                epi,
-                mtiles,
-                rows,
-                nfull,
-                c,
-                Some(mask),
-            )
+            let mut v0 = 0;
+            while v0 < c {
+                let cv = group.min(c - v0);
+                let mask = (v0 + cv == c).then_some(mask);
+                let j0 = k.add(nfull, k.c(v0 as i64 * wl))?;
+                let rows = rows_for(w, cv as i64);
+                let mtiles = down(m, rows)?;
+                d.loop_step(k.c(0), mtiles, rows, &mut |i0| {
+                    tile(d, w, ptrs, (kk, nn), epi, i0, j0, rows, cv, mask, pan)
+                })?;
+                tail_rows(
+                    d,
+                    w,
+                    ptrs,
+                    (m, kk, nn),
+                    epi,
+                    mtiles,
+                    rows,
+                    j0,
+                    cv,
+                    mask,
+                    pan,
+                )?;
+                v0 += cv;
+            }
+            Ok(())
         })?;
     }
     Ok(())
@@ -1446,6 +1484,7 @@ fn tail_rows<'a, 'c>(
     j0: IntValue<'c>,
     nv: u32,
     mask: Option<VectorValue<'c>>,
+    pan: Option<Panels<'c>>,
 ) -> R<()> {
     let k = &d.k;
     let t = llvm(k.b.build_int_sub(m, from, "tail"))?;
@@ -1459,7 +1498,7 @@ fn tail_rows<'a, 'c>(
         let on = llvm(k.b.build_int_compare(IntPredicate::NE, bit, k.c(0), "on"))?;
         let i0 = at;
         k.when(on, &mut || {
-            tile(d, w, ptrs, (kk, nn), epi, i0, j0, p, nv, mask)
+            tile(d, w, ptrs, (kk, nn), epi, i0, j0, p, nv, mask, pan)
         })?;
         at = k.add(at, bit)?;
         p /= 2;
@@ -1467,7 +1506,43 @@ fn tail_rows<'a, 'c>(
     Ok(())
 }
 
-/// One `rows × nv·W` tile over the whole K; with `mask`, the last vector's lanes masked.
+/// A GEMM's A stored as row panels `[M/P][K][P]`, the last one `M mod P` rows wide (the
+/// layout of the static narrow tiles' packed weights, `Storage::pack_panels`, written by the
+/// same code): a tile's broadcasts then come from one stream instead of one per row. `P`
+/// is a multiple of every tile height of [`tiles`] and the shares start at multiples of it
+/// ([`Dk::split`] in whole panels), so no tile crosses a panel.
+#[derive(Clone, Copy)]
+pub(super) struct Panels<'c> {
+    /// `P`.
+    pub rows: i64,
+    /// A's row of the GEMM's row 0 (the share's first output channel).
+    pub first: IntValue<'c>,
+    /// `M`, every row of A.
+    pub m: i64,
+}
+
+impl<'c> Panels<'c> {
+    /// Where row `row` (of the GEMM) starts, and A's K stride there: its panel `p0` holds
+    /// `pw = min(P, M − p0)` rows, so `A[row, x]` is at `p0·K + (row − p0) + x·pw`.
+    pub(super) fn row<'a>(
+        &self,
+        k: &K<'a, 'c>,
+        kk: IntValue<'c>,
+        row: IntValue<'c>,
+    ) -> R<(IntValue<'c>, IntValue<'c>)> {
+        let gr = k.add(self.first, row)?;
+        let off = llvm(k.b.build_int_signed_rem(gr, k.c(self.rows), "poff"))?;
+        let p0 = llvm(k.b.build_int_sub(gr, off, "p0"))?;
+        let left = llvm(k.b.build_int_sub(k.c(self.m), p0, "pleft"))?;
+        let full = llvm(k.b.build_int_compare(IntPredicate::SLT, left, k.c(self.rows), "plast"))?;
+        let pw = llvm(k.b.build_select(full, left, k.c(self.rows), "pw"))?.into_int_value();
+        let at = k.add(llvm(k.b.build_int_mul(p0, kk, "pk"))?, off)?;
+        Ok((at, pw))
+    }
+}
+
+/// One `rows × nv·W` tile over the whole K; with `mask`, the last vector's lanes masked;
+/// with `pan`, A read from its panel.
 #[allow(clippy::too_many_arguments)]
 fn tile<'a, 'c>(
     d: &Dk<'a, 'c>,
@@ -1480,11 +1555,20 @@ fn tile<'a, 'c>(
     rows: i64,
     nv: u32,
     mask: Option<VectorValue<'c>>,
+    pan: Option<Panels<'c>>,
 ) -> R<()> {
     let k = &d.k;
     let wl = w as i64;
     let rs: Vec<IntValue> = (0..rows).map(|r| k.add(i0, k.c(r))).collect::<R<_>>()?;
-    let a_rows: Vec<IntValue> = rs.iter().map(|&r| d.imul(r, kk)).collect::<R<_>>()?;
+    // `A[r, x]` at `a_rows[r] + x·a_cs`: rows K apart, or one panel's `[K][pw]`.
+    let (a_rows, a_cs): (Vec<IntValue>, Option<IntValue>) = match pan {
+        None => (rs.iter().map(|&r| d.imul(r, kk)).collect::<R<_>>()?, None),
+        Some(p) => {
+            let (at, pw) = p.row(k, kk, i0)?;
+            let rows = (0..rows).map(|r| k.add(at, k.c(r))).collect::<R<_>>()?;
+            (rows, Some(pw))
+        }
+    };
     let zero: BasicValueEnum = k.vty(w).const_zero().into();
     let init = vec![zero; rows as usize * nv as usize];
     let acc = d.carry(k.c(0), kk, 1, init, &mut |x, cur| {
@@ -1499,8 +1583,12 @@ fn tile<'a, 'c>(
             })
             .collect::<R<_>>()?;
         let mut next = Vec::with_capacity(cur.len());
+        let ax = match a_cs {
+            Some(s) => d.imul(x, s)?,
+            None => x,
+        };
         for &ar in &a_rows {
-            let av = k.splat(k.ld(a, k.add(ar, x)?)?, w)?;
+            let av = k.splat(k.ld(a, k.add(ar, ax)?)?, w)?;
             for &bb in &bv {
                 let cv = cur[next.len()].into_vector_value();
                 next.push(k.fma(av, bb, cv)?.into());
@@ -1669,7 +1757,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         guard: Option<&crate::guard::Guard>,
     ) -> R<()> {
         let func = b.func();
-        let storage = Storage::analyze(func)?;
+        let mut storage = Storage::analyze(func)?;
+        // Pointwise convolutions with run-time images read their weights in row panels.
+        storage.pack_panels_by(func, |op| cnn::panel_rows(spec, func, op, self.width));
         let globals = self.weight_globals(func, weights, &storage)?;
         let mut per_op: Vec<Vec<Call<'ctx>>> = Vec::new();
         let mut dynamic: Vec<bool> = Vec::new();

@@ -4,7 +4,7 @@
 
 use crate::CodegenError;
 use tir_interp::Weights;
-use tir_ir::{EntityRef, Function, Op, Value, ValueDef};
+use tir_ir::{EntityRef, Function, Op, OpData, Value, ValueDef};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Base {
@@ -169,10 +169,16 @@ impl Storage {
     }
 
     /// Marks for packing into row panels the weights whose only use is a convolution that
-    /// runs on the narrow GEMM tiles at `width` lanes (`kernels::conv::panel_rows`). Only
-    /// the static code generator calls it: a run-time-shaped kernel reads weights as they
-    /// are.
+    /// runs on the narrow GEMM tiles at `width` lanes (`kernels::conv::panel_rows`): the
+    /// static code generator's choice.
     pub fn pack_panels(&mut self, func: &Function, width: u32) {
+        self.pack_panels_by(func, |op| crate::kernels::conv::panel_rows(func, op, width));
+    }
+
+    /// Marks for packing into row panels of `rows(op)` rows the weights whose only use is
+    /// the weight operand of `op` (a kernel generator's own choice: the static one above,
+    /// the run-time-shaped one in `dynamic::cnn::panel_rows`).
+    pub fn pack_panels_by(&mut self, func: &Function, rows: impl Fn(&OpData) -> Option<i64>) {
         for &v in &self.weights {
             let mut uses = func
                 .ops_in_order()
@@ -186,7 +192,7 @@ impl Storage {
                 continue;
             }
             if let Some((op, 1, _)) = first {
-                if let Some(mr) = crate::kernels::conv::panel_rows(func, op, width) {
+                if let Some(mr) = rows(op) {
                     self.packed.push((v, mr));
                 }
             }

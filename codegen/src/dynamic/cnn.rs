@@ -27,9 +27,11 @@
 //! - global_avg_pool: the static `f64` vector sums (two interleaved accumulators, then one,
 //!   then a masked tail, then the lanes pairwise), at a run-time plane size.
 
-use super::{args_dyn, finish_call, refuse, Dk, DynSpec, DynTiles};
+use super::{args_dyn, finish_call, refuse, Dk, DynSpec, DynTiles, Panels};
 use crate::kernels::common::{activation, vector_registers, Call};
-use crate::kernels::gemm::{gemm, gemv_rows, wide, Epilogue, Gemm};
+use crate::kernels::gemm::{
+    gemm, gemv_rows, gemv_rows_strided, rows_for, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
+};
 use crate::nest::{llvm, R};
 use crate::parallel::work;
 use crate::storage::Storage;
@@ -419,10 +421,23 @@ pub(super) fn conv2d<'a, 'c>(
     let [dh, dw] = c.dilations.map(|v| v as i64);
     // The static kernel's choice (`kernels::conv::emit`), made on constants only.
     let pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && c.pads == [0; 4];
+    // Weights packed at compile time in row panels ([`panel_rows`], asked of this op at
+    // this width by `build_dynamic`).
+    let packed = st.panel_rows(wv);
+    if packed.is_some() && packed != panel_rows(spec, func, op, g.width) {
+        return Err(refuse(
+            spec,
+            func,
+            op,
+            "weights packed in panels for another kernel",
+        ));
+    }
     // Tiles (issue 20): groups when there are several, else output channels in whole
-    // register tiles of every path this kernel may take.
+    // register tiles of every path this kernel may take (whole panels when packed).
     let granule = if groups > 1 {
         1
+    } else if let Some(p) = packed {
+        p
     } else if pointwise {
         wide(g.width).0
     } else if sh == 1 && sw == 1 && kh * kw <= 49 {
@@ -483,7 +498,11 @@ pub(super) fn conv2d<'a, 'c>(
     // that depends on the run-time extents, so it is a run-time branch to the same path.
     let whole_possible = !pointwise && groups == 1 && dh == 1 && dw == 1 && c.pads == [0; 4];
     if pointwise {
-        pointwise_conv(&d, g.width, &geo, &share, px, pw, pb, po)?;
+        let a = match packed {
+            Some(p) => WeightRows::Panels(p),
+            None => WeightRows::RowMajor,
+        };
+        pointwise_conv(&d, g.width, &geo, &share, a, px, pw, pb, po)?;
     } else if whole_possible {
         let k = &d.k;
         let same_h = d.icmp(IntPredicate::EQ, geo.h, k.c(kh))?;
@@ -511,7 +530,17 @@ pub(super) fn conv2d<'a, 'c>(
                     pl: 0,
                     act: geo.act,
                 };
-                pointwise_conv(&d, g.width, &flat, &share, px, pw, pb, po)
+                pointwise_conv(
+                    &d,
+                    g.width,
+                    &flat,
+                    &share,
+                    WeightRows::RowMajor,
+                    px,
+                    pw,
+                    pb,
+                    po,
+                )
             } else {
                 Spatial::new(&d, g.width, &geo, geo.cg() == 1, &share)?.emit(px, pw, pb, po)
             }
@@ -523,15 +552,63 @@ pub(super) fn conv2d<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
+/// The panel height the weights of `op` are packed with at compile time for a kernel with
+/// run-time extents at `width` lanes, if they are: a pointwise convolution (one group, 1×1,
+/// unit strides, no padding) whose image size is known only at run time and whose panel
+/// (`K × P` floats) fits the L1 share of [`PANEL_BYTES`]. Its GEMM may be narrow at one
+/// shape and wide at another, so the height is not the static kernel's
+/// (`kernels::conv::panel_rows`, from N) but the rows of the one-vector tile
+/// (`rows_for(w, 1)`, 12): [`super::tiles`] runs panels' rest columns in tiles of that
+/// height (two vectors at 16 lanes, one at 8, a 4-vector rest as two 2-vector tiles), and
+/// its 6-row wide tiles are half a panel. Each tile then reads one panel, a contiguous
+/// stream, rather than one stream per row. The static compile at 9 pixels (MobileNet v2's
+/// last stages at 96×96) packs 12-row panels; reading the weights row-major there cost the
+/// run-time kernel about 1.4× its time. A tile shorter than its panel reads part of each
+/// line, and the panel's other tiles read them again: from L1 when the panel fits there,
+/// else from L2 (MobileNet v2's 960-channel projections at 7×7 lost about 1.3× packed in
+/// 24-row panels), while rows that long are streams the prefetcher follows well anyway.
+pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u32) -> Option<i64> {
+    let tir_ir::Op::Conv2d(c) = &op.op else {
+        return None;
+    };
+    if !op.op.is_operator() || !spec.is_dynamic(func, op) || c.prelu || op.operands.len() > 3 {
+        return None;
+    }
+    let we = spec.dims(func, *op.operands.get(1)?).ok()?;
+    let xe = spec.dims(func, *op.operands.first()?).ok()?;
+    let pointwise = we.len() == 4
+        && xe.len() == 4
+        && c.groups == 1
+        && we[1]
+            .as_constant()
+            .is_some_and(|k| k as i64 * rows_for(width, 1) * 4 <= PANEL_BYTES)
+        && we[1] == xe[1]
+        && we[2].as_constant() == Some(1)
+        && we[3].as_constant() == Some(1)
+        && c.strides == [1, 1]
+        && c.pads == [0; 4];
+    pointwise.then(|| rows_for(width, 1))
+}
+
+/// How a pointwise convolution's weights `[M, C]` are stored.
+#[derive(Clone, Copy)]
+enum WeightRows {
+    RowMajor,
+    /// In panels of this many rows ([`panel_rows`]).
+    Panels(i64),
+}
+
 /// A 1×1 convolution per image and group: `out[M_g, H·W] = W[M_g, C_g] · x[C_g, H·W]` on the
 /// run-time tiles, bias and activation in the GEMM's epilogue. A one-pixel image with at
-/// least a vector of channels is the static matrix-vector product, all its extents constant.
+/// least a vector of channels is the static matrix-vector product, all its extents constant
+/// (with packed weights, its rows one at a time, each row's vectors gathered from its panel).
 #[allow(clippy::too_many_arguments)]
 fn pointwise_conv<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,
     geo: &Geo<'c>,
     share: &Share<'c>,
+    wr: WeightRows,
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
@@ -541,6 +618,7 @@ fn pointwise_conv<'a, 'c>(
     let (cg, mg) = (geo.cg(), geo.mg());
     let hw = d.imul(geo.h, geo.wi)?;
     let gemv_possible = cg >= w as i64;
+    let short = cg <= SHORT_K;
     let one_pixel = d.icmp(IntPredicate::EQ, hw, k.c(1))?;
     let (m0, m1) = share.channels;
     let rows = d.sub(m1, m0)?;
@@ -550,7 +628,19 @@ fn pointwise_conv<'a, 'c>(
             let first = k.add(k.mul(gi, mg)?, m0)?;
             let xo = d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, hw)?;
             let oo = d.imul(k.add(k.mul(b, geo.m)?, first)?, hw)?;
-            let a = k.gep(pw, k.mul(first, cg)?)?;
+            // Packed weights (one group): the panels from the start, the share's rows found
+            // by `Panels::row`.
+            let (a, pan) = match wr {
+                WeightRows::RowMajor => (k.gep(pw, k.mul(first, cg)?)?, None),
+                WeightRows::Panels(p) => (
+                    pw,
+                    Some(Panels {
+                        rows: p,
+                        first,
+                        m: mg,
+                    }),
+                ),
+            };
             let (bx, cx) = (k.gep(px, xo)?, k.gep(po, oo)?);
             let epi = Epilogue {
                 alpha: 1.0,
@@ -562,10 +652,24 @@ fn pointwise_conv<'a, 'c>(
                 row_slope: None,
             };
             if !gemv_possible {
-                return super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi);
+                return super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi, pan, short);
             }
             k.if_else(one_pixel, &mut |gemv| {
-                if gemv && d.tiles.is_some() && geo.groups == 1 {
+                if let (true, Some(p)) = (gemv, pan) {
+                    let gm = Gemm {
+                        a,
+                        a_rs: 0,
+                        a_cs: 1,
+                        b: bx,
+                        b_rs: 1,
+                        c: cx,
+                        c_rs: 1,
+                        m: 0,
+                        n: 1,
+                        k: cg,
+                    };
+                    gemv_rows_strided(k, w, &gm, epi, rows, &|i| p.row(k, k.c(cg), i))
+                } else if gemv && d.tiles.is_some() && geo.groups == 1 {
                     // A share of the rows: each row summed as the whole product sums it.
                     let gm = Gemm {
                         a,
@@ -595,7 +699,7 @@ fn pointwise_conv<'a, 'c>(
                     };
                     gemm(k, w, &gm, epi)
                 } else {
-                    super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi)
+                    super::tiles(d, w, (a, bx, cx), (rows, k.c(cg), hw), epi, pan, short)
                 }
             })
         })

@@ -47,36 +47,65 @@ fn block<'a, 'c>(
     i0: IntValue<'c>,
     rows: i64,
 ) -> R<()> {
+    let rs: Vec<IntValue> = (0..rows)
+        .map(|r| k.mul(k.add(i0, k.c(r))?, gm.a_rs))
+        .collect::<R<_>>()?;
+    block_at(k, w, gm, epi, res, i0, &rs, None)
+}
+
+/// [`block`] with each row's first A element at `rs[r]` and, with `a_cs`, A's elements
+/// along K that far apart (a row of a packed panel: each vector of A gathered lane by
+/// lane; the same FMAs on the same values, so the same bits).
+#[allow(clippy::too_many_arguments)]
+fn block_at<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    i0: IntValue<'c>,
+    rs: &[IntValue<'c>],
+    a_cs: Option<IntValue<'c>>,
+) -> R<()> {
     let wl = w as i64;
     let step = UNROLL * wl;
     let kun = gm.k / step * step;
     let kv = gm.k / wl * wl;
-    let rs: Vec<IntValue> = (0..rows)
-        .map(|r| k.mul(k.add(i0, k.c(r))?, gm.a_rs))
-        .collect::<R<_>>()?;
+    // `A[r, kk]` at `ar + kk` (or `ar + kk·a_cs`), one lane or `w` from `kk` on.
+    let a_at = |ar: IntValue<'c>, kk: IntValue<'c>| -> R<IntValue<'c>> {
+        match a_cs {
+            Some(s) => k.add(ar, llvm(k.b.build_int_mul(kk, s, "akk"))?),
+            None => k.add(ar, kk),
+        }
+    };
+    let a_vec = |ar: IntValue<'c>, kk: IntValue<'c>| -> R<VectorValue<'c>> {
+        if a_cs.is_none() {
+            return k.ldv(gm.a, a_at(ar, kk)?, w);
+        }
+        let mut v = k.vty(w).get_undef();
+        for l in 0..w {
+            let x = k.ld(gm.a, a_at(ar, k.add(kk, k.c(l.into()))?)?)?;
+            let lane = k.ctx.i32_type().const_int(l.into(), false);
+            v = llvm(k.b.build_insert_element(v, x, lane, "ag"))?;
+        }
+        Ok(v)
+    };
     let zero: BasicValueEnum = k.vty(w).const_zero().into();
     let un = UNROLL as usize;
     // Accumulator `r·UNROLL + u` of row `r` sums the K vectors `u (mod UNROLL)`.
-    let acc = k.loop_carry(
-        0,
-        kun,
-        step,
-        vec![zero; rows as usize * un],
-        &mut |kk, cur| {
-            let bs: Vec<VectorValue> = (0..UNROLL)
-                .map(|u| k.ldv(gm.b, k.add(kk, k.c(u * wl))?, w))
-                .collect::<R<_>>()?;
-            let mut next = Vec::with_capacity(cur.len());
-            for &ar in &rs {
-                let at = k.add(ar, kk)?;
-                for (u, &b) in bs.iter().enumerate() {
-                    let a = k.ldv(gm.a, k.add(at, k.c(u as i64 * wl))?, w)?;
-                    next.push(k.fma(a, b, cur[next.len()].into_vector_value())?.into());
-                }
+    let acc = k.loop_carry(0, kun, step, vec![zero; rs.len() * un], &mut |kk, cur| {
+        let bs: Vec<VectorValue> = (0..UNROLL)
+            .map(|u| k.ldv(gm.b, k.add(kk, k.c(u * wl))?, w))
+            .collect::<R<_>>()?;
+        let mut next = Vec::with_capacity(cur.len());
+        for &ar in rs {
+            for (u, &b) in bs.iter().enumerate() {
+                let a = a_vec(ar, k.add(kk, k.c(u as i64 * wl))?)?;
+                next.push(k.fma(a, b, cur[next.len()].into_vector_value())?.into());
             }
-            Ok(next)
-        },
-    )?;
+        }
+        Ok(next)
+    })?;
     // The remaining whole vectors go to each row's first accumulator.
     let firsts: Vec<BasicValueEnum> = acc.iter().step_by(un).copied().collect();
     let firsts = k.loop_carry(kun, kv, wl, firsts, &mut |kk, cur| {
@@ -84,7 +113,7 @@ fn block<'a, 'c>(
         rs.iter()
             .zip(cur)
             .map(|(&ar, c)| {
-                let a = k.ldv(gm.a, k.add(ar, kk)?, w)?;
+                let a = a_vec(ar, kk)?;
                 Ok(k.fma(a, b, c.into_vector_value())?.into())
             })
             .collect()
@@ -97,7 +126,7 @@ fn block<'a, 'c>(
         }
         let mut s = lane_sum(k, w, v)?;
         for kk in kv..gm.k {
-            let a = k.ld(gm.a, k.add(ar, k.c(kk))?)?;
+            let a = k.ld(gm.a, a_at(ar, k.c(kk))?)?;
             s = k.fma(a, k.ld(gm.b, k.c(kk))?, s)?;
         }
         let row = k.add(i0, k.c(r as i64))?;
@@ -141,4 +170,21 @@ pub(crate) fn emit_rows<'a, 'c>(
     rows: IntValue<'c>,
 ) -> R<()> {
     k.loop_between(k.c(0), rows, &mut |i| block(k, w, gm, epi, None, i, 1))
+}
+
+/// [`emit_rows`] on an A stored as row panels: `at(i)` gives row `i`'s first element and
+/// its K stride (the panel's height, `crate::dynamic::Panels`). Each row is summed as
+/// [`emit`] sums it, so the outputs are those of the row-major A.
+pub(crate) fn emit_rows_strided<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    rows: IntValue<'c>,
+    at: &dyn Fn(IntValue<'c>) -> R<(IntValue<'c>, IntValue<'c>)>,
+) -> R<()> {
+    k.loop_between(k.c(0), rows, &mut |i| {
+        let (ar, cs) = at(i)?;
+        block_at(k, w, gm, epi, None, i, &[ar], Some(cs))
+    })
 }

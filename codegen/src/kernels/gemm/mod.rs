@@ -6,11 +6,12 @@ mod chanvec;
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide};
+pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_K};
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::panel_rows as chanvec_rows;
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
+pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
 
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;

@@ -26,7 +26,7 @@ pub(crate) fn wide(w: u32) -> (i64, u32) {
 /// L1d, the rest holding the A rows' lines and the C tile. Reused across every row tile of
 /// a column block, the panel must stay in L1 or every FMA waits on L2 (unblocked, a
 /// 512×512×512 GEMM's panel is 128 KiB).
-const PANEL_BYTES: i64 = 32 * 1024;
+pub(crate) const PANEL_BYTES: i64 = 32 * 1024;
 
 /// The tile shapes of [`super::gemm`] but the matrix-vector product; `res`: the residual
 /// added in the epilogue, laid out as C.
@@ -196,7 +196,7 @@ pub(crate) fn rows_for(w: u32, nv: i64) -> i64 {
     (acc_regs(w) / nv).min((regs - nv - 1) / nv).min(12)
 }
 /// K up to which the row tiles go outside the column blocks.
-const SHORT_K: i64 = 32;
+pub(crate) const SHORT_K: i64 = 32;
 
 /// The K steps `k0 .. k0 + len` of a tile; the first block starts from zero, later ones
 /// from the partial sums stored in C, and only the last applies the epilogue.
