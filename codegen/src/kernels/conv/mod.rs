@@ -458,6 +458,18 @@ pub(crate) fn conv_transpose<'a, 'c>(
 /// row granule of [`tiling`]: the panel height itself, or a multiple of every narrow tile
 /// height), so a chunk of channels starts at a panel.
 pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
+    let (xd, _, od) = pointwise_dims(func, op)?;
+    let n = od[2] * od[3];
+    chanvec_rows(width, n, xd[1]).or_else(|| narrow_rows(width, n))
+}
+
+/// The input, weight and output dims of `op` if it is a pointwise convolution (one group,
+/// 1×1, unit strides, no padding, rank 4): the weights-layout choices at compile time
+/// ([`panel_rows`], `sparse::row_stride`) apply only to those.
+pub(crate) fn pointwise_dims(
+    func: &Function,
+    op: &OpData,
+) -> Option<(Vec<i64>, Vec<i64>, Vec<i64>)> {
     let c = match &op.op {
         tir_ir::Op::Conv2d(c) => c,
         _ => return None,
@@ -474,11 +486,7 @@ pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64
         && c.strides == [1, 1]
         && c.pads == [0; 4]
         && od[2..] == xd[2..];
-    if !pointwise {
-        return None;
-    }
-    let n = od[2] * od[3];
-    chanvec_rows(width, n, xd[1]).or_else(|| narrow_rows(width, n))
+    pointwise.then_some((xd, wd, od))
 }
 
 /// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each

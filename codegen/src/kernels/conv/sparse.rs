@@ -27,14 +27,14 @@
 //! depend on the block or tile it lands in, so every thread count gives the same bits.
 
 use super::geometry::Conv;
-use crate::kernels::common::{dims, Slope};
+use crate::kernels::common::Slope;
 use crate::kernels::gemm::{finish_with, Epilogue};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::CodegenError;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
-use tir_ir::{Function, Op, OpData};
+use tir_ir::{Function, OpData};
 
 /// Fewest zeros, as a fraction of the weights, for the sparse kernel: XNNPACK's two thirds,
 /// which measurement agrees with (docs/codegen.md "Sparse pointwise convolutions": at half
@@ -54,28 +54,13 @@ pub(crate) const MIN_NONZEROS_PER_CHANNEL: i64 = 4;
 pub(crate) const VECTORS: i64 = 4;
 
 /// The row stride (`H·W` pixels) of the input of `op` and the count of nonzeros if its
-/// weights (operand 1) are stored sparse: a pointwise convolution (one group, 1×1, unit strides, no padding, rank 4) whose
-/// weights `data` are at least [`MIN_ZERO_FRACTION`] zeros, its offsets within `i32`.
+/// weights (operand 1) are stored sparse: a pointwise convolution
+/// ([`super::pointwise_dims`]) whose weights `data` are at least [`MIN_ZERO_FRACTION`] zeros, its offsets within `i32`.
 pub(crate) fn row_stride(func: &Function, op: &OpData, data: &[f32]) -> Option<(i64, i64)> {
-    let c = match &op.op {
-        Op::Conv2d(c) => c,
-        _ => return None,
-    };
-    let xd = dims(func, *op.operands.first()?).ok()?;
-    let wd = dims(func, *op.operands.get(1)?).ok()?;
-    let od = dims(func, *op.results.first()?).ok()?;
-    let pointwise = xd.len() == 4
-        && wd.len() == 4
-        && od.len() == 4
-        && c.groups == 1
-        && wd[1] == xd[1]
-        && wd[2..] == [1, 1]
-        && c.strides == [1, 1]
-        && c.pads == [0; 4]
-        && od[2..] == xd[2..];
-    let hw = xd.get(2)? * xd.get(3)?;
+    let (xd, wd, _) = super::pointwise_dims(func, op)?;
+    let hw = xd[2] * xd[3];
     let count = wd.iter().product::<i64>();
-    if !pointwise || hw <= 0 || count <= 0 || data.len() as i64 != count {
+    if hw <= 0 || count <= 0 || data.len() as i64 != count {
         return None;
     }
     if xd[1].checked_mul(hw)? >= i32::MAX as i64 {
