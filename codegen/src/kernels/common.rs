@@ -7,7 +7,7 @@ use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::{Loc, Storage};
 use crate::{Arg, CodegenError, Gen};
-use inkwell::values::{FloatValue, FunctionValue, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValue, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue};
 use inkwell::FloatPredicate;
 use tir_ir::{Activation, Function, OpData, Value};
 
@@ -26,6 +26,25 @@ pub(crate) struct Strided {
 
 pub(crate) type ScalarFn<'f> =
     &'f dyn for<'a, 'c> Fn(&K<'a, 'c>, &[FloatValue<'c>]) -> R<FloatValue<'c>>;
+
+/// A `floats`-float, 64-byte-aligned buffer on the kernel's stack, allocated in its entry
+/// block (so once per call, whatever loop the builder is in; each thread's on its own stack).
+pub(crate) fn entry_scratch<'a, 'c>(k: &K<'a, 'c>, floats: i64, name: &str) -> R<PointerValue<'c>> {
+    let entry = k
+        .func
+        .get_first_basic_block()
+        .ok_or_else(|| CodegenError::Llvm("kernel without an entry block".into()))?;
+    let b = k.ctx.create_builder();
+    match entry.get_first_instruction() {
+        Some(i) => b.position_before(&i),
+        None => b.position_at_end(entry),
+    }
+    let p = llvm(b.build_array_alloca(k.f32t, k.c(floats), name))?;
+    if let Some(inst) = p.as_instruction_value() {
+        llvm(inst.set_alignment(64))?;
+    }
+    Ok(p)
+}
 
 pub(crate) fn dims(func: &Function, v: Value) -> R<Vec<i64>> {
     func.ty(v)

@@ -36,8 +36,7 @@ use super::geometry::Conv;
 use crate::kernels::common::Slope;
 use crate::kernels::gemm::{gemm_part, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
-use crate::CodegenError;
-use inkwell::values::{BasicValue, IntValue, PointerValue, VectorValue};
+use inkwell::values::{IntValue, PointerValue, VectorValue};
 
 /// Bytes one K chunk of the panel may fill: within L2 (2 MiB here) beside the weights' rows
 /// of the chunk, several times the 32 KiB the GEMM's own K blocks bring through L1. Chunks
@@ -121,20 +120,7 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue<'c>> {
     let (cc, _) = chunks(d, w);
     let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
-    let entry = k
-        .func
-        .get_first_basic_block()
-        .ok_or_else(|| CodegenError::Llvm("kernel without an entry block".into()))?;
-    let b = k.ctx.create_builder();
-    match entry.get_first_instruction() {
-        Some(i) => b.position_before(&i),
-        None => b.position_at_end(entry),
-    }
-    let p = llvm(b.build_array_alloca(k.f32t, k.c(floats), "panel"))?;
-    if let Some(inst) = p.as_instruction_value() {
-        llvm(inst.set_alignment(64))?;
-    }
-    Ok(p)
+    crate::kernels::common::entry_scratch(k, floats, "panel")
 }
 
 /// The whole convolution (every image) at the builder's position.

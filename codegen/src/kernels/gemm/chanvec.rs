@@ -18,10 +18,9 @@
 
 use super::spec::{finish_with, Epilogue, Gemm};
 use super::tile::{k_blocks, KBlock};
-use crate::kernels::common::vector_registers;
+use crate::kernels::common::{entry_scratch, vector_registers};
 use crate::nest::{llvm, K, R};
-use crate::CodegenError;
-use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
 
 /// Channel vectors per tile.
 pub(crate) const VECTORS: i64 = 3;
@@ -78,7 +77,7 @@ pub(crate) fn emit<'a, 'c>(
 ) -> R<()> {
     let mr = VECTORS * w as i64;
     // One slot of `VECTORS · pr` accumulators per pixel tile: `VECTORS · W` floats per pixel.
-    let sums = scratch(k, VECTORS * w as i64 * gm.n)?;
+    let sums = entry_scratch(k, VECTORS * w as i64 * gm.n, "sums")?;
     let mfull = gm.m / mr * mr;
     k.loop_step(0, mfull, mr, &mut |i0| {
         panel(k, w, gm, epi, res, sums, i0, mr)
@@ -87,25 +86,6 @@ pub(crate) fn emit<'a, 'c>(
         panel(k, w, gm, epi, res, sums, k.c(mfull), gm.m - mfull)?;
     }
     Ok(())
-}
-
-/// A `floats`-float buffer on the kernel's stack, allocated in its entry block (so once per
-/// call, whatever loop the builder is in), each thread's on its own stack.
-fn scratch<'a, 'c>(k: &K<'a, 'c>, floats: i64) -> R<PointerValue<'c>> {
-    let entry = k
-        .func
-        .get_first_basic_block()
-        .ok_or_else(|| CodegenError::Llvm("kernel without an entry block".into()))?;
-    let b = k.ctx.create_builder();
-    match entry.get_first_instruction() {
-        Some(i) => b.position_before(&i),
-        None => b.position_at_end(entry),
-    }
-    let p = llvm(b.build_array_alloca(k.f32t, k.c(floats), "sums"))?;
-    if let Some(inst) = p.as_instruction_value() {
-        llvm(inst.set_alignment(64))?;
-    }
-    Ok(p)
 }
 
 /// The panel of rows `i0 .. i0 + mr`: its K chunks, each run by every pixel tile.
