@@ -49,8 +49,8 @@ pub(crate) enum Fit {
 }
 
 // The unit tests below shrink the index's geometry, so that record sets of a few hundred
-// tensors reach every path (cover blocks, the start-block tree, the block gap index) that
-// the real sizes reach only with thousands.
+// tensors reach every path (cover blocks, the start-block tree) that the real sizes reach
+// only with thousands.
 
 /// Tensors spanning more timeline points than this are *long*; see the module comment.
 #[cfg(not(test))]
@@ -81,18 +81,6 @@ const BLOCK: usize = 16;
 const COVER_BLOCK: usize = 1024;
 #[cfg(test)]
 const COVER_BLOCK: usize = 16;
-
-/// Best fit reads a block union of at least this many ranges through its gaps by length
-/// ([`find_gap_indexed`]) rather than range by range ([`find_gap`]); below it the scan is
-/// cheaper than the binary searches.
-#[cfg(not(test))]
-const GAP_INDEX_MIN: usize = 24;
-#[cfg(test)]
-const GAP_INDEX_MIN: usize = 2;
-
-/// ... and only while the local list has at most this many ranges: each costs two binary
-/// searches in the block union, and a long query's thousands would cost more than the scan.
-const GAP_INDEX_LOCAL_MAX: usize = 64;
 
 /// A short query's gathered list up to this length is sorted whole rather than merged run
 /// by run ([`TimeIndex::intersecting`]).
@@ -160,7 +148,6 @@ pub(crate) fn place_around(
     let mut index = TimeIndex::new(items, &spans, timeline.len());
     let mut total_size = 0u64;
     let mut gather = Gather::default();
-    let mut touched = Vec::new();
     for &(item, offset) in fixed {
         let size = items[item].size;
         if size == 0 {
@@ -200,23 +187,13 @@ pub(crate) fn place_around(
             index.prefetch_unions(ahead);
         }
         let block = index.intersecting(step, &mut gather);
-        let local = gather.merged();
-        let union = &index.covering[block];
-        let offset = if fit == Fit::Best
-            && union.len() >= GAP_INDEX_MIN
-            && local.len() <= GAP_INDEX_LOCAL_MAX
-        {
-            find_gap_indexed(
-                local,
-                union,
-                &index.covering_gaps[block],
-                step.size,
-                align,
-                &mut touched,
-            )?
-        } else {
-            find_gap(local, union, step.size, fit, align)?
-        };
+        let offset = find_gap(
+            gather.merged(),
+            &index.covering[block],
+            step.size,
+            fit,
+            align,
+        )?;
         let end = offset
             .checked_add(step.size)
             .ok_or_else(|| overflow("slab size"))?;
@@ -279,148 +256,18 @@ fn find_gap(
         }
         search.stretch(block, &mut b, u64::MAX, fit);
     }
+    #[cfg(test)]
+    if block.len() >= 2 {
+        tests::count(if search.best_gap == u64::MAX {
+            tests::Answer::Top
+        } else {
+            tests::Answer::Gap
+        });
+    }
     if search.best_gap != u64::MAX {
         Ok(search.best_offset)
     } else {
         align_size(search.reached, align)
-    }
-}
-
-/// [`find_gap`] for best fit where `block`, a coalesced union, is long: the same answer
-/// (Alg. 3 L.14-17: the smallest gap that fits, the lowest offset among equal ones; without
-/// one, the top) without reading every gap of `block`. `gaps` holds `block`'s gaps of
-/// positive length sorted by (length, offset) ([`insert_covering`]); `touched` is scratch.
-///
-/// The gaps of the combined list are those of the union `local ∪ block`, which are
-/// `block`'s gaps except where a local range overlaps one. Gap `k` of `block` runs from the
-/// end of range `k - 1` (or 0) to the start of range `k`, gap `block.len()` from the top up;
-/// a local range `[o, e)` overlaps gaps `k` with start of `k` > `o` and end of `k - 1` < `e`:
-/// an interval of indices, found by two binary searches (none if the range lies inside one
-/// of `block`'s ranges). Each run of overlapped gaps is rescanned with its local ranges as
-/// [`find_gap`] does, from the end of the block range below it to the start of the one above
-/// it (both occupied), which gives the combined list's gaps there; the untouched gaps are
-/// read from `gaps`, from the smallest that fits up, skipping those in a touched run (at most
-/// as many as there are overlapped gaps). The better of the two by (length, offset) is Alg.
-/// 3's gap. On fan_out_growing nearly every gap of a hundred-odd-range block union fits, so
-/// the scan could not stop early; this reads a few dozen ranges instead.
-fn find_gap_indexed(
-    local: &[(u64, u64)],
-    block: &[(u64, u64)],
-    gaps: &[(u64, u64)],
-    size: u64,
-    align: u64,
-    touched: &mut Vec<(u64, u64)>,
-) -> Result<u64, PlanError> {
-    touched.clear();
-    let mut top = block.last().map_or(0, |r| r.1);
-    // The best gap so far, as (length, offset); `u64::MAX`: none.
-    let mut best = (u64::MAX, 0u64);
-    // The run being collected: overlapped gaps `k1..=k2`, local ranges `from..to`.
-    let mut run: Option<(usize, usize, usize, usize)> = None;
-    // Local ranges come by offset, so `k1` never decreases: each search starts at the last.
-    let mut k = 0;
-    for (i, &(o, e)) in local.iter().enumerate() {
-        top = top.max(e);
-        k = count_starts_at_most(block, k, o);
-        let k1 = k;
-        // Ranges below `k1 - 1` end before `o`; a local range rarely reaches past one more.
-        let mut k2 = k1.saturating_sub(1);
-        while k2 < block.len() && block[k2].1 < e {
-            k2 += 1;
-        }
-        if k1 > k2 {
-            // Inside one of `block`'s ranges: no gap changes.
-            continue;
-        }
-        run = match run {
-            // A run that reaches this one's first gap grows.
-            Some((r1, r2, from, _)) if k1 <= r2 + 1 => Some((r1, r2.max(k2), from, i + 1)),
-            Some(done) => {
-                scan_run(block, local, done, size, &mut best, touched);
-                Some((k1, k2, i, i + 1))
-            }
-            None => Some((k1, k2, i, i + 1)),
-        };
-    }
-    if let Some(done) = run {
-        scan_run(block, local, done, size, &mut best, touched);
-    }
-    #[cfg(test)]
-    let from_runs = best;
-    let from = gaps.partition_point(|&(length, _)| length < size);
-    for &(length, offset) in &gaps[from..] {
-        if (length, offset) >= best {
-            break;
-        }
-        if !touched.iter().any(|&(lo, hi)| lo <= offset && offset < hi) {
-            best = (length, offset);
-            break;
-        }
-    }
-    #[cfg(test)]
-    tests::count(if best.0 == u64::MAX {
-        tests::Answer::Top
-    } else if best == from_runs {
-        tests::Answer::Touched
-    } else {
-        tests::Answer::Untouched
-    });
-    if best.0 != u64::MAX {
-        Ok(best.1)
-    } else {
-        align_size(top, align)
-    }
-}
-
-/// How many of `block`'s ranges start at or below `offset`, given that the first `from` do:
-/// a binary search whose steps are conditional moves, not branches (the comparisons are data:
-/// a mispredicted branch per step would cost more than the step).
-#[inline(always)]
-fn count_starts_at_most(block: &[(u64, u64)], from: usize, offset: u64) -> usize {
-    let rest = &block[from..];
-    let (mut base, mut len) = (0usize, rest.len());
-    while len > 0 {
-        let half = len / 2;
-        let below = rest[base + half].0 <= offset;
-        base = if below { base + half + 1 } else { base };
-        len = if below { len - half - 1 } else { half };
-    }
-    from + base
-}
-
-/// [`find_gap_indexed`]'s rescan of one run of overlapped gaps `k1..=k2` of `block` with the
-/// local ranges `from..to`, in offset order from the end of block range `k1 - 1` (or 0) up
-/// to the start of block range `k2` (the top if there is none): the combined list's gaps
-/// there, each kept in `best` if it fits and beats it by (length, offset). The run's region
-/// goes into `touched`.
-#[inline(always)]
-fn scan_run(
-    block: &[(u64, u64)],
-    local: &[(u64, u64)],
-    (k1, k2, from, to): (usize, usize, usize, usize),
-    size: u64,
-    best: &mut (u64, u64),
-    touched: &mut Vec<(u64, u64)>,
-) {
-    let mut reached = if k1 == 0 { 0 } else { block[k1 - 1].1 };
-    touched.push((reached, block.get(k2).map_or(u64::MAX, |r| r.0)));
-    let (mut b, b_end) = (k1, (k2 + 1).min(block.len()));
-    let mut l = from;
-    loop {
-        let next = if b < b_end && (l == to || block[b].0 <= local[l].0) {
-            b += 1;
-            block[b - 1]
-        } else if l < to {
-            l += 1;
-            local[l - 1]
-        } else {
-            break;
-        };
-        let gap = next.0.saturating_sub(reached);
-        if gap >= size && (gap, reached) < *best {
-            *best = (gap, reached);
-        }
-        reached = reached.max(next.1);
     }
 }
 
@@ -661,50 +508,6 @@ fn insert_range(ranges: &mut Vec<(u64, u64)>, (mut offset, mut end): (u64, u64))
     }
 }
 
-/// The gap before range `k` of a coalesced union, as (length, offset): from the end of range
-/// `k - 1` (0 for the first) to the start of range `k`.
-#[inline(always)]
-fn gap_before(ranges: &[(u64, u64)], k: usize) -> (u64, u64) {
-    let from = if k == 0 { 0 } else { ranges[k - 1].1 };
-    (ranges[k].0 - from, from)
-}
-
-/// [`insert_range`] into a block union, keeping `gaps`, the union's gaps of positive length
-/// sorted by (length, offset) (what [`find_gap_indexed`] reads), up to date: the gaps before
-/// the ranges the new one merges with, and the one it falls into, go; the gaps either side of
-/// the merged range come in. A gap is not a range's neighbour at the top (the end of the last
-/// range), which is no gap.
-fn insert_covering(ranges: &mut Vec<(u64, u64)>, gaps: &mut Vec<(u64, u64)>, range: (u64, u64)) {
-    let first = ranges.partition_point(|&(_, e)| e < range.0);
-    let mut last = first;
-    while last < ranges.len() && ranges[last].0 <= range.1 {
-        last += 1;
-    }
-    for k in first..(last + 1).min(ranges.len()) {
-        remove_gap(gaps, gap_before(ranges, k));
-    }
-    insert_range(ranges, range);
-    insert_gap(gaps, gap_before(ranges, first));
-    if first + 1 < ranges.len() {
-        insert_gap(gaps, gap_before(ranges, first + 1));
-    }
-}
-
-fn insert_gap(gaps: &mut Vec<(u64, u64)>, gap: (u64, u64)) {
-    if gap.0 > 0 {
-        let at = gaps.partition_point(|&g| g < gap);
-        gaps.insert(at, gap);
-    }
-}
-
-fn remove_gap(gaps: &mut Vec<(u64, u64)>, gap: (u64, u64)) {
-    if gap.0 > 0 {
-        let at = gaps.partition_point(|&g| g < gap);
-        debug_assert_eq!(gaps.get(at), Some(&gap), "a block union's gap is indexed");
-        gaps.remove(at);
-    }
-}
-
 /// Canonical cover of the leaves `[lo, hi]` of a bottom-up segment tree with `size` leaves.
 fn cover(lo: usize, hi: usize, size: usize, mut visit: impl FnMut(usize)) {
     let (mut l, mut r) = (lo + size, hi + size + 1);
@@ -755,9 +558,6 @@ struct TimeIndex {
     /// at most one per COVER_BLOCK of the points it spans, each of which holds at least one
     /// tensor that reads the union anyway.
     covering: Vec<Vec<(u64, u64)>>,
-    /// `covering_gaps[b]`: the gaps of positive length of `covering[b]`, sorted by (length,
-    /// offset), for [`find_gap_indexed`]; kept up to date with it ([`insert_covering`]).
-    covering_gaps: Vec<Vec<(u64, u64)>>,
     /// Start-block tree: node `v` covers the start points of the leaves `blocks + b` below
     /// it, leaf `b` those in `[b * BLOCK, (b + 1) * BLOCK)`. Only the nodes some long query
     /// reads (`read[v]`, known up front: the canonical covers of the queries' spans) keep
@@ -832,8 +632,6 @@ impl TimeIndex {
         long_unions.resize_with(unions, Vec::new);
         let mut covering = Vec::new();
         covering.resize_with(points.div_ceil(COVER_BLOCK).max(1), Vec::new);
-        let mut covering_gaps = Vec::new();
-        covering_gaps.resize_with(covering.len(), Vec::new);
         let blocks = points.div_ceil(BLOCK).max(1).next_power_of_two();
         // The nodes `starting_in` reads for each long query (its span past `lo`, whole
         // blocks only).
@@ -878,7 +676,6 @@ impl TimeIndex {
             parent_union,
             long_unions,
             covering,
-            covering_gaps,
             blocks,
             read_id,
             first_read,
@@ -965,14 +762,8 @@ impl TimeIndex {
                 }
             });
             let (first, last) = (lo.div_ceil(COVER_BLOCK), (hi + 1) / COVER_BLOCK);
-            for (union, gaps) in self
-                .covering
-                .iter_mut()
-                .zip(self.covering_gaps.iter_mut())
-                .take(last)
-                .skip(first)
-            {
-                insert_covering(union, gaps, (offset, end));
+            for union in self.covering.iter_mut().take(last).skip(first) {
+                insert_range(union, (offset, end));
             }
         }
     }
@@ -1099,10 +890,11 @@ impl TimeIndex {
 #[cfg(test)]
 mod tests {
     //! The placement with this module's shrunk geometry (4-point short spans, 16-point cover
-    //! blocks, a gap index from 2 ranges on) against paper Alg. 3 written out plainly, on
-    //! record sets of a few hundred tensors: small enough for the quadratic reference, large
-    //! enough to cover many blocks. The counters show which of [`find_gap_indexed`]'s answers
-    //! the cases reached.
+    //! and start blocks) against paper Alg. 3 written out plainly, on record sets of a few
+    //! hundred tensors: small enough for the quadratic reference, large enough to cover many
+    //! blocks. The counters show that the cases reach [`find_gap`] with a block union of
+    //! several ranges (the path of fan-out graphs with long skip connections), both where a
+    //! gap fits and where none does.
 
     use super::*;
     use crate::items::prepare;
@@ -1112,19 +904,17 @@ mod tests {
     use proptest::test_runner::TestRunner;
     use std::cell::Cell;
 
-    /// Where an answer of [`find_gap_indexed`] came from.
+    /// An answer of [`find_gap`] that read a block union of two or more ranges.
     #[derive(Clone, Copy)]
     pub(super) enum Answer {
-        /// A piece of a block gap that a local range overlaps.
-        Touched,
-        /// A block gap no local range overlaps, from the gap index.
-        Untouched,
-        /// No gap fits.
+        /// A gap fits.
+        Gap,
+        /// No gap fits: the top.
         Top,
     }
 
     thread_local! {
-        static ANSWERS: Cell<[u64; 3]> = const { Cell::new([0; 3]) };
+        static ANSWERS: Cell<[u64; 2]> = const { Cell::new([0; 2]) };
     }
 
     pub(super) fn count(answer: Answer) {
@@ -1135,7 +925,7 @@ mod tests {
         });
     }
 
-    fn answers() -> [u64; 3] {
+    fn answers() -> [u64; 2] {
         ANSWERS.with(|a| a.get())
     }
 
@@ -1237,15 +1027,16 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
         #[test]
-        fn placement_matches_alg3_through_the_gap_index((records, align) in record_sets()) {
+        fn placement_matches_alg3_across_small_cover_blocks((records, align) in record_sets()) {
             assert_alg3(&records, align);
         }
     }
 
-    /// The cases of the property test above reach each of [`find_gap_indexed`]'s answers
-    /// often (a test that never took the gap index would prove nothing about it).
+    /// The cases of the property test above reach block unions of several ranges often, with
+    /// and without a fitting gap (a test that never read them would prove nothing about
+    /// them).
     #[test]
-    fn the_generated_cases_reach_every_answer_of_the_gap_index() {
+    fn the_generated_cases_read_block_unions() {
         let before = answers();
         let mut runner = TestRunner::deterministic();
         for _ in 0..100 {
@@ -1253,7 +1044,7 @@ mod tests {
             assert_alg3(&records, align);
         }
         let after = answers();
-        for (k, name) in ["touched", "untouched", "top"].iter().enumerate() {
+        for (k, name) in ["gap", "top"].iter().enumerate() {
             assert!(
                 after[k] - before[k] >= 100,
                 "{name} answers: {}",
@@ -1274,7 +1065,7 @@ mod tests {
 
     /// Places `query` alone around `fixed` (operators 0..40, one point each, through
     /// fillers of size 1 that are never placed) and checks it against Alg. 3 and
-    /// `expected`; the gap index must have answered.
+    /// `expected`; the search must have read a block union.
     fn place_one(items: &[Item], fixed: &[(usize, u64)], query: Item, expected: u64) {
         let mut all = items.to_vec();
         all.push(query);
@@ -1283,7 +1074,7 @@ mod tests {
         let plan = place_around(&all, fixed, &order, Fit::Best, 1).unwrap();
         assert_eq!(plan.offsets[all.len() - 1], expected, "{query:?}");
         assert_eq!(plan.offsets, alg3(&all, fixed, &order, 1));
-        assert_ne!(answers(), before, "the gap index did not answer {query:?}");
+        assert_ne!(answers(), before, "no block union read for {query:?}");
     }
 
     /// Equal gaps, in the block union and in the pieces that local ranges leave of it: the
