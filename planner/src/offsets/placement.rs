@@ -48,11 +48,21 @@ pub(crate) enum Fit {
     First,
 }
 
+// The unit tests below shrink the index's geometry, so that record sets of a few hundred
+// tensors reach every path (cover blocks, the start-block tree) that the real sizes reach
+// only with thousands.
+
 /// Tensors spanning more timeline points than this are *long*; see the module comment.
+#[cfg(not(test))]
 const SHORT_SPAN: usize = 32;
+#[cfg(test)]
+const SHORT_SPAN: usize = 4;
 
 /// Queries spanning more points than this read the start-block tree instead of scanning.
+#[cfg(not(test))]
 const LONG_QUERY: usize = 64;
+#[cfg(test)]
+const LONG_QUERY: usize = 8;
 
 /// Start points per leaf of the start-block tree. As large as a cover block: a long query
 /// scans the start points of its partial blocks at either end (at most 2 x BLOCK slots, read
@@ -60,11 +70,17 @@ const LONG_QUERY: usize = 64;
 /// placement appends its range to the pending lists of fewer ancestors. On the 1M-record
 /// fan-out shapes 1,024 made the plan about a fifth faster than 16 (fan_out_bounded's long
 /// queries, of at most 1,000 points, then never read the tree); 256 and 4,096 were between.
+#[cfg(not(test))]
 const BLOCK: usize = 1024;
+#[cfg(test)]
+const BLOCK: usize = 16;
 
 /// Points per block of the long tensors' block unions ([`TimeIndex::covering`]): the
 /// stabbing tree keeps only its nodes spanning fewer points.
+#[cfg(not(test))]
 const COVER_BLOCK: usize = 1024;
+#[cfg(test)]
+const COVER_BLOCK: usize = 16;
 
 /// A short query's gathered list up to this length is sorted whole rather than merged run
 /// by run ([`TimeIndex::intersecting`]).
@@ -239,6 +255,14 @@ fn find_gap(
             }
         }
         search.stretch(block, &mut b, u64::MAX, fit);
+    }
+    #[cfg(test)]
+    if block.len() >= 2 {
+        tests::count(if search.best_gap == u64::MAX {
+            tests::Answer::Top
+        } else {
+            tests::Answer::Gap
+        });
     }
     if search.best_gap != u64::MAX {
         Ok(search.best_offset)
@@ -860,5 +884,232 @@ impl TimeIndex {
         pending.clear();
         std::mem::swap(&mut self.block_unions[id], &mut self.merge_buffer);
         id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The placement with this module's shrunk geometry (4-point short spans, 16-point cover
+    //! and start blocks) against paper Alg. 3 written out plainly, on record sets of a few
+    //! hundred tensors: small enough for the quadratic reference, large enough to cover many
+    //! blocks. The counters show that the cases reach [`find_gap`] with a block union of
+    //! several ranges (the path of fan-out graphs with long skip connections), both where a
+    //! gap fits and where none does.
+
+    use super::*;
+    use crate::items::prepare;
+    use crate::UsageRecord;
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    use std::cell::Cell;
+
+    /// An answer of [`find_gap`] that read a block union of two or more ranges.
+    #[derive(Clone, Copy)]
+    pub(super) enum Answer {
+        /// A gap fits.
+        Gap,
+        /// No gap fits: the top.
+        Top,
+    }
+
+    thread_local! {
+        static ANSWERS: Cell<[u64; 2]> = const { Cell::new([0; 2]) };
+    }
+
+    pub(super) fn count(answer: Answer) {
+        ANSWERS.with(|a| {
+            let mut counts = a.get();
+            counts[answer as usize] += 1;
+            a.set(counts);
+        });
+    }
+
+    fn answers() -> [u64; 2] {
+        ANSWERS.with(|a| a.get())
+    }
+
+    /// Alg. 3 as printed: every placed tensor (the fixed ones first) whose lifetime meets the
+    /// new one's, in offset order; the smallest gap that fits, the lowest among equal ones;
+    /// without one, above the highest end.
+    fn alg3(items: &[Item], fixed: &[(usize, u64)], order: &[usize], align: u64) -> Vec<u64> {
+        let mut offsets = vec![0u64; items.len()];
+        let mut placed: Vec<usize> = Vec::new();
+        for &(i, offset) in fixed {
+            offsets[i] = offset;
+            placed.push(i);
+        }
+        for &t in order {
+            let size = items[t].size;
+            if size == 0 {
+                continue;
+            }
+            let mut live: Vec<usize> = placed
+                .iter()
+                .copied()
+                .filter(|&x| {
+                    items[x].size > 0
+                        && items[x].first_op.max(items[t].first_op)
+                            <= items[x].last_op.min(items[t].last_op)
+                })
+                .collect();
+            live.sort_by_key(|&x| offsets[x]);
+            let (mut prev, mut best, mut smallest) = (0u64, None, u64::MAX);
+            for x in live {
+                if offsets[x] >= prev {
+                    let gap = offsets[x] - prev;
+                    if gap >= size && gap < smallest {
+                        smallest = gap;
+                        best = Some(prev);
+                    }
+                }
+                prev = prev.max(offsets[x] + items[x].size);
+            }
+            offsets[t] = best.unwrap_or_else(|| align_size(prev, align).unwrap());
+            placed.push(t);
+        }
+        offsets
+    }
+
+    /// Sizes descending, equal sizes in input order (greedy_by_size's order).
+    fn by_size(items: &[Item]) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(items[i].size));
+        order
+    }
+
+    fn assert_alg3(records: &[UsageRecord], align: u64) {
+        let items = prepare(records, align).unwrap();
+        let order = by_size(&items);
+        for fit in [Fit::Best, Fit::First] {
+            let fast = place(&items, &order, fit, align).unwrap();
+            if fit == Fit::Best {
+                assert_eq!(fast.offsets, alg3(&items, &[], &order, align));
+            }
+            let plan = crate::OffsetsPlan {
+                offsets: fast.offsets.clone(),
+                total_size: fast.total_size,
+            };
+            crate::checker::check_offsets(records, &plan, align).unwrap();
+        }
+    }
+
+    /// Up to 400 records over up to 200 operators (a dozen cover blocks), a quarter of them
+    /// long (more than a 16-point block), some whole-program, so block unions of many
+    /// ranges form and short tensors are placed among them.
+    fn record_sets() -> impl Strategy<Value = (Vec<UsageRecord>, u64)> {
+        (20usize..200).prop_flat_map(|ops| {
+            let lifetime = prop_oneof![
+                8 => (0..ops, 0usize..3),
+                3 => (0..ops, 0usize..12),
+                4 => (0..ops, 17usize..200),
+                1 => Just((0, ops)),
+            ]
+            .prop_map(move |(first, len)| (first, (first + len).min(ops)));
+            let size = prop_oneof![
+                (1u64..8).prop_map(|s| s * 8),
+                (1u64..200),
+                (0u64..12).prop_map(|s| 1 << s)
+            ];
+            let record = (size, lifetime).prop_map(|(size, (first_op, last_op))| UsageRecord {
+                first_op,
+                last_op,
+                size,
+            });
+            (
+                proptest::collection::vec(record, 1..400),
+                prop_oneof![Just(1u64), Just(8)],
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn placement_matches_alg3_across_small_cover_blocks((records, align) in record_sets()) {
+            assert_alg3(&records, align);
+        }
+    }
+
+    /// The cases of the property test above reach block unions of several ranges often, with
+    /// and without a fitting gap (a test that never read them would prove nothing about
+    /// them).
+    #[test]
+    fn the_generated_cases_read_block_unions() {
+        let before = answers();
+        let mut runner = TestRunner::deterministic();
+        for _ in 0..100 {
+            let (records, align) = record_sets().new_tree(&mut runner).unwrap().current();
+            assert_alg3(&records, align);
+        }
+        let after = answers();
+        for (k, name) in ["gap", "top"].iter().enumerate() {
+            assert!(
+                after[k] - before[k] >= 100,
+                "{name} answers: {}",
+                after[k] - before[k]
+            );
+        }
+    }
+
+    /// One record of `size` bytes live over operators `[first_op, last_op]`.
+    fn item(first_op: usize, last_op: usize, size: u64) -> Item {
+        Item {
+            first_op,
+            last_op,
+            size,
+            raw_size: size,
+        }
+    }
+
+    /// Places `query` alone around `fixed` (operators 0..40, one point each, through
+    /// fillers of size 1 that are never placed) and checks it against Alg. 3 and
+    /// `expected`; the search must have read a block union.
+    fn place_one(items: &[Item], fixed: &[(usize, u64)], query: Item, expected: u64) {
+        let mut all = items.to_vec();
+        all.push(query);
+        let order = [all.len() - 1];
+        let before = answers();
+        let plan = place_around(&all, fixed, &order, Fit::Best, 1).unwrap();
+        assert_eq!(plan.offsets[all.len() - 1], expected, "{query:?}");
+        assert_eq!(plan.offsets, alg3(&all, fixed, &order, 1));
+        assert_ne!(answers(), before, "no block union read for {query:?}");
+    }
+
+    /// Equal gaps, in the block union and in the pieces that local ranges leave of it: the
+    /// lowest offset wins (Alg. 3 L.16 keeps the first of equal gaps), whichever kind holds
+    /// it. Long tensors live throughout at [0,10) [20,30) [40,50) [60,70) [80,88) [96,100):
+    /// every block's union has 10-byte gaps at 10, 30, 50, 70 and an 8-byte one at 88.
+    #[test]
+    fn equal_gaps_go_to_the_lowest_offset() {
+        let mut items: Vec<Item> = (0..40).map(|p| item(p, p, 1)).collect();
+        let mut fixed = Vec::new();
+        for (offset, end) in [(0, 10), (20, 30), (40, 50), (60, 70), (80, 88), (96, 100)] {
+            fixed.push((items.len(), offset));
+            items.push(item(0, 39, end - offset));
+        }
+        // A short tensor at points 20-21 holds [10,12): at point 20 the gap at 10 leaves
+        // the piece [12,20), 8 bytes, equal to the untouched gap at 88; the piece is lower.
+        let mut a = items.clone();
+        let mut fixed_a = fixed.clone();
+        fixed_a.push((a.len(), 10));
+        a.push(item(20, 21, 2));
+        place_one(&a, &fixed_a, item(20, 22, 8), 12);
+        // 10 bytes: the untouched gaps at 30, 50, 70, the lowest.
+        place_one(&a, &fixed_a, item(20, 22, 10), 30);
+        // 11 bytes: no gap fits, the top.
+        place_one(&a, &fixed_a, item(20, 22, 11), 100);
+        // At point 5, where [10,12) is not live, the gap at 10 is whole.
+        place_one(&a, &fixed_a, item(5, 7, 10), 10);
+        // A short tensor at [110,112) above the union leaves the piece [100,110), 10 bytes,
+        // equal to the untouched gap at 10, which is lower.
+        let mut b = items.clone();
+        let mut fixed_b = fixed.clone();
+        fixed_b.push((b.len(), 110));
+        b.push(item(20, 21, 2));
+        place_one(&b, &fixed_b, item(20, 22, 10), 10);
+        // 11 bytes: above the local range, not the union.
+        place_one(&b, &fixed_b, item(20, 22, 11), 112);
     }
 }
