@@ -6,7 +6,9 @@
 //! - the weights are stored sparse (the constant's bytes are the compressed rows');
 //! - the kernel gives exactly the bits of the dense kernel on the same weights given as an
 //!   input (each output is the dense FMA chain without its zero terms), whole and cut into
-//!   its smallest tiles on 0 (serial), 1, 2 and 3 threads;
+//!   its smallest tiles on 0 (serial), 1, 2 and 3 threads: images of fewer than 16 pixel
+//!   blocks are cut by output channels (balanced by their nonzeros), larger ones by pixel
+//!   blocks (`few_pixel_blocks_and_channel_cuts`);
 //! - and it agrees with the interpreter within float rounding.
 //!
 //! `integer_sums_are_exact` checks against the interpreter bit for bit
@@ -219,6 +221,54 @@ fn densities_and_pixel_tails() {
         &[1, 384, 15, 20],
         40,
         sparse_weights(40, 384, 0.25, &[], &[]),
+        PLAIN,
+    );
+}
+
+#[test]
+fn few_pixel_blocks_and_channel_cuts() {
+    // face_detection_full_range_sparse's small images: 6×6 (one block of pixels, cut only
+    // by channels) into 160 channels, 12×12 (three blocks) with channels of no nonzero and
+    // of no zero, which skew the balance by nonzeros.
+    check(
+        &[1, 96, 6, 6],
+        160,
+        sparse_weights(160, 96, 0.3, &[], &[]),
+        PLAIN,
+    );
+    check(
+        &[1, 40, 12, 12],
+        24,
+        sparse_weights(24, 40, 0.25, &[0, 1, 2, 3], &[20, 21]),
+        Fused {
+            act: "relu6",
+            ..PLAIN
+        },
+    );
+    // Fewer output channels than chunks a thread count could want.
+    check(
+        &[1, 64, 5, 5],
+        3,
+        sparse_weights(3, 64, 0.3, &[], &[]),
+        PLAIN,
+    );
+    // A batch cut by channels, with the residual and the PReLU read at each chunk's rows.
+    check(
+        &[2, 32, 6, 6],
+        24,
+        sparse_weights(24, 32, 0.3, &[5], &[]),
+        Fused {
+            act: "",
+            residual: true,
+            prelu: true,
+        },
+    );
+    // 33×32 = 1056 pixels, 17 blocks of 4 AVX-512 vectors (34 of AVX2's): cut by pixel
+    // blocks, the last one partial.
+    check(
+        &[1, 24, 33, 32],
+        16,
+        sparse_weights(16, 24, 0.3, &[], &[]),
         PLAIN,
     );
 }
