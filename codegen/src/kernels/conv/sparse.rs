@@ -248,12 +248,10 @@ pub(crate) fn emit<'a, 'c>(
 /// One block of `nv` vectors of pixels from pixel `j0`, output channels `ms.0..ms.1`; the
 /// last vector only its first `last` lanes when `last` is given.
 ///
-/// The channels go in pairs: each step of a channel's nonzeros is one FMA into each of its
-/// `nv` accumulators, which depends on the step before, so one channel alone waits on the
-/// FMA latency (4 cycles on these cores) with `nv` FMAs in flight of the 8 the two ports
-/// could hold. Two channels step together for as many nonzeros as both have, then the
-/// longer one alone: each channel still sums its own nonzeros in their order, so no bit
-/// changes.
+/// One channel at a time: its nonzero steps wait on each other (one FMA into each of the
+/// `nv` accumulators, 4 cycles of latency), but the next channel's loop does not wait on
+/// this one's, and out-of-order execution overlaps them; stepping two channels together
+/// measured no faster (docs/codegen.md, "Sparse pointwise convolutions").
 #[allow(clippy::too_many_arguments)]
 fn emit_block<'a, 'c>(
     k: &K<'a, 'c>,
@@ -281,25 +279,27 @@ fn emit_block<'a, 'c>(
         let v = llvm(k.b.build_load(k.gep(ints, i)?, "i"))?.into_int_value();
         llvm(k.b.build_int_s_extend(v, k.i64t, "i64"))
     };
-    // Nonzero `j` of the CSR (a channel's own) into the block's accumulators `cur`.
-    let step = |j: IntValue<'c>, cur: &[BasicValueEnum<'c>]| -> R<Vec<BasicValueEnum<'c>>> {
-        let at = k.add(k.c(pairs), k.mul(j, 2)?)?;
-        let off = load_i32(at)?;
-        let wv = k.splat(k.ld(s.w, k.add(at, k.c(1))?)?, w)?;
-        let base = k.add(off, j0)?;
-        let mut next = Vec::with_capacity(cur.len());
-        for (v, c) in cur.iter().enumerate() {
-            let at = k.add(base, k.c(v as i64 * wl))?;
-            let xv = match masked(v as i64) {
-                Some(n) => k.ldv_masked(s.x, at, w, n)?,
-                None => k.ldv(s.x, at, w)?,
-            };
-            next.push(k.fma(wv, xv, c.into_vector_value())?.into());
-        }
-        Ok(next)
-    };
-    // Channel `m`'s accumulators through the epilogue into the output.
-    let store = |m: IntValue<'c>, acc: &[BasicValueEnum<'c>]| -> R<()> {
+    k.loop_between(ms.0, ms.1, &mut |m| {
+        let lo = load_i32(m)?;
+        let hi = load_i32(k.add(m, k.c(1))?)?;
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        let init = vec![zero; nv as usize];
+        let acc = loop_carry_between(k, lo, hi, init, &mut |j, cur| {
+            let at = k.add(k.c(pairs), k.mul(j, 2)?)?;
+            let off = load_i32(at)?;
+            let wv = k.splat(k.ld(s.w, k.add(at, k.c(1))?)?, w)?;
+            let base = k.add(off, j0)?;
+            let mut next = Vec::with_capacity(cur.len());
+            for (v, c) in cur.iter().enumerate() {
+                let at = k.add(base, k.c(v as i64 * wl))?;
+                let xv = match masked(v as i64) {
+                    Some(n) => k.ldv_masked(s.x, at, w, n)?,
+                    None => k.ldv(s.x, at, w)?,
+                };
+                next.push(k.fma(wv, xv, c.into_vector_value())?.into());
+            }
+            Ok(next)
+        })?;
         let row = k.add(k.mul(m, hw)?, j0)?;
         for (v, a) in acc.iter().enumerate() {
             let at = k.add(row, k.c(v as i64 * wl))?;
@@ -330,52 +330,6 @@ fn emit_block<'a, 'c>(
             }
         }
         Ok(())
-    };
-    let zero: BasicValueEnum = k.vty(w).const_zero().into();
-    let init = vec![zero; nv as usize];
-    let nvu = nv as usize;
-    let span = llvm(k.b.build_int_sub(ms.1, ms.0, "channels"))?;
-    let npairs = llvm(k.b.build_right_shift(span, k.c(1), true, "pairs"))?;
-    k.loop_between(k.c(0), npairs, &mut |p| {
-        let m = k.add(ms.0, k.mul(p, 2)?)?;
-        let m1 = k.add(m, k.c(1))?;
-        let (lo0, lo1) = (load_i32(m)?, load_i32(m1)?);
-        let hi1 = load_i32(k.add(m, k.c(2))?)?;
-        let n0 = llvm(k.b.build_int_sub(lo1, lo0, "n0"))?;
-        let n1 = llvm(k.b.build_int_sub(hi1, lo1, "n1"))?;
-        let fewer = llvm(k.b.build_int_compare(IntPredicate::SLT, n0, n1, "fewer"))?;
-        let both = llvm(k.b.build_select(fewer, n0, n1, "both"))?.into_int_value();
-        let init2 = [init.clone(), init.clone()].concat();
-        let joint = loop_carry_between(k, k.c(0), both, init2, &mut |t, cur| {
-            let mut next = step(k.add(lo0, t)?, &cur[..nvu])?;
-            next.extend(step(k.add(lo1, t)?, &cur[nvu..])?);
-            Ok(next)
-        })?;
-        let acc0 = loop_carry_between(
-            k,
-            k.add(lo0, both)?,
-            lo1,
-            joint[..nvu].to_vec(),
-            &mut |j, cur| step(j, cur),
-        )?;
-        let acc1 = loop_carry_between(
-            k,
-            k.add(lo1, both)?,
-            hi1,
-            joint[nvu..].to_vec(),
-            &mut |j, cur| step(j, cur),
-        )?;
-        store(m, &acc0)?;
-        store(m1, &acc1)
-    })?;
-    // The last channel of an odd count, alone.
-    let odd = llvm(k.b.build_and(span, k.c(1), "odd"))?;
-    let odd = llvm(k.b.build_int_compare(IntPredicate::NE, odd, k.c(0), "is_odd"))?;
-    k.when(odd, &mut || {
-        let m = llvm(k.b.build_int_sub(ms.1, k.c(1), "m"))?;
-        let (lo, hi) = (load_i32(m)?, load_i32(ms.1)?);
-        let acc = loop_carry_between(k, lo, hi, init.clone(), &mut |j, cur| step(j, cur))?;
-        store(m, &acc)
     })
 }
 
