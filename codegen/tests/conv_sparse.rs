@@ -393,3 +393,42 @@ fn the_threshold() {
         .collect();
     assert_eq!(stored_sparse(&x, m, &w), Some(false));
 }
+
+#[test]
+fn the_profile_names_the_sparse_kernel() {
+    // `--profile`'s table (`<model>_profile_info`, a constant string of the module) labels
+    // the layer `conv2d.sparse` and counts the FLOPs it does: 2 per nonzero and pixel, here
+    // 2 · 64 pixels · (16 channels × 32 nonzeros) = 65536, not the dense 196608.
+    let (x, m) = ([1u64, 96, 8, 8], 16u64);
+    let w: Vec<f32> = (0..m * 96)
+        .map(|i| if i % 3 == 0 { 0.5 } else { 0.0 })
+        .collect();
+    let ir = |w: &[f32]| {
+        let text = module(&x, m, PLAIN, false);
+        let parsed = tir_ir::parse_and_verify(&text).unwrap();
+        let mut weights = Weights::generate(&parsed, 7).expect("weights");
+        weights.insert("w", Tensor::f32(vec![m, x[1], 1, 1], w.to_vec()).unwrap());
+        let mut b = bufferize(&text);
+        let proof = Bufferized::new(&mut b).expect("bufferized");
+        let opts = Options {
+            opt_level: 0,
+            ..Options::native("k")
+        };
+        let ir = emit(&proof, &weights, &opts, Artifact::Llvm).expect("emit");
+        String::from_utf8_lossy(&ir).into_owned()
+    };
+    let sparse = ir(&w);
+    assert!(
+        sparse.contains("conv2d.sparse 1x1/1\\09%r\\091x16x8x8\\0965536\\0A"),
+        "{}",
+        sparse
+            .lines()
+            .filter(|l| l.contains("profile"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Every weight nonzero: dense, labelled as before with the dense count.
+    let dense = ir(&vec![0.25; (m * 96) as usize]);
+    assert!(!dense.contains("conv2d.sparse"));
+    assert!(dense.contains("conv2d.1x1 1x1/1\\09%r\\091x16x8x8\\09196608\\0A"));
+}
