@@ -23,8 +23,9 @@
 //! Each output is the dense kernel's FMA chain (zero, then `c` ascending) without its zero
 //! terms, so it equals the dense kernel's except for the sign of a zero sum and products
 //! of a zero weight with an infinite or NaN input; it agrees with the interpreter (which
-//! sums in another order) within float rounding, not bitwise. A pixel's chain does not
-//! depend on the block or tile it lands in, so every thread count gives the same bits.
+//! sums in another order) within float rounding, not bitwise. An output's chain does not
+//! depend on the block or tile it lands in (threads cut large images by pixel blocks, small
+//! ones by output channels: [`cut`]), so every thread count gives the same bits.
 
 use super::geometry::Conv;
 use crate::kernels::common::Slope;
@@ -333,7 +334,7 @@ fn emit_block<'a, 'c>(
     })
 }
 
-/// The tiles `begin..end` of a [`Cut::Channels`] cut (`count` chunks a image, chunk `c`
+/// The tiles `begin..end` of a [`Cut::Channels`] cut (`count` chunks an image, chunk `c`
 /// output channels `bounds[c]..bounds[c + 1]`): `body(image, (m0, m1))` for each, the
 /// chunk's bounds picked at run time from the constants.
 pub(crate) fn for_channel_tiles<'a, 'c>(
