@@ -773,7 +773,14 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         for (idx, (id, op)) in func.ops_in_order().enumerate() {
             let kname = format!("k{idx}_{}", op.op.name());
             let calls = dispatch::emit_op(self, func, &storage, id, &kname)?;
-            lines.push((!calls.is_empty()).then(|| profile::info_line(func, id)));
+            let nonzeros = match &op.op {
+                Op::Conv2d(_) => op.operands.get(1).and_then(|&w| {
+                    let per_channel = storage.sparse_nonzeros(w);
+                    (!per_channel.is_empty()).then(|| per_channel.iter().sum())
+                }),
+                _ => None,
+            };
+            lines.push((!calls.is_empty()).then(|| profile::info_line(func, id, nonzeros)));
             per_op.push(calls);
         }
         let returns = kernels::copy::returns(self, func, &storage)?;

@@ -100,7 +100,10 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
 }
 
 /// One `<model>_profile_info` line for an op (tabs and newlines in names are replaced).
-pub fn info_line(func: &Function, id: OpId) -> String {
+/// `sparse_nonzeros`: the nonzero weights of a convolution that runs the sparse pointwise
+/// kernel, labelled `conv2d.sparse` with the FLOPs it does (two per nonzero and pixel), not
+/// the dense count, so that its GFLOP/s compare with the dense kernels'.
+pub fn info_line(func: &Function, id: OpId, sparse_nonzeros: Option<i64>) -> String {
     let op = &func.ops[id];
     let clean = |s: String| s.replace(['\t', '\n'], " ");
     let (name, shape) = match op.results.first() {
@@ -127,7 +130,9 @@ pub fn info_line(func: &Function, id: OpId) -> String {
             .and_then(|&v| func.ty(v))
             .map(|t| t.shape.clone());
         if let Some(w) = w.filter(|w| w.len() == 4) {
-            let tag = if w[1] == 1 && c.groups > 1 {
+            let tag = if sparse_nonzeros.is_some() {
+                "sparse"
+            } else if w[1] == 1 && c.groups > 1 {
                 "dw"
             } else if w[2] == 1 && w[3] == 1 {
                 "1x1"
@@ -142,5 +147,15 @@ pub fn info_line(func: &Function, id: OpId) -> String {
             );
         }
     }
-    format!("{kind}\t{name}\t{shape}\t{}\n", flops(func, id))
+    let flops = match (sparse_nonzeros, &op.op) {
+        (Some(nnz), Op::Conv2d(_)) => {
+            let out = op.results.first().and_then(|&v| func.ty(v));
+            let (n, hw) = out
+                .filter(|t| t.shape.len() == 4)
+                .map_or((0, 0), |t| (t.shape[0], t.shape[2] * t.shape[3]));
+            2 * n * hw * nnz.max(0) as u64
+        }
+        _ => flops(func, id),
+    };
+    format!("{kind}\t{name}\t{shape}\t{flops}\n")
 }

@@ -50,9 +50,9 @@ pub struct Storage {
     /// ([`Storage::pack_panels`]).
     pub packed: Vec<(Value, i64)>,
     /// Consts stored as compressed rows of their nonzeros (the value, the input's row
-    /// stride, the nonzeros), because their only use is the weight of a pointwise convolution and they
-    /// are mostly zeros ([`Storage::pack_sparse`]).
-    pub sparse: Vec<(Value, i64, i64)>,
+    /// stride, the nonzeros of each output channel), because their only use is the weight of
+    /// a pointwise convolution and they are mostly zeros ([`Storage::pack_sparse`]).
+    pub sparse: Vec<(Value, i64, Vec<i64>)>,
 }
 
 impl Storage {
@@ -145,8 +145,10 @@ impl Storage {
             };
             let Some(data) = data else { continue };
             if let Some(op) = only_use(func, v, 1) {
-                if let Some((hw, nnz)) = crate::kernels::conv::sparse_row_stride(func, op, data) {
-                    self.sparse.push((v, hw, nnz));
+                if let Some((hw, per_channel)) =
+                    crate::kernels::conv::sparse_row_stride(func, op, data)
+                {
+                    self.sparse.push((v, hw, per_channel));
                 }
             }
         }
@@ -156,16 +158,16 @@ impl Storage {
     pub fn sparse_stride(&self, v: Value) -> Option<i64> {
         self.sparse
             .iter()
-            .find(|&&(p, _, _)| p == v)
+            .find(|(p, _, _)| *p == v)
             .map(|&(_, hw, _)| hw)
     }
 
-    /// The nonzeros of `v` as stored sparse (0 when it is not).
-    pub fn sparse_nonzeros(&self, v: Value) -> i64 {
+    /// The nonzeros of each output channel of `v` as stored sparse (none when it is not).
+    pub fn sparse_nonzeros(&self, v: Value) -> &[i64] {
         self.sparse
             .iter()
-            .find(|&&(p, _, _)| p == v)
-            .map_or(0, |&(_, _, nnz)| nnz)
+            .find(|(p, _, _)| *p == v)
+            .map_or(&[], |(_, _, per_channel)| per_channel.as_slice())
     }
 
     /// Marks for packing into row panels the weights whose only use is a convolution that

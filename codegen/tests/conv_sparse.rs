@@ -6,7 +6,9 @@
 //! - the weights are stored sparse (the constant's bytes are the compressed rows');
 //! - the kernel gives exactly the bits of the dense kernel on the same weights given as an
 //!   input (each output is the dense FMA chain without its zero terms), whole and cut into
-//!   its smallest tiles on 0 (serial), 1, 2 and 3 threads;
+//!   its smallest tiles on 0 (serial), 1, 2 and 3 threads: images of fewer than 16 pixel
+//!   blocks are cut by output channels (balanced by their nonzeros), larger ones by pixel
+//!   blocks (`few_pixel_blocks_and_channel_cuts`);
 //! - and it agrees with the interpreter within float rounding.
 //!
 //! `integer_sums_are_exact` checks against the interpreter bit for bit
@@ -224,6 +226,54 @@ fn densities_and_pixel_tails() {
 }
 
 #[test]
+fn few_pixel_blocks_and_channel_cuts() {
+    // face_detection_full_range_sparse's small images: 6×6 (one block of pixels, cut only
+    // by channels) into 160 channels, 12×12 (three blocks) with channels of no nonzero and
+    // of no zero, which skew the balance by nonzeros.
+    check(
+        &[1, 96, 6, 6],
+        160,
+        sparse_weights(160, 96, 0.3, &[], &[]),
+        PLAIN,
+    );
+    check(
+        &[1, 40, 12, 12],
+        24,
+        sparse_weights(24, 40, 0.25, &[0, 1, 2, 3], &[20, 21]),
+        Fused {
+            act: "relu6",
+            ..PLAIN
+        },
+    );
+    // Fewer output channels than chunks a thread count could want.
+    check(
+        &[1, 64, 5, 5],
+        3,
+        sparse_weights(3, 64, 0.3, &[], &[]),
+        PLAIN,
+    );
+    // A batch cut by channels, with the residual and the PReLU read at each chunk's rows.
+    check(
+        &[2, 32, 6, 6],
+        24,
+        sparse_weights(24, 32, 0.3, &[5], &[]),
+        Fused {
+            act: "",
+            residual: true,
+            prelu: true,
+        },
+    );
+    // 33×32 = 1056 pixels, 17 blocks of 4 AVX-512 vectors (34 of AVX2's): cut by pixel
+    // blocks, the last one partial.
+    check(
+        &[1, 24, 33, 32],
+        16,
+        sparse_weights(16, 24, 0.3, &[], &[]),
+        PLAIN,
+    );
+}
+
+#[test]
 fn all_zero_and_fully_dense_rows() {
     // Channels 0, 5 and 16 have no nonzero (their output is the bias through the
     // activation), channels 3 and 9 no zero.
@@ -342,4 +392,43 @@ fn the_threshold() {
         .map(|i| if i % 8 < 3 { 1.5 } else { 0.0 })
         .collect();
     assert_eq!(stored_sparse(&x, m, &w), Some(false));
+}
+
+#[test]
+fn the_profile_names_the_sparse_kernel() {
+    // `--profile`'s table (`<model>_profile_info`, a constant string of the module) labels
+    // the layer `conv2d.sparse` and counts the FLOPs it does: 2 per nonzero and pixel, here
+    // 2 · 64 pixels · (16 channels × 32 nonzeros) = 65536, not the dense 196608.
+    let (x, m) = ([1u64, 96, 8, 8], 16u64);
+    let w: Vec<f32> = (0..m * 96)
+        .map(|i| if i % 3 == 0 { 0.5 } else { 0.0 })
+        .collect();
+    let ir = |w: &[f32]| {
+        let text = module(&x, m, PLAIN, false);
+        let parsed = tir_ir::parse_and_verify(&text).unwrap();
+        let mut weights = Weights::generate(&parsed, 7).expect("weights");
+        weights.insert("w", Tensor::f32(vec![m, x[1], 1, 1], w.to_vec()).unwrap());
+        let mut b = bufferize(&text);
+        let proof = Bufferized::new(&mut b).expect("bufferized");
+        let opts = Options {
+            opt_level: 0,
+            ..Options::native("k")
+        };
+        let ir = emit(&proof, &weights, &opts, Artifact::Llvm).expect("emit");
+        String::from_utf8_lossy(&ir).into_owned()
+    };
+    let sparse = ir(&w);
+    assert!(
+        sparse.contains("conv2d.sparse 1x1/1\\09%r\\091x16x8x8\\0965536\\0A"),
+        "{}",
+        sparse
+            .lines()
+            .filter(|l| l.contains("profile"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Every weight nonzero: dense, labelled as before with the dense count.
+    let dense = ir(&vec![0.25; (m * 96) as usize]);
+    assert!(!dense.contains("conv2d.sparse"));
+    assert!(dense.contains("conv2d.1x1 1x1/1\\09%r\\091x16x8x8\\09196608\\0A"));
 }

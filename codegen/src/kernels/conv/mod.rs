@@ -21,7 +21,7 @@ use super::gemm::{chanvec_rows, gemm_packed, gemm_residual, narrow_rows, Epilogu
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
-use crate::Gen;
+use crate::{CodegenError, Gen};
 use geometry::Conv;
 use inkwell::values::PointerValue;
 use tir_ir::op::{Conv2d, ConvTranspose};
@@ -137,8 +137,10 @@ pub(crate) fn conv2d<'a, 'c>(
             ));
         }
     }
-    let tiling = match sparse_stride {
-        Some(_) => sparse::tiling(&d, g.width, st.sparse_nonzeros(wv), g.min_tile_flops),
+    let sparse_cut =
+        sparse_stride.map(|_| sparse::cut(&d, g.width, st.sparse_nonzeros(wv), g.min_tile_flops));
+    let tiling = match &sparse_cut {
+        Some(c) => c.tiling(),
         None => tiling(&d, pointwise, g.width, conv_work(&d), g.min_tile_flops),
     };
     let nargs = args.len() as u32;
@@ -182,13 +184,28 @@ pub(crate) fn conv2d<'a, 'c>(
         res,
         out: o,
     };
+    let all_channels = (k.c(0), k.c(m));
     if sparse_stride.is_some() && !tiling.is_parallel() {
         // Every image whole.
         k.loop_(0, n, &mut |image| {
             let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
             let at = k.mul(image, m * oh * ow)?;
             let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
-            sparse::emit(&k, g.width, &d, oh * ow, s)
+            sparse::emit(&k, g.width, &d, oh * ow, all_channels, s)
+        })?;
+    } else if let Some(sparse::Cut::Channels { bounds, .. }) = &sparse_cut {
+        // Ranges of output channels: each tile runs its channels on every pixel.
+        let range = |i: u32| {
+            f.get_nth_param(i)
+                .map(|p| p.into_int_value())
+                .ok_or_else(|| CodegenError::Llvm("missing tile range parameter".into()))
+        };
+        let tiles = (range(nargs)?, range(nargs + 1)?);
+        sparse::for_channel_tiles(&k, tiles, bounds, &mut |image, ms| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let at = k.mul(image, m * oh * ow)?;
+            let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
+            sparse::emit(&k, g.width, &d, oh * ow, ms, s)
         })?;
     } else if sparse_stride.is_some() {
         // Chunks of whole pixel blocks: each tile runs every output channel on its pixels.
@@ -196,7 +213,7 @@ pub(crate) fn conv2d<'a, 'c>(
             let x = k.gep(px, k.add(k.mul(image, ci * h * wi)?, j0)?)?;
             let at = k.add(k.mul(image, m * oh * ow)?, j0)?;
             let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
-            sparse::emit(&k, g.width, &d, cols, s)
+            sparse::emit(&k, g.width, &d, cols, all_channels, s)
         })?;
     } else if !tiling.is_parallel() {
         emit(
