@@ -202,7 +202,7 @@ pub(crate) fn conv2d<'a, 'c>(
         emit(
             &k, g.width, &d, pointwise, None, packed, px, pw, pb, ps, pr, po,
         )?;
-    } else if pointwise && groups == 1 && split_columns(&d, g.width) {
+    } else if pointwise && groups == 1 && split_columns(&d, g.width, g.min_tile_flops) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
             let xo = k.add(k.mul(image, ci * h * wi)?, j0)?;
@@ -491,12 +491,20 @@ pub(crate) fn pointwise_dims(
 
 /// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each
 /// tile then re-reads the weights instead of the input, the smaller of the two in all but the
-/// last layers of a network.
-fn split_columns(d: &Conv, w: u32) -> bool {
+/// last layers of a network. Not when the pixels' halves are less equal than the channels':
+/// 196 pixels in 64-column blocks are cut 64, 64, 64 and 4, one of two threads getting 128
+/// columns and the other 68, and pose_detection's 14×14 layers (192 or 112 channels, half
+/// its one-thread time) ran 1.5–1.6× faster on 2 threads where its other layers ran 1.8–1.9×.
+fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     // With one block of columns there is nothing to cut by columns: cut by channels instead
     // (iris_landmark's 64-channel 8×8 layers, 64 columns in one 64-column block, ran whole).
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
-    d.oh * d.ow >= d.m && d.oh * d.ow > block
+    if d.oh * d.ow < d.m || d.oh * d.ow <= block {
+        return false;
+    }
+    let work = conv_work(d);
+    let columns = Tiling::new(d.n, d.oh * d.ow, block, work, min_flops);
+    !columns.is_parallel() || !channel_tiling(d, true, w, work, min_flops).halves_below(&columns)
 }
 
 /// Whether the threads cut `d`, a stride-1 row-packed convolution, by bands of output rows
@@ -531,13 +539,12 @@ fn conv_work(d: &Conv) -> u64 {
 /// How `d` is cut into tiles for threads ([`crate::parallel`]): chunks of whole register
 /// tiles of the kernel that computes it.
 fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
-    let cg = d.c / d.groups.max(1);
     if d.groups > 1 {
         // Each group reads only its own input planes and weights.
         let min = crate::parallel::channel_min_work(min_flops);
         return Tiling::new(d.n, d.groups, 1, work, min);
     }
-    if pointwise && split_columns(d, w) {
+    if pointwise && split_columns(d, w, min_flops) {
         // Whole `NV·W`-column blocks of the GEMM micro-kernel.
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
@@ -548,16 +555,31 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
     if !pointwise && panel::applies(d, w) && panel::cut_rows(d) {
         return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
     }
-    let granule = match chanvec_rows(w, d.oh * d.ow, d.c) {
+    channel_tiling(d, pointwise, w, work, min_flops)
+}
+
+/// How `d` is cut by chunks of output channels (whole register tiles of its kernel), for a
+/// convolution that is not cut by groups, columns, rows or pixel bands.
+fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
+    let cg = d.c / d.groups.max(1);
+    let pixels = d.oh * d.ow;
+    let granule = match chanvec_rows(w, pixels, d.c) {
         // A chunk of channels starts at a channel panel ([`panel_rows`]).
         Some(mr) if pointwise => mr,
+        // The wide GEMM's row tiles (its weights are not packed into panels): chunks of 6
+        // rows share 112 or 80 channels as 56/56 or 42/38 between two threads, where
+        // 24-row granules gave 64/48 and 48/32.
+        _ if pointwise && pixels > 1 && narrow_rows(w, pixels).is_none() => {
+            crate::kernels::gemm::wide(w).0
+        }
         _ if pointwise || panel::applies(d, w) => crate::kernels::gemm::acc_regs(w),
         _ if cg > 1 && rowpack::applies(d, w) => rowpack::tile(w).0,
         _ => 6,
     };
     // By output channels, each tile streams its own rows of the weights and reads the whole
-    // image: a pointwise convolution cut so has a small image (fewer pixels than channels, or
-    // one column block), and so has any convolution whose weights are most of its traffic;
+    // image: a pointwise convolution cut so has a small image (fewer pixels than channels, one
+    // column block, or a few blocks that two threads would share unequally), and so has any
+    // convolution whose weights are most of its traffic;
     // others (the packed panels) pack the image again in every tile and keep the general
     // minimum.
     let weights = d.m * cg * d.kh * d.kw;
@@ -719,6 +741,32 @@ mod tests {
         let d = conv(16, 16, 1, 16, 3, 1, 1);
         assert!(conv_work(&d) > MIN_TILE_FLOPS && conv_work(&d) < 2 * MIN_TILE_FLOPS);
         assert_eq!(tiles(&d), 1);
+    }
+
+    #[test]
+    fn pointwise_layers_go_to_the_cut_that_two_threads_share_more_equally() {
+        // pose_detection's 14×14 layers: 196 pixels in 64-column blocks would be cut 64, 64,
+        // 64, 4 (halves 128 and 68), so they are cut by output channels, in 6-row tiles.
+        for (c, m, halves) in [
+            (1152, 192, (96, 96)),
+            (192, 112, (54, 58)),
+            (480, 80, (42, 38)),
+        ] {
+            let d = conv(c, m, 1, 14, 1, 1, 0);
+            assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
+            let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
+            assert_eq!((t.units, t.granule, t.count), (m, 6, 8), "{c}->{m}");
+            let mid = t.first(t.count / 2);
+            assert_eq!((mid, m - mid), halves, "{c}->{m}");
+        }
+        // 28×28 and 56×56 (13 and 49 blocks, halves within a block of each other) and 72×72
+        // stay cut by columns, even where the channels' halves are a little more equal.
+        for (c, m, h) in [(40, 96, 28), (24, 144, 56), (16, 16, 72)] {
+            assert!(
+                split_columns(&conv(c, m, 1, h, 1, 1, 0), 16, MIN_TILE_FLOPS),
+                "{h}x{h}"
+            );
+        }
     }
 
     #[test]
