@@ -281,6 +281,43 @@ fn conv2d_im2col_full_channel_tiles() {
     }
 }
 
+/// Implicit-im2col convolutions whose image outweighs their weights are cut by bands of
+/// output rows (selfie_segmentation's and pose_detection's first layers): bands with the top
+/// and bottom border rows (padding), a dilated kernel, odd row counts (49 rows in 8 bands),
+/// and a residual and PReLU in the epilogue.
+#[test]
+fn conv2d_im2col_cut_by_output_rows() {
+    for (x, w, attrs) in [
+        (
+            vec![1, 3, 97, 80],
+            vec![16, 3, 3, 3],
+            "strides = [2, 2], pads = [1, 1, 1, 1], activation = hard_swish",
+        ),
+        (
+            vec![1, 3, 60, 90],
+            vec![24, 3, 3, 3],
+            "strides = [2, 2], pads = [0, 0, 1, 1], activation = relu6",
+        ),
+        (
+            vec![1, 2, 21, 147],
+            vec![5, 2, 3, 2],
+            "dilations = [2, 2], pads = [2, 1, 2, 1]",
+        ),
+    ] {
+        let m = w[0];
+        check(&model(
+            &[("x", x)],
+            &[("w", w), ("b", vec![m])],
+            &format!("conv2d(%x, %w, %b) {{{attrs}}}"),
+        ));
+    }
+    check(&model(
+        &[("x", vec![1, 3, 97, 80]), ("y", vec![1, 16, 49, 40])],
+        &[("w", vec![16, 3, 3, 3]), ("b", vec![16]), ("s", vec![16])],
+        "conv2d(%x, %w, %b, %y, %s) {strides = [2, 2], pads = [1, 1, 1, 1], activation = prelu}",
+    ));
+}
+
 #[test]
 fn conv2d_row_packed_narrow_images() {
     // Narrow images run row-packed (whole image on the vector lanes): 7/14/17-wide rows,
