@@ -411,8 +411,11 @@ pub(crate) fn conv_transpose<'a, 'c>(
     let work = crate::parallel::work(flops, bytes);
     // Cut by groups when there are several, else by chunks of whole channel tiles: both
     // depend on the shape only, so every thread count runs the same instructions per output.
+    let by_rows = groups == 1 && tconv_by_rows(&d, work, g.min_tile_flops);
     let tiling = if groups > 1 {
         Tiling::new(n, groups, 1, work, g.min_tile_flops)
+    } else if by_rows {
+        Tiling::new(n, transpose::phase_rows(&d), 1, work, g.min_tile_flops)
     } else {
         Tiling::new(n, m, transpose::MR, work, g.min_tile_flops)
     };
@@ -433,6 +436,23 @@ pub(crate) fn conv_transpose<'a, 'c>(
     let po = g.param(f, nargs - 1)?;
     if !tiling.is_parallel() {
         transpose::emit(&k, g.width, &d, px, pw, pb, po)?;
+    } else if by_rows {
+        // Bands of phase rows: the tile picks its chunk's code (each band's border rows are
+        // known at compile time).
+        let sub = transpose::TConv { n: 1, ..d };
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let o = k.gep(po, k.mul(image, m * oh * ow)?)?;
+            for c in (0..tiling.count).filter(|&c| tiling.size(c) == units) {
+                let a = tiling.first(c);
+                let is =
+                    llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, u0, k.c(a), "chunk"))?;
+                k.when(is, &mut || {
+                    transpose::emit_rows(&k, g.width, &sub, a..a + units, x, pw, pb, o)
+                })?;
+            }
+            Ok(())
+        })?;
     } else {
         let (mu, cu) = if groups > 1 { (mw, cg) } else { (1, 0) };
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
@@ -464,6 +484,17 @@ pub(crate) fn conv_transpose<'a, 'c>(
     }
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+/// Whether the threads cut a transposed convolution of one group by bands of phase rows
+/// (output rows `sH` at a time) rather than by chunks of output channels: when the rows'
+/// halves are clearly the more equal. selfie_segmentation's last layer (16 → 1 channel, 2×
+/// upsampling to 144×256, 0.05–0.07 ms) has one output channel, so it ran whole on the
+/// calling thread, and the other thread fell asleep before the next inference.
+fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
+    let channels = Tiling::new(d.n, d.m, transpose::MR, work, min_flops);
+    let rows = Tiling::new(d.n, transpose::phase_rows(d), 1, work, min_flops);
+    d.groups == 1 && rows.is_parallel() && rows.halves_below(&channels)
 }
 
 /// The panel height the weights of `op` are packed with at compile time for `width`-lane
@@ -831,6 +862,38 @@ mod tests {
         // Weights heavier than the image stay cut by channels.
         let d = conv(256, 64, 1, 20, 3, 2, 1);
         assert!(!im2col_rows(&d, 16, conv_work(&d), MIN_TILE_FLOPS));
+    }
+
+    #[test]
+    fn a_transposed_convolution_with_one_output_channel_is_cut_by_rows() {
+        // selfie_segmentation's last layer: 16 → 1 channel, 2×2 stride 2, 72×128 → 144×256.
+        let mut d = transpose::TConv {
+            n: 1,
+            c: 16,
+            h: 72,
+            wi: 128,
+            m: 1,
+            mw: 1,
+            groups: 1,
+            kh: 2,
+            kw: 2,
+            oh: 144,
+            ow: 256,
+            sh: 2,
+            sw: 2,
+            dh: 1,
+            dw: 1,
+            pt: 0,
+            pl: 0,
+            act: None,
+        };
+        let work = crate::parallel::work(2 * 16 * 72 * 128 * 4, 4 * (16 * 72 * 128 + 36_864));
+        assert_eq!(transpose::phase_rows(&d), 72);
+        assert!(tconv_by_rows(&d, work, MIN_TILE_FLOPS));
+        // 48 output channels split 24/24: they stay cut by channels.
+        d.m = 48;
+        d.mw = 48;
+        assert!(!tconv_by_rows(&d, work, MIN_TILE_FLOPS));
     }
 
     #[test]
