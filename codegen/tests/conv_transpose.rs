@@ -121,3 +121,41 @@ fn upsampling_by_the_kernel_size() {
 ";
     check(text, true);
 }
+
+/// One output channel (selfie segmentation's last layer: 16 → 1, 2×2 stride 2, sigmoid) is
+/// cut by bands of phase rows: bands with the border rows of padded kernels, an odd count of
+/// output rows (output padding), stride 3 and two images; the activation runs over each
+/// band's rows.
+#[test]
+fn one_output_channel_is_cut_by_bands_of_rows() {
+    for (x, w, attrs) in [
+        (
+            "1x16x9x13",
+            "16x1x2x2",
+            "strides = [2, 2], activation = sigmoid",
+        ),
+        (
+            "2x3x11x7",
+            "3x1x3x3",
+            "strides = [2, 2], pads = [1, 1, 0, 1], output_padding = [1, 0], activation = relu6",
+        ),
+        (
+            "1x4x10x9",
+            "4x2x4x3",
+            "strides = [3, 2], pads = [2, 0, 1, 1], activation = hard_swish",
+        ),
+    ] {
+        let text = format!(
+            "module @k {{
+  func @main(%x: tensor<{x}xf32>) {{
+    %w = const {{name = \"w\"}} : tensor<{w}xf32>
+    %r = conv_transpose(%x, %w) {{{attrs}}}
+    %flat = reshape(%r) {{shape = [-1]}}
+    return %flat
+  }}
+}}
+"
+        );
+        check(&text, true);
+    }
+}

@@ -281,6 +281,43 @@ fn conv2d_im2col_full_channel_tiles() {
     }
 }
 
+/// Implicit-im2col convolutions whose image outweighs their weights are cut by bands of
+/// output rows (selfie_segmentation's and pose_detection's first layers): bands with the top
+/// and bottom border rows (padding), a dilated kernel, odd row counts (49 rows in 8 bands),
+/// and a residual and PReLU in the epilogue.
+#[test]
+fn conv2d_im2col_cut_by_output_rows() {
+    for (x, w, attrs) in [
+        (
+            vec![1, 3, 97, 80],
+            vec![16, 3, 3, 3],
+            "strides = [2, 2], pads = [1, 1, 1, 1], activation = hard_swish",
+        ),
+        (
+            vec![1, 3, 60, 90],
+            vec![24, 3, 3, 3],
+            "strides = [2, 2], pads = [0, 0, 1, 1], activation = relu6",
+        ),
+        (
+            vec![1, 2, 21, 147],
+            vec![5, 2, 3, 2],
+            "dilations = [2, 2], pads = [2, 1, 2, 1]",
+        ),
+    ] {
+        let m = w[0];
+        check(&model(
+            &[("x", x)],
+            &[("w", w), ("b", vec![m])],
+            &format!("conv2d(%x, %w, %b) {{{attrs}}}"),
+        ));
+    }
+    check(&model(
+        &[("x", vec![1, 3, 97, 80]), ("y", vec![1, 16, 49, 40])],
+        &[("w", vec![16, 3, 3, 3]), ("b", vec![16]), ("s", vec![16])],
+        "conv2d(%x, %w, %b, %y, %s) {strides = [2, 2], pads = [1, 1, 1, 1], activation = prelu}",
+    ));
+}
+
 #[test]
 fn conv2d_row_packed_narrow_images() {
     // Narrow images run row-packed (whole image on the vector lanes): 7/14/17-wide rows,
@@ -534,6 +571,30 @@ fn pointwise_conv_is_a_gemm() {
             &format!("conv2d(%x, %w, %b) {{groups = {groups}, activation = relu6}}"),
         ));
     }
+}
+
+/// Pointwise convolutions whose pixels are a few 64-column blocks with a short last one (14×14
+/// = 196: 64, 64, 64, 4) are cut by output channels in 6-row tiles (pose_detection's 14×14
+/// layers): chunks of 12, 18 or 6 rows and a short last chunk, with a residual and a PReLU in
+/// the epilogue as the imported models have them.
+#[test]
+fn pointwise_cut_by_channels_where_pixel_blocks_are_unequal() {
+    for (c, m, h) in [(8, 192, 14), (24, 112, 14), (16, 80, 14), (8, 29, 13)] {
+        check(&model(
+            &[("x", vec![1, c, h, h])],
+            &[("w", vec![m, c, 1, 1]), ("b", vec![m])],
+            "conv2d(%x, %w, %b) {activation = relu6}",
+        ));
+    }
+    check(&model(
+        &[("x", vec![1, 24, 14, 14]), ("y", vec![1, 112, 14, 14])],
+        &[
+            ("w", vec![112, 24, 1, 1]),
+            ("b", vec![112]),
+            ("s", vec![112]),
+        ],
+        "conv2d(%x, %w, %b, %y, %s) {activation = prelu}",
+    ));
 }
 
 #[test]
@@ -858,6 +919,28 @@ fn every_reduction_randomised_axes() {
             &[],
             &format!("{}(%x) {{axes = [1], keepdims = false}}", kind.name()),
         ));
+    }
+}
+
+/// A mean over every axis after the channels runs as a global average pool (cut by planes,
+/// summed with vectors): the interpreter's values for every spelling of those axes, kept or
+/// not, and for ranks 3 to 5.
+#[test]
+fn reduce_mean_over_the_planes_is_a_global_average_pool() {
+    for (shape, axes) in [
+        (vec![1, 16, 36, 64], "[2, 3]"),
+        (vec![2, 5, 9, 7], "[-1, -2]"),
+        (vec![1, 3, 37], "[2]"),
+        (vec![1, 4, 3, 5, 6], "[4, 2, 3]"),
+        (vec![1, 24, 1, 1], "[2, 3]"),
+    ] {
+        for keep in [true, false] {
+            check(&model(
+                &[("x", shape.clone())],
+                &[],
+                &format!("reduce_mean(%x) {{axes = {axes}, keepdims = {keep}}}"),
+            ));
+        }
     }
 }
 

@@ -89,6 +89,25 @@ pub fn emit<'a, 'c>(
     pr: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
+    emit_rows(k, w, d, 0..d.oh, px, pw, pb, ps, pr, po)
+}
+
+/// [`emit`] for the output rows `rows` only (a band of the threads' cut by rows): every row
+/// runs the code it runs in the whole image (the same kernel rows, column blocks and channel
+/// tiles), so a band gives the whole image's bits.
+#[allow(clippy::too_many_arguments)]
+pub fn emit_rows<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &Conv,
+    rows: std::ops::Range<i64>,
+    px: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    ps: Option<Slope<'c>>,
+    pr: Option<PointerValue<'c>>,
+    po: PointerValue<'c>,
+) -> R<()> {
     let cg = d.c / d.groups;
     let mg = d.m / d.groups;
     let row_in = |oy: i64, i: i64| (0..d.h).contains(&(oy * d.sh + i * d.dh - d.pt));
@@ -129,12 +148,15 @@ pub fn emit<'a, 'c>(
                 blocks: &bl,
             };
             let border = |oy: i64| -> Vec<i64> { (0..d.kh).filter(|&i| row_in(oy, i)).collect() };
-            for oy in 0..r0 {
+            for oy in (0..r0).filter(|oy| rows.contains(oy)) {
                 img.row(k.c(oy), &border(oy))?;
             }
             let all: Vec<i64> = (0..d.kh).collect();
-            k.loop_(r0, r1, &mut |oy| img.row(oy, &all))?;
-            for oy in r1..d.oh {
+            let (a, b) = (r0.max(rows.start), r1.min(rows.end));
+            if a < b {
+                k.loop_(a, b, &mut |oy| img.row(oy, &all))?;
+            }
+            for oy in (r1..d.oh).filter(|oy| rows.contains(oy)) {
                 img.row(k.c(oy), &border(oy))?;
             }
             Ok(())

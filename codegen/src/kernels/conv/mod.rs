@@ -219,7 +219,7 @@ pub(crate) fn conv2d<'a, 'c>(
         emit(
             &k, g.width, &d, pointwise, None, packed, px, pw, pb, ps, pr, po,
         )?;
-    } else if pointwise && groups == 1 && split_columns(&d, g.width) {
+    } else if pointwise && groups == 1 && split_columns(&d, g.width, g.min_tile_flops) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
             let xo = k.add(k.mul(image, ci * h * wi)?, j0)?;
@@ -263,6 +263,24 @@ pub(crate) fn conv2d<'a, 'c>(
                 let is =
                     llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, u0, k.c(a), "chunk"))?;
                 k.when(is, &mut || body(rowpack::Part::Vectors { a, b: a + units }))?;
+            }
+            Ok(())
+        })?;
+    } else if !pointwise && im2col_rows(&d, g.width, conv_work(&d), g.min_tile_flops) {
+        // Bands of output rows: the tile picks its chunk's code (each band's border rows are
+        // known at compile time).
+        let sub = Conv { n: 1, ..d };
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let at = k.mul(image, m * oh * ow)?;
+            let (r, o) = (res_at(at)?, k.gep(po, at)?);
+            for c in (0..tiling.count).filter(|&c| tiling.size(c) == units) {
+                let a = tiling.first(c);
+                let is =
+                    llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, u0, k.c(a), "chunk"))?;
+                k.when(is, &mut || {
+                    im2col::emit_rows(&k, g.width, &sub, a..a + units, x, pw, pb, ps, r, o)
+                })?;
             }
             Ok(())
         })?;
@@ -410,8 +428,11 @@ pub(crate) fn conv_transpose<'a, 'c>(
     let work = crate::parallel::work(flops, bytes);
     // Cut by groups when there are several, else by chunks of whole channel tiles: both
     // depend on the shape only, so every thread count runs the same instructions per output.
+    let by_rows = groups == 1 && tconv_by_rows(&d, work, g.min_tile_flops);
     let tiling = if groups > 1 {
         Tiling::new(n, groups, 1, work, g.min_tile_flops)
+    } else if by_rows {
+        Tiling::new(n, transpose::phase_rows(&d), 1, work, g.min_tile_flops)
     } else {
         Tiling::new(n, m, transpose::MR, work, g.min_tile_flops)
     };
@@ -432,6 +453,23 @@ pub(crate) fn conv_transpose<'a, 'c>(
     let po = g.param(f, nargs - 1)?;
     if !tiling.is_parallel() {
         transpose::emit(&k, g.width, &d, px, pw, pb, po)?;
+    } else if by_rows {
+        // Bands of phase rows: the tile picks its chunk's code (each band's border rows are
+        // known at compile time).
+        let sub = transpose::TConv { n: 1, ..d };
+        g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
+            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
+            let o = k.gep(po, k.mul(image, m * oh * ow)?)?;
+            for c in (0..tiling.count).filter(|&c| tiling.size(c) == units) {
+                let a = tiling.first(c);
+                let is =
+                    llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, u0, k.c(a), "chunk"))?;
+                k.when(is, &mut || {
+                    transpose::emit_rows(&k, g.width, &sub, a..a + units, x, pw, pb, o)
+                })?;
+            }
+            Ok(())
+        })?;
     } else {
         let (mu, cu) = if groups > 1 { (mw, cg) } else { (1, 0) };
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
@@ -463,6 +501,17 @@ pub(crate) fn conv_transpose<'a, 'c>(
     }
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+/// Whether the threads cut a transposed convolution of one group by bands of phase rows
+/// (output rows `sH` at a time) rather than by chunks of output channels: when the rows'
+/// halves are clearly the more equal. selfie_segmentation's last layer (16 → 1 channel, 2×
+/// upsampling to 144×256, 0.05–0.07 ms) has one output channel, so it ran whole on the
+/// calling thread, and the other thread fell asleep before the next inference.
+fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
+    let channels = Tiling::new(d.n, d.m, transpose::MR, work, min_flops);
+    let rows = Tiling::new(d.n, transpose::phase_rows(d), 1, work, min_flops);
+    d.groups == 1 && rows.is_parallel() && rows.halves_below(&channels)
 }
 
 /// The panel height the weights of `op` are packed with at compile time for `width`-lane
@@ -508,12 +557,20 @@ pub(crate) fn pointwise_dims(
 
 /// Whether a 1×1 convolution is cut along its pixels rather than its output channels: each
 /// tile then re-reads the weights instead of the input, the smaller of the two in all but the
-/// last layers of a network.
-fn split_columns(d: &Conv, w: u32) -> bool {
+/// last layers of a network. Not when the pixels' halves are less equal than the channels':
+/// 196 pixels in 64-column blocks are cut 64, 64, 64 and 4, one of two threads getting 128
+/// columns and the other 68, and pose_detection's 14×14 layers (192 or 112 channels, half
+/// its one-thread time) ran 1.5–1.6× faster on 2 threads where its other layers ran 1.8–1.9×.
+fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     // With one block of columns there is nothing to cut by columns: cut by channels instead
     // (iris_landmark's 64-channel 8×8 layers, 64 columns in one 64-column block, ran whole).
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
-    d.oh * d.ow >= d.m && d.oh * d.ow > block
+    if d.oh * d.ow < d.m || d.oh * d.ow <= block {
+        return false;
+    }
+    let work = conv_work(d);
+    let columns = Tiling::new(d.n, d.oh * d.ow, block, work, min_flops);
+    !columns.is_parallel() || !channel_tiling(d, true, w, work, min_flops).halves_below(&columns)
 }
 
 /// Whether the threads cut `d`, a stride-1 row-packed convolution, by bands of output rows
@@ -535,6 +592,30 @@ fn rowpack_pixels(d: &Conv, w: u32) -> bool {
         && rowpack::applies(d, w)
 }
 
+/// Whether the threads cut `d` by bands of output rows: it runs on the implicit-im2col kernel
+/// (one group of several input channels, no packed panel, no row packing), its image and
+/// output are more than its weights, and its channels' halves are not clearly the more equal.
+/// Cut by channels, every tile reads the whole image (a band reads its rows and a halo):
+/// selfie_segmentation's first layer (3 → 16 channels, 3×3 stride 2, 144×256 → 72×128) had
+/// 6-row tiles cut 6/10 between two threads and ran as fast on 2 threads as on 1, and
+/// pose_detection's (3 → 24, 112×112 out), cut 12/12, 1.2× faster.
+fn im2col_rows(d: &Conv, w: u32, work: u64, min_flops: u64) -> bool {
+    let weights = d.m * d.c * d.kh * d.kw;
+    let images = d.n * (d.c * d.h * d.wi + d.m * d.oh * d.ow);
+    if d.groups != 1
+        || d.c <= 1
+        || d.kh * d.kw <= 1
+        || panel::applies(d, w)
+        || rowpack::applies(d, w)
+        || weights >= images
+    {
+        return false;
+    }
+    let rows = Tiling::new(d.n, d.oh, 1, work, min_flops);
+    let channels = channel_tiling(d, false, w, work, min_flops);
+    rows.is_parallel() && !channels.halves_below(&rows)
+}
+
 /// The work of `d` for cutting it into tiles ([`crate::parallel::work`]): its FLOPs or its
 /// traffic (image, weights, output).
 fn conv_work(d: &Conv) -> u64 {
@@ -548,13 +629,12 @@ fn conv_work(d: &Conv) -> u64 {
 /// How `d` is cut into tiles for threads ([`crate::parallel`]): chunks of whole register
 /// tiles of the kernel that computes it.
 fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
-    let cg = d.c / d.groups.max(1);
     if d.groups > 1 {
         // Each group reads only its own input planes and weights.
         let min = crate::parallel::channel_min_work(min_flops);
         return Tiling::new(d.n, d.groups, 1, work, min);
     }
-    if pointwise && split_columns(d, w) {
+    if pointwise && split_columns(d, w, min_flops) {
         // Whole `NV·W`-column blocks of the GEMM micro-kernel.
         let nv = crate::kernels::gemm::wide(w).1 as i64;
         return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
@@ -565,16 +645,34 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
     if !pointwise && panel::applies(d, w) && panel::cut_rows(d) {
         return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
     }
-    let granule = match chanvec_rows(w, d.oh * d.ow, d.c) {
+    if !pointwise && im2col_rows(d, w, work, min_flops) {
+        return Tiling::new(d.n, d.oh, 1, work, min_flops);
+    }
+    channel_tiling(d, pointwise, w, work, min_flops)
+}
+
+/// How `d` is cut by chunks of output channels (whole register tiles of its kernel), for a
+/// convolution that is not cut by groups, columns, rows or pixel bands.
+fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
+    let cg = d.c / d.groups.max(1);
+    let pixels = d.oh * d.ow;
+    let granule = match chanvec_rows(w, pixels, d.c) {
         // A chunk of channels starts at a channel panel ([`panel_rows`]).
         Some(mr) if pointwise => mr,
+        // The wide GEMM's row tiles (its weights are not packed into panels): chunks of 6
+        // rows share 112 or 80 channels as 56/56 or 42/38 between two threads, where
+        // 24-row granules gave 64/48 and 48/32.
+        _ if pointwise && pixels > 1 && narrow_rows(w, pixels).is_none() => {
+            crate::kernels::gemm::wide(w).0
+        }
         _ if pointwise || panel::applies(d, w) => crate::kernels::gemm::acc_regs(w),
         _ if cg > 1 && rowpack::applies(d, w) => rowpack::tile(w).0,
         _ => 6,
     };
     // By output channels, each tile streams its own rows of the weights and reads the whole
-    // image: a pointwise convolution cut so has a small image (fewer pixels than channels, or
-    // one column block), and so has any convolution whose weights are most of its traffic;
+    // image: a pointwise convolution cut so has a small image (fewer pixels than channels, one
+    // column block, or a few blocks that two threads would share unequally), and so has any
+    // convolution whose weights are most of its traffic;
     // others (the packed panels) pack the image again in every tile and keep the general
     // minimum.
     let weights = d.m * cg * d.kh * d.kw;
@@ -736,6 +834,83 @@ mod tests {
         let d = conv(16, 16, 1, 16, 3, 1, 1);
         assert!(conv_work(&d) > MIN_TILE_FLOPS && conv_work(&d) < 2 * MIN_TILE_FLOPS);
         assert_eq!(tiles(&d), 1);
+    }
+
+    #[test]
+    fn pointwise_layers_go_to_the_cut_that_two_threads_share_more_equally() {
+        // pose_detection's 14×14 layers: 196 pixels in 64-column blocks would be cut 64, 64,
+        // 64, 4 (halves 128 and 68), so they are cut by output channels, in 6-row tiles.
+        for (c, m, halves) in [
+            (1152, 192, (96, 96)),
+            (192, 112, (54, 58)),
+            (480, 80, (42, 38)),
+        ] {
+            let d = conv(c, m, 1, 14, 1, 1, 0);
+            assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
+            let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
+            assert_eq!((t.units, t.granule, t.count), (m, 6, 8), "{c}->{m}");
+            let mid = t.first(t.count / 2);
+            assert_eq!((mid, m - mid), halves, "{c}->{m}");
+        }
+        // 28×28 and 56×56 (13 and 49 blocks, halves within a block of each other) and 72×72
+        // stay cut by columns, even where the channels' halves are a little more equal.
+        for (c, m, h) in [(40, 96, 28), (24, 144, 56), (16, 16, 72)] {
+            assert!(
+                split_columns(&conv(c, m, 1, h, 1, 1, 0), 16, MIN_TILE_FLOPS),
+                "{h}x{h}"
+            );
+        }
+    }
+
+    #[test]
+    fn im2col_convolutions_of_large_images_are_cut_by_rows() {
+        // selfie_segmentation's first layer: 3 → 16 channels, 3×3 stride 2, 144×256 → 72×128
+        // (its 16 channels in 6-row tiles would be cut 6/10).
+        let mut d = conv(3, 16, 1, 144, 3, 2, 1);
+        d.wi = 256;
+        d.ow = 128;
+        assert!(!panel::applies(&d, 16) && !rowpack::applies(&d, 16));
+        assert!(im2col_rows(&d, 16, conv_work(&d), MIN_TILE_FLOPS));
+        let t = tiling(&d, false, 16, conv_work(&d), MIN_TILE_FLOPS);
+        assert_eq!((t.units, t.granule, t.count), (72, 1, 4));
+        // pose_detection's: 3 → 24 channels at 112×112 out.
+        let d = conv(3, 24, 1, 226, 3, 2, 0);
+        assert!(im2col_rows(&d, 16, conv_work(&d), MIN_TILE_FLOPS));
+        // Weights heavier than the image stay cut by channels.
+        let d = conv(256, 64, 1, 20, 3, 2, 1);
+        assert!(!im2col_rows(&d, 16, conv_work(&d), MIN_TILE_FLOPS));
+    }
+
+    #[test]
+    fn a_transposed_convolution_with_one_output_channel_is_cut_by_rows() {
+        // selfie_segmentation's last layer: 16 → 1 channel, 2×2 stride 2, 72×128 → 144×256.
+        let mut d = transpose::TConv {
+            n: 1,
+            c: 16,
+            h: 72,
+            wi: 128,
+            m: 1,
+            mw: 1,
+            groups: 1,
+            kh: 2,
+            kw: 2,
+            oh: 144,
+            ow: 256,
+            sh: 2,
+            sw: 2,
+            dh: 1,
+            dw: 1,
+            pt: 0,
+            pl: 0,
+            act: None,
+        };
+        let work = crate::parallel::work(2 * 16 * 72 * 128 * 4, 4 * (16 * 72 * 128 + 36_864));
+        assert_eq!(transpose::phase_rows(&d), 72);
+        assert!(tconv_by_rows(&d, work, MIN_TILE_FLOPS));
+        // 48 output channels split 24/24: they stay cut by channels.
+        d.m = 48;
+        d.mw = 48;
+        assert!(!tconv_by_rows(&d, work, MIN_TILE_FLOPS));
     }
 
     #[test]

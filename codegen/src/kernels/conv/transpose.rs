@@ -138,6 +138,29 @@ pub(crate) fn emit<'a, 'c>(
     pb: Option<PointerValue<'c>>,
     po: PointerValue<'c>,
 ) -> R<()> {
+    emit_rows(k, w, d, 0..phase_rows(d), px, pw, pb, po)
+}
+
+/// Rows of the longest output phase (phase 0): the units of the threads' cut by rows.
+pub(crate) fn phase_rows(d: &TConv) -> i64 {
+    phase_len(d.oh, 0, d.sh)
+}
+
+/// [`emit`] for the phase rows `band` only: output rows `band.start·sH .. band.end·sH` (a band
+/// of the threads' cut by rows). Every phase row runs the code it runs in the whole output
+/// (the same taps, column blocks and channel tiles), and the fused activation is the same
+/// element-wise function over the band's rows, so a band gives the whole output's values.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit_rows<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &TConv,
+    band: std::ops::Range<i64>,
+    px: PointerValue<'c>,
+    pw: PointerValue<'c>,
+    pb: Option<PointerValue<'c>>,
+    po: PointerValue<'c>,
+) -> R<()> {
     let cg = d.c / d.groups;
     let mg = d.m / d.groups;
     let taps = d.kh * d.kw;
@@ -188,11 +211,14 @@ pub(crate) fn emit<'a, 'c>(
                             .filter(|&(_, ci)| row_in(t, ci))
                             .collect()
                     };
-                    for t in 0..r0 {
+                    for t in (0..r0).filter(|t| band.contains(t)) {
                         ph.row(k.c(t), &border(t))?;
                     }
-                    k.loop_(r0, r1, &mut |t| ph.row(t, &rows_all))?;
-                    for t in r1.max(r0)..tlen {
+                    let (a, b) = (r0.max(band.start), r1.min(band.end));
+                    if a < b {
+                        k.loop_(a, b, &mut |t| ph.row(t, &rows_all))?;
+                    }
+                    for t in (r1.max(r0)..tlen).filter(|t| band.contains(t)) {
                         ph.row(k.c(t), &border(t))?;
                     }
                 }
@@ -202,10 +228,20 @@ pub(crate) fn emit<'a, 'c>(
             // included), where applying it lane by lane in the tiles' scattered stores
             // measured 4× slower than the convolution itself (sigmoid, selfie
             // segmentation's 16 → 1 channel upsampling).
-            if d.act.is_some() {
+            let (y0, y1) = ((band.start * d.sh).min(d.oh), (band.end * d.sh).min(d.oh));
+            if d.act.is_some() && y0 == 0 && y1 == d.oh {
                 k.loop_(0, mg * d.oh * d.ow, &mut |i| {
                     let y = activation(k, d.act, k.ld(o, i)?)?;
                     k.st(o, i, y)
+                })?;
+            } else if d.act.is_some() && y0 < y1 {
+                // A band: its rows of every channel.
+                k.loop_(0, mg, &mut |ch| {
+                    let oc = k.gep(o, k.mul(ch, d.oh * d.ow)?)?;
+                    k.loop_(y0 * d.ow, y1 * d.ow, &mut |i| {
+                        let y = activation(k, d.act, k.ld(oc, i)?)?;
+                        k.st(oc, i, y)
+                    })
                 })?;
             }
             Ok(())
