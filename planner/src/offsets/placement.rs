@@ -86,9 +86,6 @@ const COVER_BLOCK: usize = 16;
 /// by run ([`TimeIndex::intersecting`]).
 const SMALL_LIST: usize = 32;
 
-/// A short query's scanned ranges up to this many are sorted by insertion ([`sort_scanned`]).
-const SMALL_SORT: usize = 24;
-
 /// How many steps ahead of the placement [`TimeIndex::prefetch`] requests a step's lines.
 const PREFETCH_AHEAD: usize = 16;
 
@@ -493,47 +490,6 @@ fn merge_unions(a: &[(u64, u64)], b: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
     }
 }
 
-/// Sorts a short query's scanned ranges by offset by insertion: they are few (about ten on
-/// fan-out graphs), and for so few the standard library's sort (sorting networks into a
-/// scratch buffer, then a merge) took more instructions than these shifts. Longer lists go to
-/// that sort.
-fn sort_scanned(ranges: &mut [(u64, u64)]) {
-    if ranges.len() > SMALL_SORT {
-        ranges.sort_unstable_by_key(|r| r.0);
-        return;
-    }
-    for k in 1..ranges.len() {
-        let range = ranges[k];
-        let mut j = k;
-        while j > 0 && ranges[j - 1].0 > range.0 {
-            ranges[j] = ranges[j - 1];
-            j -= 1;
-        }
-        ranges[j] = range;
-    }
-}
-
-/// Merges `run`, sorted by offset, into `ranges`, sorted by offset, in place from the back
-/// (no coalescing: [`find_gap`] needs offset order, not a union). The stabbing tree's unions
-/// are sorted already, so a short query merges each in linearly instead of sorting it again
-/// with the scanned ranges.
-fn merge_run(ranges: &mut Vec<(u64, u64)>, run: &[(u64, u64)]) {
-    let mut i = ranges.len();
-    let mut j = run.len();
-    ranges.resize(i + j, (0, 0));
-    let mut w = i + j;
-    while j > 0 {
-        w -= 1;
-        if i > 0 && ranges[i - 1].0 > run[j - 1].0 {
-            i -= 1;
-            ranges[w] = ranges[i];
-        } else {
-            j -= 1;
-            ranges[w] = run[j];
-        }
-    }
-}
-
 /// Adds `[offset, end)` to a coalesced union, merging the ranges it overlaps or touches.
 fn insert_range(ranges: &mut Vec<(u64, u64)>, (mut offset, mut end): (u64, u64)) {
     // Disjoint and sorted by offset, so sorted by end too.
@@ -834,17 +790,16 @@ impl TimeIndex {
         } else {
             self.scan_slots(first, last, lo, &mut g.ranges);
             // A short query's list is small (about ten ranges on fan-out graphs): the
-            // scanned ranges are sorted, and the stabbing tree's unions below block size,
-            // sorted already, are merged into them one by one, instead of each being a run
-            // for `Gather::merged` (four merge calls per placement were about a sixth of the
-            // plan's instructions on fan_out_growing) or the whole list being sorted again.
+            // stabbing tree's unions below block size join the scanned ranges and the whole
+            // list is sorted once, instead of being merged run by run (four merge calls per
+            // placement were about a sixth of the plan's instructions on fan_out_growing).
             // [`find_gap`] needs the ranges in offset order, not their union.
-            sort_scanned(&mut g.ranges);
             let mut id = step.union;
             while id != NO_UNION && g.ranges.len() <= SMALL_LIST {
-                merge_run(&mut g.ranges, &self.long_unions[id as usize]);
+                g.ranges.extend_from_slice(&self.long_unions[id as usize]);
                 id = self.parent_union[id as usize];
             }
+            g.ranges.sort_unstable_by_key(|r| r.0);
             g.end_run();
             while id != NO_UNION {
                 g.ranges.extend_from_slice(&self.long_unions[id as usize]);
