@@ -17,7 +17,7 @@ mod transpose;
 pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_stride};
 
 use super::common::{args_of, dims, unsupported, Call, Slope};
-use super::gemm::{chanvec_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
+use super::gemm::{chanvec_conv_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
@@ -450,7 +450,7 @@ pub(crate) fn conv_transpose<'a, 'c>(
 
 /// The panel height the weights of `op` are packed with at compile time for `width`-lane
 /// vectors, if they are: a pointwise convolution (one group, 1×1, unit strides, no padding)
-/// on a small image, which runs with vectors along the output channels ([`chanvec_rows`]:
+/// on a small image, which runs with vectors along the output channels ([`chanvec_conv_rows`]:
 /// 3 vectors of channels per panel), or else whose GEMM is narrow ([`narrow_rows`]: at most
 /// a few vectors of pixels, ResNet's and Inception's last stages). Its weights `[M, C, 1, 1]`
 /// are then the GEMM's A, stored `[M/MR][C][MR]` so that a tile's weights or broadcasts read
@@ -460,7 +460,7 @@ pub(crate) fn conv_transpose<'a, 'c>(
 pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
     let (xd, _, od) = pointwise_dims(func, op)?;
     let n = od[2] * od[3];
-    chanvec_rows(width, n, xd[1]).or_else(|| narrow_rows(width, n))
+    chanvec_conv_rows(width, n, xd[1], od[1]).or_else(|| narrow_rows(width, n))
 }
 
 /// The input, weight and output dims of `op` if it is a pointwise convolution (one group,
@@ -495,8 +495,12 @@ pub(crate) fn pointwise_dims(
 fn split_columns(d: &Conv, w: u32) -> bool {
     // With one block of columns there is nothing to cut by columns: cut by channels instead
     // (iris_landmark's 64-channel 8×8 layers, 64 columns in one 64-column block, ran whole).
+    // The channel-vector tiles ([`chanvec_conv_rows`]) run every pixel of a panel of channels:
+    // their weights are packed for the whole image, so they are cut by channels.
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
-    d.oh * d.ow >= d.m && d.oh * d.ow > block
+    d.oh * d.ow >= d.m
+        && d.oh * d.ow > block
+        && chanvec_conv_rows(w, d.oh * d.ow, d.c, d.m).is_none()
 }
 
 /// Whether the threads cut `d`, a stride-1 row-packed convolution, by bands of output rows
@@ -548,7 +552,7 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
     if !pointwise && panel::applies(d, w) && panel::cut_rows(d) {
         return Tiling::new(d.n, d.oh, panel::block_rows(d), work, min_flops);
     }
-    let granule = match chanvec_rows(w, d.oh * d.ow, d.c) {
+    let granule = match chanvec_conv_rows(w, d.oh * d.ow, d.c, d.m) {
         // A chunk of channels starts at a channel panel ([`panel_rows`]).
         Some(mr) if pointwise => mr,
         _ if pointwise || panel::applies(d, w) => crate::kernels::gemm::acc_regs(w),
