@@ -231,6 +231,28 @@ fn pointwise_gemm_tiles_and_gemv() {
         false,
         OneM11,
     );
+    // And on 14×14 and 17×17 images (7- and 8-pixel tiles, a 1-pixel tail), cut by 48-channel
+    // panels: 260 = 5·48 + 20 and 190 = 3·48 + 46 channels.
+    check(
+        &[1, 256, 14, 14],
+        &[260, 256, 1, 1],
+        1,
+        1,
+        [0; 4],
+        1,
+        true,
+        M,
+    );
+    check(
+        &[1, 140, 17, 17],
+        &[190, 140, 1, 1],
+        1,
+        1,
+        [0; 4],
+        1,
+        false,
+        One,
+    );
 }
 
 #[test]

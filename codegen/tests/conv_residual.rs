@@ -129,7 +129,7 @@ fn pointwise_gemm_tiles_and_gemv() {
     // Wide tiles with a masked column tail; K long enough to be cut into K blocks (the
     // residual is read only by the last); narrow tiles; the 1×1-image gemv; groups; a batch.
     check(&[1, 35, 14, 14], &[25, 35, 1, 1], 1, 1, [0; 4], 1, "relu");
-    check(&[1, 401, 14, 14], &[14, 401, 1, 1], 1, 1, [0; 4], 1, "");
+    check(&[1, 401, 20, 20], &[14, 401, 1, 1], 1, 1, [0; 4], 1, "");
     check(&[2, 64, 9, 11], &[30, 64, 1, 1], 1, 1, [0; 4], 1, "relu6");
     check(&[1, 305, 7, 7], &[17, 305, 1, 1], 1, 1, [0; 4], 1, "relu");
     check(
@@ -150,6 +150,28 @@ fn pointwise_gemm_tiles_and_gemv() {
     // at stride H·W; a 48-row panel and a 5-row tail, a batch with a 22-row tail.
     check(&[1, 130, 7, 7], &[53, 130, 1, 1], 1, 1, [0; 4], 1, "relu");
     check(&[2, 129, 6, 6], &[70, 129, 1, 1], 1, 1, [0; 4], 1, "");
+    // And on the 14×14 and 17×17 images (7-pixel tiles; 8-pixel tiles and a 1-pixel tail),
+    // fewer channels than pixels (cut by channels all the same), K in two and three chunks;
+    // 14 channels at 14×14 stay on the pixel-vector tiles (one panel: no 2-thread cut).
+    check(
+        &[1, 256, 14, 14],
+        &[260, 256, 1, 1],
+        1,
+        1,
+        [0; 4],
+        1,
+        "relu",
+    );
+    check(&[1, 401, 14, 14], &[14, 401, 1, 1], 1, 1, [0; 4], 1, "");
+    check(
+        &[1, 140, 17, 17],
+        &[190, 140, 1, 1],
+        1,
+        1,
+        [0; 4],
+        1,
+        "relu",
+    );
 }
 
 #[test]

@@ -1178,12 +1178,16 @@ fn pointwise_narrow_packed_panels() {
 
 #[test]
 fn pointwise_channel_vectors() {
-    // 1×1 convolutions on small images (2..64 pixels, not 48 or 64) with K >= 128 run with
-    // vectors along the output channels (`kernels/gemm/chanvec.rs`): 49 pixels (7-pixel
-    // tiles), 36 (6), 25 (8 and a 1-pixel tail), 21, 2; M tails of 5 lanes (53 = 48 + 5), of
-    // a full vector and 6 lanes (70 = 48 + 22), M below 16, two full panels with a batch, odd
-    // K; every fused activation, with and without a bias. N = 64 (the pixel-vector tiles)
-    // and N = 1 (the gemv) are the neighbours. Cut into 48-channel chunks on 0–3 threads
+    // 1×1 convolutions on small images (2..=289 pixels, not whole vectors from 48 on) with
+    // K >= 128 run with vectors along the output channels (`kernels/gemm/chanvec.rs`): 49
+    // pixels (7-pixel tiles), 36 (6), 25 (8 and a 1-pixel tail), 21, 2; M tails of 5 lanes
+    // (53 = 48 + 5), of a full vector and 6 lanes (70 = 48 + 22), M below 16, two full panels
+    // with a batch, odd K; every fused activation, with and without a bias. 14×14 (7-pixel
+    // tiles; 260 = 5·48 + 20 channels) and 17×17 (8 and a 1-pixel tail; 190 = 3·48 + 46,
+    // fewer channels than pixels: cut by channels, not pixel columns). The neighbours: 99
+    // pixels with 49 channels and 14×14 with 100 (past 8×8 with too uneven a 2-thread cut
+    // of 48-channel panels: the pixel-vector tiles), N = 64 and 256 (whole vectors), N = 306
+    // (past 17×17: cut by pixel columns) and N = 1 (the gemv). Cut into 48-channel chunks on 0–3 threads
     // (`check`).
     for (n, c, m, h, w, act, bias) in [
         (1, 129, 53, 7, 7, "relu", true),
@@ -1194,6 +1198,12 @@ fn pointwise_channel_vectors() {
         (1, 160, 33, 2, 1, "relu", true),
         (1, 128, 100, 8, 8, "relu", true),
         (1, 200, 13, 1, 1, "relu", true),
+        (1, 256, 260, 14, 14, "relu", true),
+        (1, 130, 190, 17, 17, "relu6", false),
+        (1, 256, 100, 14, 14, "relu", true),
+        (2, 128, 49, 9, 11, "sigmoid", true),
+        (1, 128, 40, 16, 16, "relu", true),
+        (1, 129, 40, 18, 17, "relu", true),
     ] {
         let (operands, consts) = if bias {
             ("%x, %w, %b", vec![("w", vec![m, c, 1, 1]), ("b", vec![m])])
@@ -1215,7 +1225,12 @@ fn pointwise_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
     // wide convolution), so it stays row-major and runs on the narrow pixel-vector tiles.
     // Same FMA chain per output (zero, one FMA per k in order, the same epilogue), so the
     // same bits, whole and on 0–3 threads.
-    for (c, m, hw, act) in [(131, 53, 7, "relu"), (160, 70, 6, "sigmoid")] {
+    for (c, m, hw, act) in [
+        (131, 53, 7, "relu"),
+        (160, 70, 6, "sigmoid"),
+        (256, 260, 14, "relu"),
+        (130, 190, 17, "relu"),
+    ] {
         let x = t(&[1, c, hw, hw]);
         let o = t(&[1, m, hw, hw]);
         let text = format!(

@@ -17,7 +17,7 @@ mod transpose;
 pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_stride};
 
 use super::common::{args_of, dims, unsupported, Call, Slope};
-use super::gemm::{chanvec_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
+use super::gemm::{chanvec_conv_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
@@ -516,7 +516,7 @@ fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
 
 /// The panel height the weights of `op` are packed with at compile time for `width`-lane
 /// vectors, if they are: a pointwise convolution (one group, 1×1, unit strides, no padding)
-/// on a small image, which runs with vectors along the output channels ([`chanvec_rows`]:
+/// on a small image, which runs with vectors along the output channels ([`chanvec_conv_rows`]:
 /// 3 vectors of channels per panel), or else whose GEMM is narrow ([`narrow_rows`]: at most
 /// a few vectors of pixels, ResNet's and Inception's last stages). Its weights `[M, C, 1, 1]`
 /// are then the GEMM's A, stored `[M/MR][C][MR]` so that a tile's weights or broadcasts read
@@ -526,7 +526,7 @@ fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
 pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
     let (xd, _, od) = pointwise_dims(func, op)?;
     let n = od[2] * od[3];
-    chanvec_rows(width, n, xd[1]).or_else(|| narrow_rows(width, n))
+    chanvec_conv_rows(width, n, xd[1], od[1]).or_else(|| narrow_rows(width, n))
 }
 
 /// The input, weight and output dims of `op` if it is a pointwise convolution (one group,
@@ -564,12 +564,15 @@ pub(crate) fn pointwise_dims(
 fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     // With one block of columns there is nothing to cut by columns: cut by channels instead
     // (iris_landmark's 64-channel 8×8 layers, 64 columns in one 64-column block, ran whole).
+    // The channel-vector tiles ([`chanvec_conv_rows`]) run every pixel of a panel of channels:
+    // their weights are packed for the whole image, so they are cut by channels.
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
-    if d.oh * d.ow < d.m || d.oh * d.ow <= block {
+    let pixels = d.oh * d.ow;
+    if pixels < d.m || pixels <= block || chanvec_conv_rows(w, pixels, d.c, d.m).is_some() {
         return false;
     }
     let work = conv_work(d);
-    let columns = Tiling::new(d.n, d.oh * d.ow, block, work, min_flops);
+    let columns = Tiling::new(d.n, pixels, block, work, min_flops);
     !columns.is_parallel() || !channel_tiling(d, true, w, work, min_flops).halves_below(&columns)
 }
 
@@ -656,7 +659,7 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
 fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
     let cg = d.c / d.groups.max(1);
     let pixels = d.oh * d.ow;
-    let granule = match chanvec_rows(w, pixels, d.c) {
+    let granule = match chanvec_conv_rows(w, pixels, d.c, d.m) {
         // A chunk of channels starts at a channel panel ([`panel_rows`]).
         Some(mr) if pointwise => mr,
         // The wide GEMM's row tiles (its weights are not packed into panels): chunks of 6

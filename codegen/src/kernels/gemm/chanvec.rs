@@ -1,5 +1,6 @@
-//! The narrow GEMM of a pointwise convolution on a small image with vectors along the output
-//! channels instead of the pixels (issue 20): `C[M, N] = A[M, K] · B[K, N]` with N = H·W ≤ 64.
+//! The GEMM of a pointwise convolution on a small image with vectors along the output
+//! channels instead of the pixels (issue 20): `C[M, N] = A[M, K] · B[K, N]` with N = H·W at
+//! most [`MAX_PIXELS`] (17×17).
 //!
 //! On the pixel-vector tiles ([`super::tile`]) N = 49 = 3·16 + 1 fills 49 of 48 + 16 lanes, so
 //! a quarter of every FMA of the last vector is idle. Here a tile is [`VECTORS`] vectors of
@@ -27,9 +28,17 @@ pub(crate) const VECTORS: i64 = 3;
 /// Pixels per tile at most: `3 × 8` accumulators, 3 weight vectors and the broadcast take 28
 /// of AVX-512's 32 registers.
 const PIXELS: i64 = 8;
-/// Pixel counts up to which the kernel may be chosen: the narrow tiles' 4 vectors at 16
-/// lanes.
-const MAX_PIXELS: i64 = 64;
+/// Pixel counts up to which the kernel may be chosen: 17×17 (Inception v3's middle stage).
+/// First the narrow tiles' 4 vectors at 16 lanes; raised when the 14×14 and 17×17 images
+/// (196 = 12·16 + 4 and 289 = 18·16 + 1 pixels: the pixel-vector tiles end in a one-vector
+/// tile with 4 or 1 live lanes, and read the unpacked weights as 6 row streams) measured
+/// faster here (docs/codegen.md, "Vectors along output channels for small images"):
+/// ResNet-50's thirteen 1×1 layers at 14×14 17.7 → 15.3 ms in the network, single
+/// convolutions at 14×14 and 17×17 7–15%. Larger images are cut by pixel columns for the
+/// threads, whose tiles are 64 pixels.
+const MAX_PIXELS: i64 = 289;
+/// The narrow tiles' reach at 16 lanes (4 vectors), the kernel's first range.
+const NARROW_PIXELS: i64 = 64;
 /// K from which it is chosen. Measured (docs/codegen.md, "Vectors along output channels for
 /// small images"): 96→576 and 96→200 at 7×7 ran 5–17% slower than the pixel-vector tiles,
 /// K = 160 and more 5–27% faster.
@@ -38,13 +47,26 @@ const MIN_K: i64 = 128;
 /// The panel height of the weights when a GEMM of `n` columns and `kk` steps runs on this
 /// kernel at `w`-lane vectors, else `None`. Only with 32 vector registers (the tile needs
 /// 28), at least two pixels (one is the matrix–vector product), at most [`MAX_PIXELS`], and
-/// not where the pixel-vector tiles are full and at least 3 vectors wide (48 and 64 pixels:
-/// 8 × 3 and 6 × 4 tiles with no idle lane; 1280→320 at 8×8 ran 5–7% slower here).
+/// not where the pixel-vector tiles are full and at least 3 vectors wide (48, 64, …, 288
+/// pixels: tiles with no idle lane; 1280→320 at 8×8 ran 5–7% slower here).
 pub(crate) fn panel_rows(w: u32, n: i64, kk: i64) -> Option<i64> {
     let wl = w as i64;
     let full_narrow = n % wl == 0 && n / wl >= 3;
     (vector_registers(w) >= 32 && (2..=MAX_PIXELS).contains(&n) && !full_narrow && kk >= MIN_K)
         .then_some(VECTORS * wl)
+}
+
+/// [`panel_rows`] for a whole pointwise convolution of `m` output channels, which the threads
+/// cut into chunks of whole panels: on images past the narrow tiles' [`NARROW_PIXELS`] only
+/// when two threads' halves of the panels are at most 1/8 above half of `m` (256, 512, 1024,
+/// 192 and 96 channels are; 128 and 160 are not: 3 panels split 2 + 1 and 4 panels of which
+/// one is a third, where the pixel-column cut they had splits evenly). Every choice that
+/// must agree — the packing, the kernel, the thread cut — asks this with the op's `m`.
+pub(crate) fn conv_panel_rows(w: u32, n: i64, kk: i64, m: i64) -> Option<i64> {
+    panel_rows(w, n, kk).filter(|&mr| {
+        let panels = (m + mr - 1) / mr;
+        n <= NARROW_PIXELS || 16 * ((panels + 1) / 2 * mr) <= 9 * m
+    })
 }
 
 /// Pixels per tile for `n` pixels: a count that divides `n` if one of 8, 7, 6 does (64, 49,
@@ -247,6 +269,9 @@ mod tests {
         assert_eq!(pixels(36), 6);
         assert_eq!(pixels(16), 8);
         assert_eq!(pixels(2), 2);
+        assert_eq!(pixels(196), 7);
+        // 289 = 36 · 8 + 1.
+        assert_eq!(pixels(289), 8);
         assert_eq!(pixels(5), 5);
         // No divisor among 8, 7, 6: tiles of 8 and a last one of 61 mod 8 = 5.
         assert_eq!(pixels(61), 8);
@@ -263,7 +288,23 @@ mod tests {
         assert_eq!(panel_rows(16, 64, 512), None);
         assert_eq!(panel_rows(16, 48, 512), None);
         assert_eq!(panel_rows(16, 1, 512), None);
-        assert_eq!(panel_rows(16, 65, 512), None);
+        // 14×14 and 17×17 (ResNet-50, GoogLeNet, Inception v3); 12×12 and 16×16 fill
+        // whole vectors; past 17×17 the threads cut by pixel columns.
+        assert_eq!(panel_rows(16, 65, 512), Some(48));
+        assert_eq!(panel_rows(16, 196, 256), Some(48));
+        assert_eq!(panel_rows(16, 289, 768), Some(48));
+        assert_eq!(panel_rows(16, 144, 768), None);
+        assert_eq!(panel_rows(16, 256, 768), None);
+        assert_eq!(panel_rows(16, 290, 768), None);
+        assert_eq!(panel_rows(16, 784, 512), None);
         assert_eq!(panel_rows(8, 49, 512), None);
+        // Cut for two threads: balanced enough from 14×14 on, any split at 7×7.
+        for m in [96, 192, 256, 260, 512, 1024] {
+            assert_eq!(conv_panel_rows(16, 196, 256, m), Some(48), "{m}");
+        }
+        for m in [14, 64, 100, 128, 160, 200] {
+            assert_eq!(conv_panel_rows(16, 289, 768, m), None, "{m}");
+            assert_eq!(conv_panel_rows(16, 49, 768, m), Some(48), "{m}");
+        }
     }
 }
