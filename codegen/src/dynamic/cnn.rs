@@ -432,6 +432,16 @@ pub(super) fn conv2d<'a, 'c>(
             "weights packed in panels for another kernel",
         ));
     }
+    // A second copy of the weights in the channel-vector panels ([`chanvec_rows`]).
+    let copy = st.panel_copy_rows(wv);
+    if copy != chanvec_rows(spec, func, op, g.width) {
+        return Err(refuse(
+            spec,
+            func,
+            op,
+            "weights copied in panels for another kernel",
+        ));
+    }
     // Tiles (issue 20): groups when there are several, else output channels in whole
     // register tiles of every path this kernel may take (whole panels when packed).
     let granule = if groups > 1 {
@@ -502,7 +512,15 @@ pub(super) fn conv2d<'a, 'c>(
             Some(p) => WeightRows::Panels(p),
             None => WeightRows::RowMajor,
         };
-        pointwise_conv(&d, g.width, &geo, &share, a, px, pw, pb, po)?;
+        // The copy starts right after the first layout's `M·C` floats.
+        let cv = match copy {
+            Some(_) => Some(ChanVec {
+                a: d.k.gep(pw, d.k.c(m * ci))?,
+                mask: super::chanvec::pixel_mask(g.width, ci),
+            }),
+            None => None,
+        };
+        pointwise_conv(&d, g.width, &geo, &share, a, cv, px, pw, pb, po)?;
     } else if whole_possible {
         let k = &d.k;
         let same_h = d.icmp(IntPredicate::EQ, geo.h, k.c(kh))?;
@@ -536,6 +554,7 @@ pub(super) fn conv2d<'a, 'c>(
                     &flat,
                     &share,
                     WeightRows::RowMajor,
+                    None,
                     px,
                     pw,
                     pb,
@@ -590,6 +609,47 @@ pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u3
     pointwise.then(|| rows_for(width, 1))
 }
 
+/// The height of the channel-vector panels (`gemm::chanvec_rows`) in which a dynamic compile
+/// stores a second copy of the weights of `op` at `width` lanes, if it does: a pointwise
+/// convolution as in [`panel_rows`] (whatever its K) at which the static compile takes the
+/// channel-vector tiles at some pixel count (enough registers and input channels). Which
+/// kernel runs is chosen at run time by the pixel count, by the static rule
+/// ([`super::chanvec`]).
+pub(crate) fn chanvec_rows(
+    spec: &DynSpec,
+    func: &Function,
+    op: &OpData,
+    width: u32,
+) -> Option<i64> {
+    let tir_ir::Op::Conv2d(c) = &op.op else {
+        return None;
+    };
+    if !op.op.is_operator() || !spec.is_dynamic(func, op) || c.prelu || op.operands.len() > 3 {
+        return None;
+    }
+    let we = spec.dims(func, *op.operands.get(1)?).ok()?;
+    let xe = spec.dims(func, *op.operands.first()?).ok()?;
+    let kk = we.get(1)?.as_constant()? as i64;
+    let pointwise = we.len() == 4
+        && xe.len() == 4
+        && c.groups == 1
+        && we[1] == xe[1]
+        && we[2].as_constant() == Some(1)
+        && we[3].as_constant() == Some(1)
+        && c.strides == [1, 1]
+        && c.pads == [0; 4];
+    (pointwise && super::chanvec::pixel_mask(width, kk) != 0)
+        .then(|| crate::kernels::gemm::CHANVEC_VECTORS * width as i64)
+}
+
+/// The channel-vector copy of a pointwise convolution's weights ([`chanvec_rows`]): where it
+/// starts, and the pixel counts that take it ([`super::chanvec::pixel_mask`]).
+#[derive(Clone, Copy)]
+struct ChanVec<'c> {
+    a: PointerValue<'c>,
+    mask: u64,
+}
+
 /// How a pointwise convolution's weights `[M, C]` are stored.
 #[derive(Clone, Copy)]
 enum WeightRows {
@@ -609,6 +669,7 @@ fn pointwise_conv<'a, 'c>(
     geo: &Geo<'c>,
     share: &Share<'c>,
     wr: WeightRows,
+    cv: Option<ChanVec<'c>>,
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
@@ -617,6 +678,33 @@ fn pointwise_conv<'a, 'c>(
     let k = &d.k;
     let (cg, mg) = (geo.cg(), geo.mg());
     let hw = d.imul(geo.h, geo.wi)?;
+    if let Some(cv) = cv {
+        // The static compile at this pixel count runs the channel-vector tiles: so do we.
+        let on = super::chanvec::chosen(d, cv.mask, hw)?;
+        let mut taken = Ok(());
+        k.if_else(on, &mut |yes| {
+            if !yes {
+                taken = pointwise_conv(d, w, geo, share, wr, None, px, pw, pb, po);
+                return Ok(());
+            }
+            // One group: a thread's share in whole channel panels of its own.
+            let mr = crate::kernels::gemm::CHANVEC_VECTORS * w as i64;
+            let rows = d.split(k.c(geo.m), mr)?;
+            let epi = Epilogue {
+                alpha: 1.0,
+                row_bias: pb,
+                act: geo.act,
+                row_slope: None,
+            };
+            d.loop_step(k.c(0), geo.n, 1, &mut |b| {
+                let xo = d.imul(k.mul(b, geo.ci)?, hw)?;
+                let oo = d.imul(k.mul(b, geo.m)?, hw)?;
+                let ptrs = (cv.a, k.gep(px, xo)?, k.gep(po, oo)?);
+                super::chanvec::emit(d, w, ptrs, (geo.m, geo.ci), hw, rows, epi)
+            })
+        })?;
+        return taken;
+    }
     let gemv_possible = cg >= w as i64;
     let short = cg <= SHORT_K;
     let one_pixel = d.icmp(IntPredicate::EQ, hw, k.c(1))?;
