@@ -9,7 +9,8 @@
 //! `tests/dynamic/pointwise_panels.tir`, pointwise convolutions whose weights the dynamic
 //! compile packs in row panels, at every tile shape and on 1–3 threads;
 //! `tests/dynamic/pointwise_chanvec.tir`, pointwise convolutions that run with vectors along
-//! the output channels at the pixel counts where the static compile does, on 1–3 threads.
+//! the output channels at the pixel counts where the static compile does, on 1–3 threads;
+//! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row.
 
 mod common;
 
@@ -23,6 +24,7 @@ const VARIANTS: &str = "tests/dynamic/conv_variants.tir";
 const MOBILENET: &str = "tests/dynamic/mobilenet_v2.tir";
 const PANELS: &str = "tests/dynamic/pointwise_panels.tir";
 const CHANVEC: &str = "tests/dynamic/pointwise_chanvec.tir";
+const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -253,6 +255,41 @@ fn channel_vector_tiles_match_the_static_compile_at_every_pixel_count() {
             h,
             w,
         );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn narrow_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(NARROW, &EXE)
+}
+
+const NARROW_CASE: Case = Case {
+    model: NARROW,
+    input: "x",
+    channels: 20,
+    interpret: true,
+};
+
+/// Depthwise planes whose output rows are at most one vector and that do not run flat, row
+/// by row over all the groups, at widths on both sides of one vector (at 16 lanes: the
+/// stride-2 rows 16 and 17 wide at widths 32 and 33, the unpadded unit-stride ones at 18
+/// and 19), one-pixel and tiny images (every tap of a row masked), on 1–3 threads.
+#[test]
+fn narrow_depthwise_rows_match_the_static_compile() {
+    let dir = scratch("narrow");
+    for (h, w) in [
+        (3, 3),
+        (4, 5),
+        (6, 6),
+        (7, 9),
+        (13, 30),
+        (9, 32),
+        (5, 33),
+        (3, 18),
+        (8, 19),
+    ] {
+        check_threads(&dir, &NARROW_CASE, narrow_exe(), &["b.npy", "c.npy"], h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
