@@ -7,7 +7,10 @@
 //! (every convolution and pooling case side by side); MobileNet v2 with symbolic H and W
 //! (`tests/dynamic/mobilenet_v2.tir`), whose 1×1 last image takes the matrix-vector branch;
 //! `tests/dynamic/pointwise_panels.tir`, pointwise convolutions whose weights the dynamic
-//! compile packs in row panels, at every tile shape and on 1–3 threads.
+//! compile packs in row panels, at every tile shape and on 1–3 threads;
+//! `tests/dynamic/pointwise_chanvec.tir`, pointwise convolutions that run with vectors along
+//! the output channels at the pixel counts where the static compile does, on 1–3 threads;
+//! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row.
 
 mod common;
 
@@ -20,6 +23,8 @@ const CNN: &str = "tests/dynamic/cnn.tir";
 const VARIANTS: &str = "tests/dynamic/conv_variants.tir";
 const MOBILENET: &str = "tests/dynamic/mobilenet_v2.tir";
 const PANELS: &str = "tests/dynamic/pointwise_panels.tir";
+const CHANVEC: &str = "tests/dynamic/pointwise_chanvec.tir";
+const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -140,22 +145,28 @@ const PANELS_CASE: Case = Case {
 /// [`check`], then the dynamic executable again on 1, 2 and 3 threads (its tiles are whole
 /// panels, a thread's share starting at a panel): every output the same bytes.
 fn check_panels(dir: &Path, h: u64, w: u64) {
-    check(dir, &PANELS_CASE, panels_exe(), h, w);
+    check_threads(dir, &PANELS_CASE, panels_exe(), &["b.npy", "d.npy"], h, w);
+}
+
+/// [`check`] of `case` at `(h, w)`, then its dynamic executable `exe` on 1, 2 and 3 threads:
+/// each of `outputs` the same bytes.
+fn check_threads(dir: &Path, case: &Case, exe: &Path, outputs: &[&str], h: u64, w: u64) {
+    check(dir, case, exe, h, w);
     let x = dir.join(format!("x{h}x{w}.npy"));
-    dynamic::write_npy(&x, &[1, 20, h, w], h * 131 + w);
+    dynamic::write_npy(&x, &[1, case.channels, h, w], h * 131 + w);
     let runs: Vec<Vec<Vec<u8>>> = [1, 2, 3]
         .iter()
         .map(|t| {
             let out = dir.join(format!("t{t}-{h}x{w}"));
             std::fs::create_dir_all(&out).expect("output dir");
-            let run = std::process::Command::new(panels_exe())
-                .args(["--input", &format!("x={}", dynamic::s(&x))])
+            let run = std::process::Command::new(exe)
+                .args(["--input", &format!("{}={}", case.input, dynamic::s(&x))])
                 .args(["--output", &format!("{}/", dynamic::s(&out))])
                 .args(["--threads", &t.to_string()])
                 .output()
                 .expect("run");
             dynamic::ok(run, "dynamic executable");
-            ["b.npy", "d.npy"]
+            outputs
                 .iter()
                 .map(|f| std::fs::read(out.join(f)).expect("output"))
                 .collect()
@@ -198,4 +209,87 @@ proptest! {
         check_panels(&dir, h, w);
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+fn chanvec_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(CHANVEC, &EXE)
+}
+
+const CHANVEC_CASE: Case = Case {
+    model: CHANVEC,
+    input: "x",
+    channels: 128,
+    interpret: true,
+};
+
+/// The channel-vector tiles at a run-time pixel count, on both sides of the static rule
+/// (`gemm::chanvec_rows`, at 16 lanes: 2–64 pixels but 48 and 64): one pixel (the
+/// matrix-vector branch), 2 and 7 (one tile of every pixel), 9, 10, 25 and 63 (tiles of 8
+/// and a shorter last one), 36 and 49 (tiles of 6 and 7: `chanvec::pixels`), 48 and 64 (the
+/// pixel-vector tiles, full there), 65 (above the rule).
+/// Every weight matrix has rows past its last whole 48-row panel or fewer than one. A
+/// kernel that read the copy at the wrong place, or the first layout, fails these sizes.
+#[test]
+fn channel_vector_tiles_match_the_static_compile_at_every_pixel_count() {
+    let dir = scratch("chanvec");
+    for (h, w) in [
+        (1, 1),
+        (1, 2),
+        (1, 7),
+        (3, 3),
+        (2, 5),
+        (5, 5),
+        (6, 6),
+        (7, 7),
+        (6, 8),
+        (8, 8),
+        (7, 9),
+        (5, 13),
+    ] {
+        check_threads(
+            &dir,
+            &CHANVEC_CASE,
+            chanvec_exe(),
+            &["a.npy", "c.npy"],
+            h,
+            w,
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn narrow_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(NARROW, &EXE)
+}
+
+const NARROW_CASE: Case = Case {
+    model: NARROW,
+    input: "x",
+    channels: 20,
+    interpret: true,
+};
+
+/// Depthwise planes whose output rows are at most one vector and that do not run flat, row
+/// by row over all the groups, at widths on both sides of one vector (at 16 lanes: the
+/// stride-2 rows 16 and 17 wide at widths 32 and 33, the unpadded unit-stride ones at 18
+/// and 19), one-pixel and tiny images (every tap of a row masked), on 1–3 threads.
+#[test]
+fn narrow_depthwise_rows_match_the_static_compile() {
+    let dir = scratch("narrow");
+    for (h, w) in [
+        (3, 3),
+        (4, 5),
+        (6, 6),
+        (7, 9),
+        (13, 30),
+        (9, 32),
+        (5, 33),
+        (3, 18),
+        (8, 19),
+    ] {
+        check_threads(&dir, &NARROW_CASE, narrow_exe(), &["b.npy", "c.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

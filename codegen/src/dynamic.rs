@@ -45,6 +45,7 @@ use tir_ir::sym::{Atom, DimExpr};
 use tir_ir::types::SymTensorType;
 use tir_ir::{Activation, BinaryOp, Function, Op, OpData, UnaryOp, Value};
 
+mod chanvec;
 mod cnn;
 mod gemm;
 mod norm;
@@ -1760,6 +1761,8 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let mut storage = Storage::analyze(func)?;
         // Pointwise convolutions with run-time images read their weights in row panels.
         storage.pack_panels_by(func, |op| cnn::panel_rows(spec, func, op, self.width));
+        // And those that may run on the channel-vector tiles also in their panels.
+        storage.copy_panels_by(func, |op| cnn::chanvec_rows(spec, func, op, self.width));
         let globals = self.weight_globals(func, weights, &storage)?;
         let mut per_op: Vec<Vec<Call<'ctx>>> = Vec::new();
         let mut dynamic: Vec<bool> = Vec::new();

@@ -1020,28 +1020,37 @@ fn weight_bytes(func: &Function, weights: &Weights, v: Value, storage: &Storage)
         let m = ty.shape.first().copied().unwrap_or(0) as usize;
         return Ok(kernels::conv::sparse_csr_bytes(data, m, hw));
     }
-    if let Some(mr) = storage.panel_rows(v) {
-        // Row panels `[M/MR][K][MR]`, the last one `M mod MR` rows wide (the narrow GEMM
-        // tiles' A, `kernels::gemm::gemm_packed`).
-        let m = ty.shape.first().copied().unwrap_or(0) as usize;
-        let kk = data.len().checked_div(m).unwrap_or(0);
-        let mr = mr as usize;
-        let mut out = Vec::with_capacity(data.len() * 4);
-        for p0 in (0..m).step_by(mr) {
-            let rows = mr.min(m - p0);
-            for c in 0..kk {
-                for r in 0..rows {
-                    out.extend_from_slice(&data[(p0 + r) * kk + c].to_le_bytes());
-                }
+    let m = ty.shape.first().copied().unwrap_or(0) as usize;
+    let mut out = if let Some(mr) = storage.panel_rows(v) {
+        // Row panels (the narrow GEMM tiles' A, `kernels::gemm::gemm_packed`).
+        panel_bytes(data, m, mr as usize)
+    } else if storage.transposed.contains(&v) && ty.shape.len() == 2 {
+        let (r, c) = (ty.shape[0] as usize, ty.shape[1] as usize);
+        (0..r * c)
+            .flat_map(|p| data[(p % r) * c + p / r].to_le_bytes())
+            .collect()
+    } else {
+        data.iter().flat_map(|x| x.to_le_bytes()).collect()
+    };
+    if let Some(mr) = storage.panel_copy_rows(v) {
+        // The second copy, right after the first layout (`Storage::copy_panels_by`).
+        out.extend(panel_bytes(data, m, mr as usize));
+    }
+    Ok(out)
+}
+
+/// `data` (`[M, K]` row-major) as row panels `[M/MR][K][MR]`, the last one `M mod MR` rows
+/// wide, little-endian.
+fn panel_bytes(data: &[f32], m: usize, mr: usize) -> Vec<u8> {
+    let kk = data.len().checked_div(m).unwrap_or(0);
+    let mut out = Vec::with_capacity(data.len() * 4);
+    for p0 in (0..m).step_by(mr.max(1)) {
+        let rows = mr.min(m - p0);
+        for c in 0..kk {
+            for r in 0..rows {
+                out.extend_from_slice(&data[(p0 + r) * kk + c].to_le_bytes());
             }
         }
-        return Ok(out);
     }
-    let data: Vec<f32> = if storage.transposed.contains(&v) && ty.shape.len() == 2 {
-        let (r, c) = (ty.shape[0] as usize, ty.shape[1] as usize);
-        (0..r * c).map(|p| data[(p % r) * c + p / r]).collect()
-    } else {
-        data.to_vec()
-    };
-    Ok(data.iter().flat_map(|x| x.to_le_bytes()).collect())
+    out
 }

@@ -49,6 +49,10 @@ pub struct Storage {
     /// is the weight of a pointwise convolution on the narrow GEMM tiles
     /// ([`Storage::pack_panels`]).
     pub packed: Vec<(Value, i64)>,
+    /// Consts that carry, after the layout above, a second copy as row panels of this height
+    /// (the value, MR): a dynamic compile's pointwise convolution, whose image size picks at
+    /// run time between two kernels that read different layouts ([`Storage::copy_panels_by`]).
+    pub panel_copies: Vec<(Value, i64)>,
     /// Consts stored as compressed rows of their nonzeros (the value, the input's row
     /// stride, the nonzeros of each output channel), because their only use is the weight of
     /// a pointwise convolution and they are mostly zeros ([`Storage::pack_sparse`]).
@@ -129,6 +133,7 @@ impl Storage {
             weights,
             transposed,
             packed: Vec::new(),
+            panel_copies: Vec::new(),
             sparse: Vec::new(),
         })
     }
@@ -181,6 +186,34 @@ impl Storage {
     /// the weight operand of `op` (a kernel generator's own choice: the static one above,
     /// the run-time-shaped one in `dynamic::cnn::panel_rows`).
     pub fn pack_panels_by(&mut self, func: &Function, rows: impl Fn(&OpData) -> Option<i64>) {
+        let marked = self.weight_operands_by(func, rows);
+        self.packed.extend(marked);
+    }
+
+    /// Marks for a second copy, as row panels of `rows(op)` rows after the stored layout,
+    /// the weights whose only use is the weight operand of `op` (the dynamic channel-vector
+    /// tiles, `dynamic::cnn::chanvec_rows`).
+    pub fn copy_panels_by(&mut self, func: &Function, rows: impl Fn(&OpData) -> Option<i64>) {
+        let marked = self.weight_operands_by(func, rows);
+        self.panel_copies.extend(marked);
+    }
+
+    /// The panel height of the second copy of `v`, if it has one ([`Storage::copy_panels_by`]).
+    pub fn panel_copy_rows(&self, v: Value) -> Option<i64> {
+        self.panel_copies
+            .iter()
+            .find(|&&(p, _)| p == v)
+            .map(|&(_, mr)| mr)
+    }
+
+    /// The (weight, `rows(op)`) of every weight, not stored sparse, whose only use is the
+    /// weight operand of an op `op` for which `rows` gives a height.
+    fn weight_operands_by(
+        &self,
+        func: &Function,
+        rows: impl Fn(&OpData) -> Option<i64>,
+    ) -> Vec<(Value, i64)> {
+        let mut marked = Vec::new();
         for &v in &self.weights {
             let mut uses = func
                 .ops_in_order()
@@ -195,10 +228,11 @@ impl Storage {
             }
             if let Some((op, 1, _)) = first {
                 if let Some(mr) = rows(op) {
-                    self.packed.push((v, mr));
+                    marked.push((v, mr));
                 }
             }
         }
+        marked
     }
 
     /// The panel height `v` is packed with, if it is ([`Storage::pack_panels`]).

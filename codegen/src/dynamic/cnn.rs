@@ -432,6 +432,16 @@ pub(super) fn conv2d<'a, 'c>(
             "weights packed in panels for another kernel",
         ));
     }
+    // A second copy of the weights in the channel-vector panels ([`chanvec_rows`]).
+    let copy = st.panel_copy_rows(wv);
+    if copy != chanvec_rows(spec, func, op, g.width) {
+        return Err(refuse(
+            spec,
+            func,
+            op,
+            "weights copied in panels for another kernel",
+        ));
+    }
     // Tiles (issue 20): groups when there are several, else output channels in whole
     // register tiles of every path this kernel may take (whole panels when packed).
     let granule = if groups > 1 {
@@ -502,7 +512,15 @@ pub(super) fn conv2d<'a, 'c>(
             Some(p) => WeightRows::Panels(p),
             None => WeightRows::RowMajor,
         };
-        pointwise_conv(&d, g.width, &geo, &share, a, px, pw, pb, po)?;
+        // The copy starts right after the first layout's `M·C` floats.
+        let cv = match copy {
+            Some(_) => Some(ChanVec {
+                a: d.k.gep(pw, d.k.c(m * ci))?,
+                mask: super::chanvec::pixel_mask(g.width, ci),
+            }),
+            None => None,
+        };
+        pointwise_conv(&d, g.width, &geo, &share, a, cv, px, pw, pb, po)?;
     } else if whole_possible {
         let k = &d.k;
         let same_h = d.icmp(IntPredicate::EQ, geo.h, k.c(kh))?;
@@ -536,6 +554,7 @@ pub(super) fn conv2d<'a, 'c>(
                     &flat,
                     &share,
                     WeightRows::RowMajor,
+                    None,
                     px,
                     pw,
                     pb,
@@ -590,6 +609,47 @@ pub(crate) fn panel_rows(spec: &DynSpec, func: &Function, op: &OpData, width: u3
     pointwise.then(|| rows_for(width, 1))
 }
 
+/// The height of the channel-vector panels (`gemm::chanvec_rows`) in which a dynamic compile
+/// stores a second copy of the weights of `op` at `width` lanes, if it does: a pointwise
+/// convolution as in [`panel_rows`] (whatever its K) at which the static compile takes the
+/// channel-vector tiles at some pixel count (enough registers and input channels). Which
+/// kernel runs is chosen at run time by the pixel count, by the static rule
+/// ([`super::chanvec`]).
+pub(crate) fn chanvec_rows(
+    spec: &DynSpec,
+    func: &Function,
+    op: &OpData,
+    width: u32,
+) -> Option<i64> {
+    let tir_ir::Op::Conv2d(c) = &op.op else {
+        return None;
+    };
+    if !op.op.is_operator() || !spec.is_dynamic(func, op) || c.prelu || op.operands.len() > 3 {
+        return None;
+    }
+    let we = spec.dims(func, *op.operands.get(1)?).ok()?;
+    let xe = spec.dims(func, *op.operands.first()?).ok()?;
+    let kk = we.get(1)?.as_constant()? as i64;
+    let pointwise = we.len() == 4
+        && xe.len() == 4
+        && c.groups == 1
+        && we[1] == xe[1]
+        && we[2].as_constant() == Some(1)
+        && we[3].as_constant() == Some(1)
+        && c.strides == [1, 1]
+        && c.pads == [0; 4];
+    (pointwise && super::chanvec::pixel_mask(width, kk) != 0)
+        .then(|| crate::kernels::gemm::CHANVEC_VECTORS * width as i64)
+}
+
+/// The channel-vector copy of a pointwise convolution's weights ([`chanvec_rows`]): where it
+/// starts, and the pixel counts that take it ([`super::chanvec::pixel_mask`]).
+#[derive(Clone, Copy)]
+struct ChanVec<'c> {
+    a: PointerValue<'c>,
+    mask: u64,
+}
+
 /// How a pointwise convolution's weights `[M, C]` are stored.
 #[derive(Clone, Copy)]
 enum WeightRows {
@@ -609,6 +669,7 @@ fn pointwise_conv<'a, 'c>(
     geo: &Geo<'c>,
     share: &Share<'c>,
     wr: WeightRows,
+    cv: Option<ChanVec<'c>>,
     px: PointerValue<'c>,
     pw: PointerValue<'c>,
     pb: Option<PointerValue<'c>>,
@@ -617,6 +678,33 @@ fn pointwise_conv<'a, 'c>(
     let k = &d.k;
     let (cg, mg) = (geo.cg(), geo.mg());
     let hw = d.imul(geo.h, geo.wi)?;
+    if let Some(cv) = cv {
+        // The static compile at this pixel count runs the channel-vector tiles: so do we.
+        let on = super::chanvec::chosen(d, cv.mask, hw)?;
+        let mut taken = Ok(());
+        k.if_else(on, &mut |yes| {
+            if !yes {
+                taken = pointwise_conv(d, w, geo, share, wr, None, px, pw, pb, po);
+                return Ok(());
+            }
+            // One group: a thread's share in whole channel panels of its own.
+            let mr = crate::kernels::gemm::CHANVEC_VECTORS * w as i64;
+            let rows = d.split(k.c(geo.m), mr)?;
+            let epi = Epilogue {
+                alpha: 1.0,
+                row_bias: pb,
+                act: geo.act,
+                row_slope: None,
+            };
+            d.loop_step(k.c(0), geo.n, 1, &mut |b| {
+                let xo = d.imul(k.mul(b, geo.ci)?, hw)?;
+                let oo = d.imul(k.mul(b, geo.m)?, hw)?;
+                let ptrs = (cv.a, k.gep(px, xo)?, k.gep(po, oo)?);
+                super::chanvec::emit(d, w, ptrs, (geo.m, geo.ci), hw, rows, epi)
+            })
+        })?;
+        return taken;
+    }
     let gemv_possible = cg >= w as i64;
     let short = cg <= SHORT_K;
     let one_pixel = d.icmp(IntPredicate::EQ, hw, k.c(1))?;
@@ -879,16 +967,87 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                     }
                 })
             };
+            // Planes of at most one vector per row that do not run flat (strided: MobileNet
+            // v2's 6×6 → 3×3 and 14×14 → 7×7 planes of 576 channels) go row by row over all
+            // the groups ([`Spatial::narrow_rows`]); others plane by plane.
+            let narrow = d.icmp(IntPredicate::SLE, geo.ow, k.c(self.w as i64))?;
+            let planes = |flat_here: bool| -> R<()> {
+                if !blocked {
+                    return groups(flat_here);
+                }
+                k.if_else(narrow, &mut |yes| {
+                    if yes {
+                        self.narrow_rows(b, (px, pw, pb, po))
+                    } else {
+                        groups(flat_here)
+                    }
+                })
+            };
             match flat {
                 Some((cond, masks)) if blocked => k.if_else(cond, &mut |yes| {
                     if yes {
                         self.flat_groups(b, masks, (px, pw, pb, po))
                     } else {
-                        groups(false)
+                        planes(false)
                     }
                 }),
-                _ => groups(true),
+                _ => planes(true),
             }
+        })
+    }
+
+    /// The planes of a depthwise convolution with one channel per group whose rows are at
+    /// most one vector (`OW ≤ W`), row by row outside and the share's groups inside: a row's
+    /// tap masks ([`Spatial::masks`], each row masked) are made once for all the groups
+    /// instead of once per group and row, which on a 3×3 output plane was most of the work
+    /// (576 channels 6×6 → 3×3 took 3.6× the static kernel's time, which peels its borders at
+    /// compile time). Per output the chain of [`Spatial::tile`] with the masks the plane by
+    /// plane rows give it (a row inside the image: every row lane on), so the bytes are the
+    /// same.
+    fn narrow_rows(
+        &self,
+        b: IntValue<'c>,
+        (px, pw, pb, po): (
+            PointerValue<'c>,
+            PointerValue<'c>,
+            Option<PointerValue<'c>>,
+            PointerValue<'c>,
+        ),
+    ) -> R<()> {
+        let (d, geo) = (self.d, self.geo);
+        let k = &d.k;
+        let (cg, mg) = (geo.cg(), geo.mg());
+        let taps = geo.kh * geo.kw;
+        let (g0, g1) = self.share.groups;
+        d.loop_step(k.c(0), geo.oh, 1, &mut |oy| {
+            let rows: Vec<TapRow<'c>> = (0..geo.kh)
+                .map(|i| {
+                    let iy = k.add(k.mul(oy, geo.sh)?, k.c(i * geo.dh - geo.pt))?;
+                    let valid = d.between(iy, k.c(0), geo.h)?;
+                    Ok((i, d.imul(iy, geo.wi)?, Some(valid)))
+                })
+                .collect::<R<_>>()?;
+            let masks = self.masks(&rows, k.c(0))?;
+            let orow = d.imul(oy, geo.ow)?;
+            d.loop_step(g0, g1, 1, &mut |gi| {
+                let img = Img {
+                    x: k.gep(
+                        px,
+                        d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
+                    )?,
+                    o: k.gep(
+                        po,
+                        d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
+                    )?,
+                    wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
+                    bias: match pb {
+                        Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                        None => None,
+                    },
+                    taps: None,
+                };
+                self.tile(&img, &rows, Some(&masks), orow, k.c(0), 1, k.c(0), 1)
+            })
         })
     }
 

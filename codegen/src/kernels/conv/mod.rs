@@ -851,7 +851,12 @@ mod tests {
             let d = conv(c, m, 1, 14, 1, 1, 0);
             assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
             let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
-            assert_eq!((t.units, t.granule, t.count), (m, 6, 8), "{c}->{m}");
+            // Where the channel-vector tiles run the layer (1152 → 192: four 48-channel
+            // panels), a chunk of channels is whole panels; elsewhere whole 6-row tiles.
+            match chanvec_conv_rows(16, 196, c, m) {
+                Some(mr) => assert_eq!((t.units, t.granule), (m, mr), "{c}->{m}"),
+                None => assert_eq!((t.units, t.granule, t.count), (m, 6, 8), "{c}->{m}"),
+            }
             let mid = t.first(t.count / 2);
             assert_eq!((mid, m - mid), halves, "{c}->{m}");
         }

@@ -84,7 +84,7 @@ fn pixels(n: i64) -> i64 {
 /// computation as they do on the pixel-vector tiles (which read them once) instead of the
 /// first tile of each panel waiting on 96–384 KiB of cold weights; the partial sums wait
 /// in a stack buffer (exact in f32, so each output is still one FMA chain in K order).
-const KC: i64 = 128;
+pub(crate) const KC: i64 = 128;
 
 /// The GEMM `gm` (A stored as [`panel_rows`] panels; `gm.a_rs`, `gm.a_cs` unused) at the
 /// builder's position: the channel panels in a loop, the last (`M mod MR` rows) apart; within
@@ -237,7 +237,7 @@ fn tile<'a, 'c>(
 }
 
 /// `llvm.prefetch` of the line holding float `i` of `p`, for reading, into L2.
-fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'c>) -> R<()> {
+pub(crate) fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'c>) -> R<()> {
     // SAFETY: a plain (not inbounds) GEP is defined for any offset; the prefetch does not
     // access memory.
     let q = llvm(unsafe { k.b.build_gep(p, &[i], "pf") })?;

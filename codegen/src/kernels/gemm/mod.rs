@@ -9,6 +9,11 @@ mod tile;
 pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_K};
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
+// The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
+pub(crate) use chanvec::{
+    prefetch as chanvec_prefetch, KC as CHANVEC_KC, VECTORS as CHANVEC_VECTORS,
+};
+pub(crate) use tile::{k_blocks, KBlock};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;

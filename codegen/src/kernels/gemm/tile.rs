@@ -201,7 +201,7 @@ pub(crate) const SHORT_K: i64 = 32;
 /// The K steps `k0 .. k0 + len` of a tile; the first block starts from zero, later ones
 /// from the partial sums stored in C, and only the last applies the epilogue.
 #[derive(Clone, Copy)]
-pub(super) struct KBlock<'c> {
+pub(crate) struct KBlock<'c> {
     pub k0: IntValue<'c>,
     pub len: i64,
     pub first: bool,
@@ -221,7 +221,7 @@ impl<'c> KBlock<'c> {
 
 /// Runs `body` over K blocks of at most `kc` steps (balanced: equal blocks but the last):
 /// the first and last are emitted apart, the middle ones as one loop.
-pub(super) fn k_blocks<'a, 'c>(
+pub(crate) fn k_blocks<'a, 'c>(
     k: &K<'a, 'c>,
     kk: i64,
     kc: i64,

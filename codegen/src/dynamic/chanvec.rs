@@ -1,0 +1,259 @@
+//! The channel-vector GEMM of a pointwise convolution (`kernels::gemm::chanvec`, issue 20)
+//! at a pixel count known only at run time (issue 18).
+//!
+//! The static compile runs a 1×1 convolution on a small image (2–63 pixels but full
+//! pixel-vector tiles, K ≥ 128, 32 vector registers: `gemm::chanvec_rows`) with vectors along
+//! the output channels: on the pixel-vector tiles 9 pixels fill 9 of 16 lanes, here every lane
+//! but in the last channel panel is an output. MobileNet v2 at 96×96 runs its last stages at
+//! 6×6 and 3×3, where the dynamic pixel-vector tiles took about 1.3× the static time.
+//!
+//! Weights are constants whatever the image size, so a dynamic compile stores, for every
+//! pointwise convolution that may take this path, a second copy of its weights in the
+//! static kernel's `[M/MR][K][MR]` panels (`MR` = 3 vectors) right after its first layout
+//! (`Storage::copy_panels_by`, [`super::cnn::chanvec_rows`]). At run time the kernel takes this
+//! path exactly when the static compile at that shape would ([`chosen`]: the static rule,
+//! `gemm::chanvec_rows`, evaluated at compile time for every pixel count and kept as a bit
+//! mask), with the static kernel's pixel tiles (`chanvec::pixels`: 8, 7 or 6 pixels, whichever
+//! divides the count first, else 8 and a shorter last tile) and K chunks.
+//!
+//! **Bits.** Every output is the static chain: zero, one FMA per k in `k = 0..K` order (the
+//! chunks resume from the exact f32 partial sums they stored), then `gemm::finish_with`. That
+//! is also the pixel-vector tiles' chain, so the bytes are the static compile's at every size,
+//! whichever kernel either compile picks; the tests compare them at sizes on both sides of
+//! the rule.
+
+use super::Dk;
+use crate::kernels::common::entry_scratch;
+use crate::kernels::gemm::{
+    chanvec_prefetch, chanvec_rows, finish_with, k_blocks, Epilogue, KBlock, CHANVEC_KC,
+    CHANVEC_VECTORS,
+};
+use crate::nest::{llvm, R};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::IntPredicate;
+
+/// Pixel counts up to which the rule may choose this kernel (`chanvec`'s `MAX_PIXELS`: the
+/// mask below has one bit per count).
+const MAX_PIXELS: i64 = 64;
+
+/// The bit mask of the pixel counts `n` (bit `n − 1`) at which the static compile runs a
+/// pointwise convolution of `kk` input channels on the channel-vector tiles at `w` lanes;
+/// 0 when it never does (too few registers or channels).
+pub(super) fn pixel_mask(w: u32, kk: i64) -> u64 {
+    (1..=MAX_PIXELS)
+        .filter(|&n| chanvec_rows(w, n, kk).is_some())
+        .fold(0, |m, n| m | 1 << (n - 1))
+}
+
+/// Whether the run-time pixel count `n` takes the channel-vector tiles: `n − 1 < 64`
+/// (unsigned) and its bit set in `mask`.
+pub(super) fn chosen<'a, 'c>(d: &Dk<'a, 'c>, mask: u64, n: IntValue<'c>) -> R<IntValue<'c>> {
+    let k = &d.k;
+    let b = k.b;
+    let i = k.add(n, k.c(-1))?;
+    let small = llvm(b.build_int_compare(IntPredicate::ULT, i, k.c(MAX_PIXELS), "cv_small"))?;
+    // The shift amount masked into 0..63, so it is defined for every `n`.
+    let sh = llvm(b.build_and(i, k.c(MAX_PIXELS - 1), "cv_sh"))?;
+    let bits = k.i64t.const_int(mask, false);
+    let bit = llvm(b.build_right_shift(bits, sh, false, "cv_bit"))?;
+    let bit = llvm(b.build_and(bit, k.c(1), "cv_bit1"))?;
+    let on = llvm(b.build_int_compare(IntPredicate::NE, bit, k.c(0), "cv_on"))?;
+    llvm(b.build_and(small, on, "cv"))
+}
+
+/// A pointwise convolution's GEMM of one image: `C[M, N] = A[M, K] · B[K, N]`, `N = n` pixels
+/// at run time, A the `[M/MR][K][MR]` panels at `a`, B and C row-major with row stride `n`.
+/// Rows `[m0, m1)`: `m0` a multiple of `MR` (a thread's share, cut at whole panels), `m1`
+/// one too or `M`. `epi`: its row bias indexed by the absolute row.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn emit<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    w: u32,
+    (a, bx, cx): (PointerValue<'c>, PointerValue<'c>, PointerValue<'c>),
+    (m, kk): (i64, i64),
+    n: IntValue<'c>,
+    (m0, m1): (IntValue<'c>, IntValue<'c>),
+    epi: Epilogue<'c>,
+) -> R<()> {
+    let k = &d.k;
+    let mr = CHANVEC_VECTORS * w as i64;
+    // One slot of `MR` floats per pixel: every pixel tile's partial sums between K chunks.
+    let sums = entry_scratch(k, mr * MAX_PIXELS, "cv_sums")?;
+    let g = Tiles {
+        d,
+        w,
+        a,
+        bx,
+        cx,
+        kk,
+        n,
+        epi,
+        sums,
+    };
+    let mfull = m / mr * mr;
+    let full_end = min(d, m1, k.c(mfull))?;
+    d.loop_step(m0, full_end, mr, &mut |i0| g.panel(i0, mr))?;
+    if mfull < m {
+        let last = llvm(k.b.build_int_compare(IntPredicate::SGT, m1, k.c(mfull), "cv_last"))?;
+        k.when(last, &mut || g.panel(k.c(mfull), m - mfull))?;
+    }
+    Ok(())
+}
+
+/// The smaller of two signed values.
+fn min<'a, 'c>(d: &Dk<'a, 'c>, x: IntValue<'c>, y: IntValue<'c>) -> R<IntValue<'c>> {
+    let b = d.k.b;
+    let lt = llvm(b.build_int_compare(IntPredicate::SLT, x, y, "cv_lt"))?;
+    Ok(llvm(b.build_select(lt, x, y, "cv_min"))?.into_int_value())
+}
+
+/// One image's GEMM on the channel-vector tiles (see [`emit`]).
+struct Tiles<'d, 'a, 'c> {
+    d: &'d Dk<'a, 'c>,
+    w: u32,
+    a: PointerValue<'c>,
+    bx: PointerValue<'c>,
+    cx: PointerValue<'c>,
+    kk: i64,
+    n: IntValue<'c>,
+    epi: Epilogue<'c>,
+    sums: PointerValue<'c>,
+}
+
+impl<'d, 'a, 'c> Tiles<'d, 'a, 'c> {
+    /// The panel of rows `i0 .. i0 + mr`: its K chunks, each run by every pixel tile (the
+    /// static kernel's order: a chunk of the panel is read from memory by the first pixel
+    /// tile and from L1 by the others).
+    fn panel(&self, i0: IntValue<'c>, mr: i64) -> R<()> {
+        let k = &self.d.k;
+        let b = k.b;
+        let n = self.n;
+        // `chanvec::pixels`: 8, 7 or 6 pixels per tile, whichever divides `n` first, else 8
+        // and a shorter last tile; never more than `n`.
+        let divides = |p: i64| -> R<IntValue<'c>> {
+            let r = llvm(b.build_int_signed_rem(n, k.c(p), "cv_r"))?;
+            llvm(b.build_int_compare(IntPredicate::EQ, r, k.c(0), "cv_div"))
+        };
+        let (d8, d7, d6) = (divides(8)?, divides(7)?, divides(6)?);
+        let sel = |c: IntValue<'c>, x: IntValue<'c>, y: IntValue<'c>| -> R<IntValue<'c>> {
+            Ok(llvm(b.build_select(c, x, y, "cv_p"))?.into_int_value())
+        };
+        let pr = sel(d6, k.c(6), k.c(8))?;
+        let pr = sel(d7, k.c(7), pr)?;
+        let pr = sel(d8, k.c(8), pr)?;
+        let pr = min(self.d, pr, n)?;
+        let q = llvm(b.build_int_signed_div(n, pr, "cv_q"))?;
+        let nfull = self.d.imul(q, pr)?;
+        let rem = llvm(b.build_int_sub(n, nfull, "cv_rem"))?;
+        k_blocks(k, self.kk, CHANVEC_KC, &mut |kb| {
+            // Whole tiles of `pr` pixels (2–8, a constant in each branch).
+            for p in 2..=8 {
+                let is = llvm(b.build_int_compare(IntPredicate::EQ, pr, k.c(p), "cv_is"))?;
+                k.when(is, &mut || {
+                    self.d
+                        .loop_step(k.c(0), nfull, p, &mut |j0| self.tile(kb, i0, mr, j0, p))
+                })?;
+            }
+            // The shorter last tile (only after tiles of 8).
+            for p in 1..8 {
+                let is = llvm(b.build_int_compare(IntPredicate::EQ, rem, k.c(p), "cv_tail"))?;
+                k.when(is, &mut || self.tile(kb, i0, mr, nfull, p))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// One tile over the K chunk `kb`: rows `i0 .. i0 + mr` (the panel's height; the last
+    /// vector masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np`, as
+    /// `chanvec::tile`. Its sums wait in the pixels' slots between chunks; after the last
+    /// chunk every output gets the epilogue from its slot, one row at a time.
+    fn tile(&self, kb: KBlock<'c>, i0: IntValue<'c>, mr: i64, j0: IntValue<'c>, np: i64) -> R<()> {
+        let (d, k, w) = (self.d, &self.d.k, self.w);
+        let wl = w as i64;
+        let nv = (mr + wl - 1) / wl;
+        let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
+        let slot = k.gep(self.sums, d.imul(j0, k.c(CHANVEC_VECTORS * wl))?)?;
+        // The panel starts at `i0·K` (every earlier panel is full); A[i0 + r, kk] is at
+        // `i0·K + kk·mr + r`.
+        let base = k.mul(i0, self.kk)?;
+        let init: Vec<BasicValueEnum> = if kb.first {
+            let zero: BasicValueEnum = k.vty(w).const_zero().into();
+            vec![zero; (nv * np) as usize]
+        } else {
+            (0..nv * np)
+                .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
+                .collect::<R<_>>()?
+        };
+        let acc = k.loop_carry(0, kb.len, 1, init, &mut |kq, cur| {
+            let kq = k.add(kb.k0, kq)?;
+            let at = k.add(base, k.mul(kq, mr)?)?;
+            let wv: Vec<VectorValue> = (0..nv)
+                .map(|v| {
+                    let p = k.add(at, k.c(v * wl))?;
+                    match lanes(v) {
+                        l if l == w => k.ldv(self.a, p, w),
+                        l => k.ldv_masked(self.a, p, w, l),
+                    }
+                })
+                .collect::<R<_>>()?;
+            // The same weights one chunk on, into L2, as the static kernel.
+            for v in 0..nv {
+                chanvec_prefetch(k, self.a, k.add(at, k.c(CHANVEC_KC * mr + v * wl))?)?;
+            }
+            let bi = k.add(d.imul(kq, self.n)?, j0)?;
+            let mut next = cur.to_vec();
+            for j in 0..np {
+                let x = k.splat(k.ld(self.bx, k.add(bi, k.c(j))?)?, w)?;
+                for (v, &wvv) in wv.iter().enumerate() {
+                    let i = v * np as usize + j as usize;
+                    next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
+                }
+            }
+            Ok(next)
+        })?;
+        for (i, a) in acc.iter().enumerate() {
+            k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;
+        }
+        if !kb.last {
+            return Ok(());
+        }
+        // Row `r` of the panel is lane `r mod W` of vector `r / W`; pixel `j`'s sums are the
+        // `nv` vectors from `j·W` in vector-major order (`(v·np + j)·W + l`).
+        k.loop_(0, mr, &mut |r| {
+            let v = llvm(k.b.build_int_unsigned_div(r, k.c(wl), "cv_v"))?;
+            let l = llvm(k.b.build_int_unsigned_rem(r, k.c(wl), "cv_l"))?;
+            let row = k.add(i0, r)?;
+            let rowc = k.add(d.imul(row, self.n)?, j0)?;
+            let vbase = k.add(k.mul(k.mul(v, np)?, wl)?, l)?;
+            for j in 0..np {
+                let sum = k.ld(slot, k.add(vbase, k.c(j * wl))?)?;
+                let y = finish_with(k, self.epi, sum, row, None)?;
+                k.st(self.cx, k.add(rowc, k.c(j))?, y)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mask_is_the_static_rule() {
+        // At 16 lanes with K ≥ 128: 2–64 pixels but 48 and 64 (full pixel-vector tiles).
+        let m = pixel_mask(16, 128);
+        for n in 1..=MAX_PIXELS {
+            let on = m >> (n - 1) & 1 == 1;
+            assert_eq!(on, chanvec_rows(16, n, 128).is_some(), "{n} pixels");
+            assert_eq!(
+                on,
+                (2..=64).contains(&n) && n != 48 && n != 64,
+                "{n} pixels"
+            );
+        }
+        // Too few channels, or 8 lanes (16 registers): never.
+        assert_eq!(pixel_mask(16, 127), 0);
+        assert_eq!(pixel_mask(8, 512), 0);
+    }
+}
