@@ -29,7 +29,7 @@
 # the same columns.
 #
 #   SIZES="96 128 160 224" bash bench/dynamic.sh
-#   PARTS=cnn bash bench/dynamic.sh   # only some parts: any of "batch bert cnn"
+#   PARTS=cnn bash bench/dynamic.sh   # only some parts: any of "batch bert cnn ocr" (ocr: below)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tirc="${TIRC:-target/release/tirc}"
@@ -150,5 +150,30 @@ if part cnn; then
     "$tirc" compile tests/dynamic/mobilenet_v2.tir -o "$work/cnn-s$z" --dim "h=$z" --dim "w=$z" > /dev/null 2>&1
     npy "$work/x.npy" 1 3 "$z" "$z"
     rt_row "$z" "$work/cnn-s$z" "$work/cnn-rt" --input "input=$work/x.npy"
+  done
+fi
+
+# PP-OCRv4's text recogniser (trained; rapidocr's wheel through bench/onnx/fetch_trained.py),
+# imported with every dim free (batch, height, width: its reshape targets are written in the
+# dims) and compiled once, against the static compile at batch 1, height 48 and each width of
+# WIDTHS. Only with PARTS naming `ocr` (the first run downloads the wheel).
+#
+#   PARTS=ocr WIDTHS="160 320 640" bash bench/dynamic.sh
+if part ocr; then
+  rec=bench/onnx/trained/ppocrv4_rec.onnx
+  if [ ! -f "$rec" ]; then
+    bash bench/onnx/setup.sh >&2
+    bench/.venv/bin/python bench/onnx/fetch_trained.py bench/onnx/trained >&2
+  fi
+  "$tirc" import "$rec" -o "$work/rec.tir" --weights "$work/rec.safetensors" > /dev/null
+  "$tirc" compile "$work/rec.tir" --weights "$work/rec.safetensors" -o "$work/ocr-rt" > /dev/null 2>&1
+  echo
+  echo "PP-OCRv4 text recogniser (bench/onnx/trained/ppocrv4_rec.onnx), batch 1, height 48"
+  rt_header width
+  for wd in ${WIDTHS:-160 320 640}; do
+    "$tirc" compile "$work/rec.tir" --weights "$work/rec.safetensors" -o "$work/ocr-w$wd" \
+      --dim p2o.DynamicDimension.0=1 --dim x.d2=48 --dim "p2o.DynamicDimension.1=$wd" > /dev/null 2>&1
+    npy "$work/x.npy" 1 3 48 "$wd"
+    rt_row "$wd" "$work/ocr-w$wd" "$work/ocr-rt" --input "x=$work/x.npy"
   done
 fi

@@ -68,7 +68,57 @@ pub struct DynSpec {
     pub given: Vec<String>,
 }
 
+/// Sizes that are equal at every shape the run-time checks accept: the classes of the checks'
+/// equalities (a `reshape` whose element counts are equal only where a dim is 1 records
+/// `a == b`), scaled alike, so that a buffer shared by both sides has one size wherever the
+/// program runs.
+pub struct Equalities {
+    class: HashMap<DimExpr, usize>,
+}
+
+impl Equalities {
+    /// `a == b` at every accepted shape: the same expression, or two of one class.
+    pub fn same(&self, a: &DimExpr, b: &DimExpr) -> bool {
+        a == b || matches!((self.class.get(a), self.class.get(b)), (Some(i), Some(j)) if i == j)
+    }
+}
+
 impl DynSpec {
+    /// The equalities the run-time checks establish, as classes (union–find on their sides).
+    pub fn equalities(&self) -> Equalities {
+        let mut parent: Vec<usize> = Vec::new();
+        let mut class: HashMap<DimExpr, usize> = HashMap::new();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        let mut id = |e: &DimExpr, parent: &mut Vec<usize>| -> usize {
+            *class.entry(e.clone()).or_insert_with(|| {
+                parent.push(parent.len());
+                parent.len() - 1
+            })
+        };
+        let mut pairs = Vec::new();
+        for c in &self.checks {
+            if c.cond.kind == tir_ir::sym::CondKind::Eq {
+                let (a, b) = (id(&c.cond.lhs, &mut parent), id(&c.cond.rhs, &mut parent));
+                pairs.push((a, b));
+            }
+        }
+        for (a, b) in pairs {
+            let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+            parent[ra] = rb;
+        }
+        let class = class
+            .into_iter()
+            .map(|(e, i)| (e, root(&mut parent, i)))
+            .collect();
+        Equalities { class }
+    }
+
     /// The spec of a verified dynamic function.
     pub fn of(f: &Function) -> DynSpec {
         let types = f
@@ -1676,27 +1726,30 @@ pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize
             }
         }
     }
-    let bytes_of = |v: Value| -> Result<DimExpr, String> {
+    // (element size, element count): the checks compare counts.
+    let size_of = |v: Value| -> Result<(i128, DimExpr), String> {
         let dims = spec.dims(func, v).map_err(|e| e.to_string())?;
         let elem = func.ty(v).map(|t| t.dtype.byte_size()).unwrap_or(4) as i128;
-        let mut bytes = DimExpr::constant(elem);
+        let mut count = DimExpr::constant(1);
         for e in &dims {
-            bytes = bytes
+            count = count
                 .checked_mul(e)
                 .ok_or_else(|| format!("the size of {} overflows", func.value_name(v)))?;
         }
-        Ok(bytes)
+        Ok((elem, count))
     };
+    let equal = spec.equalities();
     let mut out = Vec::new();
     for r in &regs {
         let alloc = allocs[r.alloc];
         let vals = held.get(&alloc).cloned().unwrap_or_else(|| vec![alloc]);
         let v = vals[0];
-        let bytes = bytes_of(v)?;
+        let (elem, count) = size_of(v)?;
         // Values that share a buffer (written in place, views) must have its size at every
-        // shape, not only at the probe's.
+        // shape the run-time checks accept, not only at the probe's.
         for &o in &vals[1..] {
-            if bytes_of(o)? != bytes {
+            let (e, c) = size_of(o)?;
+            if e != elem || !equal.same(&c, &count) {
                 return Err(format!(
                     "{} and {} share a buffer at the compiled shape but differ in size at others; give the dims values with --dim NAME=N",
                     func.value_name(v),
@@ -1704,6 +1757,9 @@ pub fn records(func: &Function, spec: &DynSpec) -> Result<(Vec<DynRecord>, usize
                 ));
             }
         }
+        let bytes = count
+            .checked_mul(&DimExpr::constant(elem))
+            .ok_or_else(|| format!("the size of {} overflows", func.value_name(v)))?;
         out.push(DynRecord {
             alloc: r.alloc,
             first: r.first,

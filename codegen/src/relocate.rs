@@ -34,6 +34,9 @@ pub fn structure(func: &Function) -> String {
         let name = match d.op {
             Op::AllocTensor { .. } => "alloc_tensor".to_string(),
             Op::AllocSlab { .. } => "alloc_slab".to_string(),
+            // Its sizes may be the dims' values (`[{n}, 120, -1]` specialized), and the result's
+            // type says them anyway.
+            Op::Reshape { .. } => "reshape".to_string(),
             ref op => format!("{op:?}"),
         };
         s += &format!("{name} {:?} {:?} {:?}\n", d.operands, d.outs, d.results);

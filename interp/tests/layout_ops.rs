@@ -106,7 +106,7 @@ fn views_keep_the_elements_in_order() {
     let x = iota(&[1, 2, 1, 3]);
     let want: Vec<f32> = (0..6).map(|i| i as f32).collect();
     assert_close(
-        &run_op(Op::Reshape { shape: vec![3, -1] }, std::slice::from_ref(&x)),
+        &run_op(Op::reshape(vec![3, -1]), std::slice::from_ref(&x)),
         &[3, 2],
         &want,
         0.0,

@@ -1,7 +1,9 @@
 //! Attribute dictionaries as written in the text, and the typed reading and canonical writing
 //! of them that each op family uses.
 
+use crate::op::ReshapeDim;
 use crate::span::Span;
+use crate::sym::DimExpr;
 use std::fmt::{self, Write};
 use std::str::FromStr;
 
@@ -14,6 +16,8 @@ pub enum AttrValue {
     Str(String),
     /// A bare identifier, used for enumerations: `mode = bilinear`, `activation = relu6`.
     Word(String),
+    /// A dimension expression in braces, `{n}` or `{h*w}` (the braces' text, read by the op).
+    Dim(String),
     Array(Vec<AttrValue>),
 }
 
@@ -25,6 +29,7 @@ impl AttrValue {
             AttrValue::Bool(_) => "bool",
             AttrValue::Str(_) => "string",
             AttrValue::Word(_) => "identifier",
+            AttrValue::Dim(_) => "dimension expression",
             AttrValue::Array(_) => "array",
         }
     }
@@ -253,6 +258,50 @@ impl<'a> AttrReader<'a> {
         Some(out)
     }
 
+    /// A `reshape` target: integers (`-1` infers one entry; other negatives are refused) and
+    /// dimension expressions in braces (`{n}`), each read by [`DimExpr::parse`].
+    pub(crate) fn reshape_dims(&mut self, name: &'static str) -> Vec<ReshapeDim> {
+        let Some(a) = self.take(name) else {
+            self.missing(name);
+            return Vec::new();
+        };
+        let AttrValue::Array(items) = &a.value else {
+            self.wrong(name, "an array of integers and dimension expressions", a);
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let d = match item {
+                AttrValue::Int(-1) => ReshapeDim::Infer,
+                AttrValue::Int(v) if *v < 0 => {
+                    self.bad(
+                        name,
+                        format!("dimensions must be -1 or non-negative, got {v}"),
+                    );
+                    continue;
+                }
+                AttrValue::Int(v) => ReshapeDim::from_int(*v),
+                AttrValue::Dim(text) => match DimExpr::parse(text) {
+                    Ok(e) if e.as_constant().is_some_and(|c| c < 0) => {
+                        self.bad(name, format!("`{{{text}}}` is negative"));
+                        continue;
+                    }
+                    Ok(e) => ReshapeDim::Size(e),
+                    Err(message) => {
+                        self.bad(name, format!("`{{{text}}}`: {message}"));
+                        continue;
+                    }
+                },
+                _ => {
+                    self.wrong(name, "an array of integers and dimension expressions", a);
+                    return Vec::new();
+                }
+            };
+            out.push(d);
+        }
+        out
+    }
+
     pub(crate) fn ints_req(&mut self, name: &'static str) -> Vec<i64> {
         if !self.has(name) {
             self.missing(name);
@@ -430,6 +479,10 @@ impl AttrWriter {
             s.push(']');
             self.raw(name, s);
         }
+    }
+
+    pub(crate) fn reshape_dims(&mut self, name: &'static str, v: &[ReshapeDim]) {
+        self.raw(name, crate::op::reshape_text(v));
     }
 
     pub(crate) fn word(&mut self, name: &'static str, v: impl fmt::Display) {

@@ -35,7 +35,7 @@ pub mod verifier;
 pub use diag::{Diagnostic, ToDiagnostic};
 pub use entity::{EntityRef, EntityVec, OpId, Value};
 pub use module::{Dynamic, Function, Module, OpData, RuntimeCheck, ValueData, ValueDef};
-pub use op::{Activation, BinaryOp, CompareOp, LogicalOp, Op, ReduceKind, UnaryOp};
+pub use op::{Activation, BinaryOp, CompareOp, LogicalOp, Op, ReduceKind, ReshapeDim, UnaryOp};
 pub use parser::{parse, ParseError};
 pub use printer::{print, print_annotated};
 pub use span::Span;

@@ -5,6 +5,7 @@
 
 use crate::attr::{Attr, AttrError, AttrReader, AttrWriter};
 use crate::span::Span;
+use crate::sym::DimExpr;
 use std::fmt;
 use std::str::FromStr;
 
@@ -639,6 +640,53 @@ pub struct GridSample {
     pub align_corners: bool,
 }
 
+/// One entry of a `reshape` target.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReshapeDim {
+    /// `-1`: what the element count leaves, inferred (at most one per target).
+    Infer,
+    /// A size: a literal (`120`), or an expression in the function's dims (`{n}`, `{h*w}`),
+    /// which a dynamic model needs when more than one entry of its target is symbolic
+    /// (`[n, 120, h, w]` to `[n, 120, h*w]`: `[{n}, 120, -1]`).
+    Size(DimExpr),
+}
+
+impl ReshapeDim {
+    /// ONNX's and the static IR's spelling: `-1` infers, any other value is a literal size.
+    /// (Negative literals other than `-1` are refused where a target is read.)
+    pub fn from_int(d: i64) -> ReshapeDim {
+        if d == -1 {
+            ReshapeDim::Infer
+        } else {
+            ReshapeDim::Size(DimExpr::constant(i128::from(d)))
+        }
+    }
+
+    /// The literal, or `-1` for the inferred entry; `None` for a symbolic size.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            ReshapeDim::Infer => Some(-1),
+            ReshapeDim::Size(e) => e.as_constant().and_then(|c| i64::try_from(c).ok()),
+        }
+    }
+}
+
+impl fmt::Display for ReshapeDim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReshapeDim::Infer => f.write_str("-1"),
+            ReshapeDim::Size(e) if e.is_constant() => write!(f, "{e}"),
+            ReshapeDim::Size(e) => write!(f, "{{{e}}}"),
+        }
+    }
+}
+
+/// A reshape target as the text writes it: `[1, -1]`, `[{n}, 120, -1]`.
+pub fn reshape_text(shape: &[ReshapeDim]) -> String {
+    let items: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    format!("[{}]", items.join(", "))
+}
+
 /// One operation. The enum is closed: every pass matches on it exhaustively.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
@@ -681,9 +729,10 @@ pub enum Op {
         sizes: Vec<u64>,
     },
     Slice(Slice),
-    /// Target shape; at most one `-1`, which is inferred. (ONNX's `0` is resolved at import.)
+    /// Target shape: sizes (literals, or expressions in the function's dims) and at most one
+    /// `-1`, which is inferred. (ONNX's `0` is resolved at import.)
     Reshape {
-        shape: Vec<i64>,
+        shape: Vec<ReshapeDim>,
     },
     Flatten {
         axis: i64,
@@ -959,6 +1008,13 @@ pub const OP_NAMES: &[&str] = &[
 ];
 
 impl Op {
+    /// A `reshape` to literal sizes, `-1` inferring one entry: the static spelling.
+    pub fn reshape(shape: Vec<i64>) -> Op {
+        Op::Reshape {
+            shape: shape.into_iter().map(ReshapeDim::from_int).collect(),
+        }
+    }
+
     /// The op's name as written in the text.
     pub fn name(&self) -> &'static str {
         match self {
@@ -1445,15 +1501,9 @@ impl Op {
                 )
             }
             "reshape" => {
-                let shape = r.ints_req("shape");
-                if shape.iter().filter(|d| **d == -1).count() > 1 {
+                let shape = r.reshape_dims("shape");
+                if shape.iter().filter(|d| **d == ReshapeDim::Infer).count() > 1 {
                     r.bad("shape", "at most one dimension may be -1");
-                }
-                if let Some(d) = shape.iter().find(|d| **d < -1) {
-                    r.bad(
-                        "shape",
-                        format!("dimensions must be -1 or non-negative, got {d}"),
-                    );
                 }
                 (Op::Reshape { shape }, &["shape"])
             }
@@ -1776,7 +1826,7 @@ impl Op {
                 w.ints("axes", &s.axes, Some(&default_axes));
                 w.ints("steps", &s.steps, Some(&vec![1; s.starts.len()]));
             }
-            Op::Reshape { shape } => w.ints("shape", shape, None),
+            Op::Reshape { shape } => w.reshape_dims("shape", shape),
             Op::Flatten { axis } => w.int("axis", *axis, Some(1)),
             Op::Squeeze { axes } | Op::Unsqueeze { axes } => w.ints("axes", axes, None),
             Op::Transpose { perm } => w.ints("perm", perm, None),

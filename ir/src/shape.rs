@@ -8,7 +8,7 @@
 //! carrying the message the concrete rule would give, and inference goes on as if it held.
 //! A new rule is written once, with `require_eq` / `require_ge` for its conditions.
 
-use crate::op::{Activation, BinaryOp, Op, Pool2d, UnaryOp};
+use crate::op::{reshape_text, Activation, BinaryOp, Op, Pool2d, ReshapeDim, UnaryOp};
 use crate::sym::{Cond, CondKind, Dim, DimExpr};
 use crate::types::{DType, SymTensorType, TensorType, TensorTypeOf};
 
@@ -309,37 +309,48 @@ pub fn infer_dims<D: Dim>(
         Op::Reshape { shape } => {
             let t = ins[0];
             let n = t.num_elements().ok_or_else(overflow)?;
-            let known = shape
+            let target = reshape_text(shape);
+            // The written sizes, as dims of this inference (a size naming a dim is known only
+            // to a symbolic one).
+            let mut sizes: Vec<Option<D>> = Vec::with_capacity(shape.len());
+            for d in shape {
+                sizes.push(match d {
+                    ReshapeDim::Infer => None,
+                    ReshapeDim::Size(e) => Some(D::from_expr(e).ok_or_else(|| {
+                        shape_error(format!(
+                            "the target {target} names a dim, but the operand's shape {t} is static"
+                        ))
+                    })?),
+                });
+            }
+            let known = sizes
                 .iter()
-                .filter(|d| **d >= 0)
-                .try_fold(1u64, |a, d| a.checked_mul(*d as u64))
+                .flatten()
+                .try_fold(D::lit(1), |a, d| a.mul(d))
                 .ok_or_else(overflow)?;
-            let out: Vec<D> = if shape.contains(&-1) {
-                let bad = || shape_error(format!("cannot reshape {t} ({n} elements) to {shape:?}"));
-                if known == 0 {
+            let out: Vec<D> = if sizes.iter().any(Option::is_none) {
+                let bad = || shape_error(format!("cannot reshape {t} ({n} elements) to {target}"));
+                if known.known() == Some(0) {
                     return Err(bad());
                 }
-                let inferred = n.div_floor(known);
+                // A symbolic `known` that is one monomial dividing every term of `n` gives the
+                // exact quotient (an identity, so no check: at a binding where `known` is zero,
+                // so is `n`); any other leaves a floor division and the check below.
+                let inferred = n.div_by(&known).ok_or_else(bad)?;
                 // `known` divides `n`.
-                let whole = inferred.mul(&D::lit(known)).ok_or_else(overflow)?;
+                let whole = inferred.mul(&known).ok_or_else(overflow)?;
                 cx.require_eq(&whole, &n, bad)?;
-                shape
-                    .iter()
-                    .map(|d| {
-                        if *d == -1 {
-                            inferred.clone()
-                        } else {
-                            D::lit(*d as u64)
-                        }
-                    })
+                sizes
+                    .into_iter()
+                    .map(|d| d.unwrap_or_else(|| inferred.clone()))
                     .collect()
             } else {
-                cx.require_eq(&D::lit(known), &n, || {
+                cx.require_eq(&known, &n, || {
                     shape_error(format!(
-                        "cannot reshape {t} ({n} elements) to {shape:?} ({known} elements)"
+                        "cannot reshape {t} ({n} elements) to {target} ({known} elements)"
                     ))
                 })?;
-                shape.iter().map(|d| D::lit(*d as u64)).collect()
+                sizes.into_iter().flatten().collect()
             };
             one(TensorTypeOf::new(out, t.dtype))
         }

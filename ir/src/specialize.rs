@@ -9,6 +9,7 @@
 
 use crate::diag::{Diagnostic, ToDiagnostic};
 use crate::module::{Function, Module};
+use crate::op::{Op, ReshapeDim};
 use crate::span::Span;
 use crate::sym::{CondKind, DimExpr, EvalError};
 use crate::types::{SymTensorType, TensorType};
@@ -152,6 +153,22 @@ fn specialize_function(f: &mut Function, b: &Bindings) -> Result<(), SpecializeE
                 ),
                 span: c.span,
             });
+        }
+    }
+    // Sizes a `reshape` writes in the dims become their values: the static verifier then
+    // reads literals, as in the static text.
+    let ops: Vec<_> = f.ops.keys().collect();
+    for o in ops {
+        let data = &mut f.ops[o];
+        if let Op::Reshape { shape } = &mut data.op {
+            for d in shape.iter_mut() {
+                if let ReshapeDim::Size(x) = d {
+                    if !x.is_constant() {
+                        let v = x.eval_dim(&e).map_err(|err| fail(err, data.loc.name))?;
+                        *x = DimExpr::constant(i128::from(v));
+                    }
+                }
+            }
         }
     }
     let params = f.params.clone();

@@ -781,6 +781,11 @@ pub trait Dim: Clone + PartialEq + fmt::Display + fmt::Debug {
     /// `⌊self / c⌋` and `⌈self / c⌉` for a positive constant `c`.
     fn div_floor(&self, c: u64) -> Self;
     fn div_ceil(&self, c: u64) -> Self;
+    /// `⌊self / d⌋` for a divisor that may be symbolic; `None` for a division by zero.
+    fn div_by(&self, d: &Self) -> Option<Self>;
+    /// An expression written in the program (a `reshape` size) as a dim of this kind: itself
+    /// for symbolic shapes; for concrete ones its value, `None` when it names a dim.
+    fn from_expr(e: &DimExpr) -> Option<Self>;
     fn max(&self, o: &Self) -> Self;
     fn min(&self, o: &Self) -> Self;
     /// `Some(answer)` when the answer holds for every binding.
@@ -821,6 +826,12 @@ impl Dim for u64 {
     }
     fn div_ceil(&self, c: u64) -> Self {
         u64::div_ceil(*self, c)
+    }
+    fn div_by(&self, d: &Self) -> Option<Self> {
+        self.checked_div(*d)
+    }
+    fn from_expr(e: &DimExpr) -> Option<Self> {
+        e.known()
     }
     fn max(&self, o: &Self) -> Self {
         std::cmp::max(*self, *o)
@@ -904,6 +915,12 @@ impl Dim for DimExpr {
     }
     fn div_ceil(&self, c: u64) -> Self {
         self.ceil_div(&DimExpr::lit(c)).unwrap_or_default()
+    }
+    fn div_by(&self, d: &Self) -> Option<Self> {
+        self.floor_div(d)
+    }
+    fn from_expr(e: &DimExpr) -> Option<Self> {
+        Some(e.clone())
     }
     fn max(&self, o: &Self) -> Self {
         self.maximum(o)

@@ -344,6 +344,28 @@ fn verify_op_dynamic(
         });
         return;
     }
+    if let Op::Reshape { shape } = &data.op {
+        // A size written in dims can name only the function's own: nothing else gives them
+        // values when the function is specialized or run.
+        let dims = crate::specialize::symbols(f);
+        let named = shape.iter().filter_map(|d| match d {
+            crate::op::ReshapeDim::Size(e) => Some(e.symbols()),
+            crate::op::ReshapeDim::Infer => None,
+        });
+        if let Some(s) = named.flatten().find(|s| !dims.contains(s)) {
+            errors.push(VerifyError::Shape {
+                op: name,
+                message: format!(
+                    "the target {} names `{s}`, which is not a dim of `@{}` (its dims: {})",
+                    crate::op::reshape_text(shape),
+                    f.name,
+                    dims.join(", ")
+                ),
+                span: data.loc.name,
+            });
+            return;
+        }
+    }
     let inferred = if data.op.props().declared_type {
         let r = data.results[0];
         match f.values[r].sym_type() {

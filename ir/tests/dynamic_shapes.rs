@@ -61,8 +61,14 @@ fn shared_and_unnamed_dims() {
 }
 
 #[test]
+fn reshape_targets_written_in_dims() {
+    let m = load(&read("reshape_dims.tir"));
+    insta::assert_snapshot!(describe(&m));
+}
+
+#[test]
 fn printing_is_a_fixed_point() {
-    for name in ["cnn.tir", "bert.tir", "shared.tir"] {
+    for name in ["cnn.tir", "bert.tir", "shared.tir", "reshape_dims.tir"] {
         let once = print(&load(&read(name)));
         let twice = print(&load(&once));
         assert_eq!(once, twice, "{name}");
@@ -136,6 +142,14 @@ fn refused_texts() {
         "module @m { func @main(%x: tensor<{h}xf32>, %y: tensor<{h + 1}xf32>) { %0 = add(%x, %y) return %0 } }",
         // Buffers need static shapes.
         "module @m { func @main(%x: tensor<{n}xf32>) { %s = alloc_slab() {size = 64, align = 64} return %x } }",
+        // A reshape size naming something that is not a dim of the function.
+        "module @m { func @main(%x: tensor<{n}x4xf32>) { %0 = reshape(%x) {shape = [{k}, -1]} return %0 } }",
+        // A reshape size naming a dim in a static function.
+        "module @m { func @main(%x: tensor<8xf32>) { %0 = reshape(%x) {shape = [{n}, -1]} return %0 } }",
+        // A bad expression as a reshape size.
+        "module @m { func @main(%x: tensor<{n}xf32>) { %0 = reshape(%x) {shape = [{n +}]} return %0 } }",
+        // A negative reshape size.
+        "module @m { func @main(%x: tensor<{n}xf32>) { %0 = reshape(%x) {shape = [{0 - 2}, -1]} return %0 } }",
     ];
     let mut out = String::new();
     for c in cases {
@@ -209,7 +223,7 @@ proptest! {
 
     #[test]
     fn ops_with_symbolic_inputs_specialize_as_the_static_text(
-        n in 0u64..9, m in 0u64..9, op in 0usize..10,
+        n in 0u64..9, m in 0u64..9, op in 0usize..12,
     ) {
         let body = [
             "%0 = slice(%x) {starts = [1], ends = [-1], axes = [1]}",
@@ -222,6 +236,8 @@ proptest! {
             "%0 = resize(%x4) {size = [3, 5]}",
             "%0 = flatten(%x4) {axis = 2}",
             "%0 = resize(%x4) {scale = [2, 3], coordinate_transformation_mode = asymmetric, nearest_mode = floor}",
+            "%0 = reshape(%x4) {shape = [{n}, -1]}",
+            "%0 = reshape(%x) {shape = [{m}, {n}]}",
         ][op];
         let text = format!(
             "module @m {{ func @main(%x: tensor<{{n}}x{{m}}xf32>) {{ %x4 = reshape(%x) {{shape = [1, 1, -1, 1]}} {body} return %0 }} }}"

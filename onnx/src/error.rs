@@ -385,8 +385,6 @@ pub enum NodeError {
     },
     #[error("`{}` is a shape computed from symbolic dims ({value}): it can feed shape parameters (Reshape's target), not be a tensor at run time", shown(.name))]
     SymbolicOperand { name: String, value: String },
-    #[error("the target {target} has more than one symbolic entry; the IR's reshape infers only one (give the dims values with --dim NAME=N)")]
-    ReshapeSymbolic { target: String },
 }
 
 impl From<ShapeError> for NodeError {

@@ -92,13 +92,9 @@ fn analysis() -> TirAnalysis {
         /* #13 */ Op::Transpose {
             perm: vec![0, 3, 1, 2],
         },
-        /* #14 */ Op::Reshape {
-            shape: vec![1, 5, 16],
-        },
-        /* #15 */ Op::Reshape { shape: vec![1, 80] },
-        /* #16 */ Op::Reshape {
-            shape: vec![1, 5, 4, 4],
-        },
+        /* #14 */ Op::reshape(vec![1, 5, 16]),
+        /* #15 */ Op::reshape(vec![1, 80]),
+        /* #16 */ Op::reshape(vec![1, 5, 4, 4]),
         /* #17 */
         Op::Concat { axis: 1 - 2 }, // the last axis of a rank-2 matmul operand
         /* #18 */ Op::Unary(UnaryOp::Sigmoid),

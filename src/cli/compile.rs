@@ -360,6 +360,7 @@ fn compile_dynamic(
         .entry()
         .ok_or_else(|| err("the module has no entry function".into()))?;
     let spec = tir_codegen::dynamic::DynSpec::given(f, dims);
+    let (spec_symbols, given) = (spec.symbols.clone(), dims.clone());
     // Two probe shapes, every dim distinct from the others (and from small constants), so
     // that a structure that depends on the shape shows as a difference.
     let probe = |base: u64, step: u64| -> tir_ir::Bindings {
@@ -404,13 +405,36 @@ fn compile_dynamic(
         (17, 6),
         (29, 8),
     ];
+    // Then, for a model whose checks hold only on a narrow set of dims (a height that must be
+    // 48, a dim that must be 1), values drawn from 1..=64, each draw's range doubling from 1
+    // (xorshift, so every compile draws the same).
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let drawn = (0..448u64).map(move |t| {
+        let range = 1u64 << (t % 7);
+        spec_symbols
+            .iter()
+            .map(|s| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (
+                    s.clone(),
+                    given.get(s).copied().unwrap_or(1 + state % range),
+                )
+            })
+            .collect::<tir_ir::Bindings>()
+    });
     let mut accepted = candidates
         .iter()
         .map(|&(base, step)| probe(base, step))
+        .chain(drawn)
         .filter(|b| tir_ir::specialize(&module, b).is_ok());
-    let (pa, pb) = match (accepted.next(), accepted.next()) {
-        (Some(a), Some(b)) => (a, b),
-        _ => (probe(18, 6), probe(30, 8)),
+    let (pa, pb) = match accepted.next() {
+        Some(a) => match accepted.find(|b| *b != a) {
+            Some(b) => (a, b),
+            None => (probe(18, 6), probe(30, 8)),
+        },
+        None => (probe(18, 6), probe(30, 8)),
     };
     let mut probe_a = bufferize(&pa)?;
     let probe_b = bufferize(&pb)?;

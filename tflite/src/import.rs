@@ -845,7 +845,7 @@ impl<'a> Importer<'a> {
                 let s = self.em.shape(v);
                 let mut shape = vec![1i64; 4 - s.len()];
                 shape.extend(s.iter().map(|&d| d as i64));
-                let r = self.em.push1(Op::Reshape { shape }, &[v])?;
+                let r = self.em.push1(Op::reshape(shape), &[v])?;
                 self.permute(r, &TO_NCHW)
             }
             _ => Ok(self.value(t, Some(true))?.0),
@@ -868,7 +868,7 @@ impl<'a> Importer<'a> {
         let moved: Vec<usize> = perm.iter().copied().filter(|&p| s[p] != 1).collect();
         if moved.windows(2).all(|w| w[0] < w[1]) {
             let shape = out.iter().map(|&d| d as i64).collect();
-            return self.em.push1(Op::Reshape { shape }, &[v]);
+            return self.em.push1(Op::reshape(shape), &[v]);
         }
         self.em.push1(
             Op::Transpose {
@@ -1139,11 +1139,11 @@ impl<'a> Importer<'a> {
                         x
                     } else {
                         let shape = vec![-1, ws[1] as i64];
-                        self.em.push1(Op::Reshape { shape }, &[x])?
+                        self.em.push1(Op::reshape(shape), &[x])?
                     }
                 } else if xs != [n / ws[1], ws[1]] {
                     let shape = vec![(n / ws[1]) as i64, ws[1] as i64];
-                    self.em.push1(Op::Reshape { shape }, &[x])?
+                    self.em.push1(Op::reshape(shape), &[x])?
                 } else {
                     x
                 };
@@ -1175,11 +1175,11 @@ impl<'a> Importer<'a> {
                                 "the output {declared:?} keeps more than one free dim of the input"
                             ));
                         }
-                        y = self.em.push1(Op::Reshape { shape }, &[y])?;
+                        y = self.em.push1(Op::reshape(shape), &[y])?;
                     }
                 } else if self.em.shape(y) != declared {
                     let shape = declared.iter().map(|&d| d as i64).collect();
-                    y = self.em.push1(Op::Reshape { shape }, &[y])?;
+                    y = self.em.push1(Op::reshape(shape), &[y])?;
                 }
                 self.define(out, y, false)
             }
@@ -1370,7 +1370,7 @@ impl<'a> Importer<'a> {
                     let y = self.em.push1(r, &[vx])?;
                     let y = self.permute(y, &TO_NHWC)?;
                     let shape = self.shape_of(out)?.iter().map(|&d| d as i64).collect();
-                    let y = self.result(out, Op::Reshape { shape }, &[y])?;
+                    let y = self.result(out, Op::reshape(shape), &[y])?;
                     return self.define(out, y, false);
                 }
                 let r = Op::Reduce {
@@ -1384,7 +1384,7 @@ impl<'a> Importer<'a> {
             B::RESHAPE | B::SQUEEZE | B::EXPAND_DIMS => {
                 let (x, _) = self.value(input(0)?, Some(false))?;
                 let shape = self.shape_of(out)?.iter().map(|&d| d as i64).collect();
-                let y = self.result(out, Op::Reshape { shape }, &[x])?;
+                let y = self.result(out, Op::reshape(shape), &[x])?;
                 self.define(out, y, false)
             }
             B::TRANSPOSE => {
@@ -1544,25 +1544,16 @@ impl<'a> Importer<'a> {
                 let cc = c / (b * b);
                 let (vx, _) = self.value(x, Some(true))?;
                 let dims = |d: &[u64]| d.iter().map(|&d| d as i64).collect();
-                let split = self.em.push1(
-                    Op::Reshape {
-                        shape: dims(&[n, b, b, cc, h, w]),
-                    },
-                    &[vx],
-                )?;
+                let split = self
+                    .em
+                    .push1(Op::reshape(dims(&[n, b, b, cc, h, w])), &[vx])?;
                 let moved = self.em.push1(
                     Op::Transpose {
                         perm: vec![0, 3, 4, 1, 5, 2],
                     },
                     &[split],
                 )?;
-                let y = self.result(
-                    out,
-                    Op::Reshape {
-                        shape: dims(&[n, cc, h * b, w * b]),
-                    },
-                    &[moved],
-                )?;
+                let y = self.result(out, Op::reshape(dims(&[n, cc, h * b, w * b])), &[moved])?;
                 self.define(out, y, true)
             }
             B::DEQUANTIZE => {
@@ -1775,7 +1766,7 @@ impl<'a> Importer<'a> {
                     );
                 }
                 let (x, _) = self.value(t, Some(false))?;
-                let y = self.result(out, Op::Reshape { shape }, &[x])?;
+                let y = self.result(out, Op::reshape(shape), &[x])?;
                 return self.define(out, y, false);
             }
             _ => {
@@ -2009,7 +2000,7 @@ impl<'a> Importer<'a> {
             y = self.permute(y, &TO_NHWC)?;
         }
         let shape = self.shape_of(out)?.iter().map(|&d| d as i64).collect();
-        let y = self.result(out, Op::Reshape { shape }, &[y])?;
+        let y = self.result(out, Op::reshape(shape), &[y])?;
         self.define(out, y, false)
     }
 }

@@ -312,13 +312,7 @@ impl<'a> Importer<'a> {
             Op::Concat { axis: 2 },
             &[a00, a01, zero, tx, a10, a11, zero, ty, tail],
         )?;
-        let v = self.result(
-            out,
-            Op::Reshape {
-                shape: vec![1, 4, 4],
-            },
-            &[row],
-        )?;
+        let v = self.result(out, Op::reshape(vec![1, 4, 4]), &[row])?;
         self.define(out, v, false)
     }
 
@@ -372,12 +366,9 @@ impl<'a> Importer<'a> {
         let ox_ = or(self, x_lo, x_hi)?;
         let oy_ = or(self, y_lo, y_hi)?;
         let outside = or(self, ox_, oy_)?;
-        let outside = self.em.push1(
-            Op::Reshape {
-                shape: vec![1, 1, oh as i64, ow as i64],
-            },
-            &[outside],
-        )?;
+        let outside = self
+            .em
+            .push1(Op::reshape(vec![1, 1, oh as i64, ow as i64]), &[outside])?;
         // Normalised for grid_sample without align_corners: g = (2 x + 1) / W - 1.
         let k = self.weight(
             &format!("{name}_grid_scale"),
@@ -391,12 +382,9 @@ impl<'a> Importer<'a> {
         );
         let g = self.mp_bin(BinaryOp::Mul, tc, k)?;
         let g = self.mp_bin(BinaryOp::Add, g, b)?;
-        let g = self.em.push1(
-            Op::Reshape {
-                shape: vec![1, oh as i64, ow as i64, 2],
-            },
-            &[g],
-        )?;
+        let g = self
+            .em
+            .push1(Op::reshape(vec![1, oh as i64, ow as i64, 2]), &[g])?;
         let sampled = self.em.push1(
             Op::GridSample(GridSample {
                 mode: SampleMode::Bilinear,
@@ -428,12 +416,7 @@ impl<'a> Importer<'a> {
             &[a],
         )?;
         let t = self.mp_slice(m, &[1, 2], &[(0, 2), (3, 4)])?;
-        let t = self.em.push1(
-            Op::Reshape {
-                shape: vec![1, 1, 2],
-            },
-            &[t],
-        )?;
+        let t = self.em.push1(Op::reshape(vec![1, 1, 2]), &[t])?;
         let xy = if ls[2] == 2 {
             l
         } else {

@@ -365,13 +365,7 @@ impl Net {
     }
 
     pub fn reshape(&mut self, name: &str, x: Value, shape: &[i64]) -> NetResult<Value> {
-        self.op(
-            name,
-            Op::Reshape {
-                shape: shape.to_vec(),
-            },
-            &[x],
-        )
+        self.op(name, Op::reshape(shape.to_vec()), &[x])
     }
 
     pub fn transpose(&mut self, name: &str, x: Value, perm: &[u64]) -> NetResult<Value> {

@@ -439,6 +439,10 @@ fn lower_value(pair: P<'_>) -> AttrValue {
         Rule::word => AttrValue::Word(p.as_str().to_string()),
         Rule::string => AttrValue::Str(unescape(p.into_inner().next().map_or("", |b| b.as_str()))),
         Rule::array => AttrValue::Array(p.into_inner().map(lower_value).collect()),
+        Rule::dim_expr => {
+            let text = p.as_str();
+            AttrValue::Dim(text[1..text.len() - 1].to_string())
+        }
         r => unreachable!("grammar: unexpected {r:?} as attribute value"),
     }
 }

@@ -71,7 +71,7 @@ impl Importer {
             heads as i64,
             (s[2] / heads) as i64,
         ];
-        let r = self.op1(Op::Reshape { shape }, &[x])?;
+        let r = self.op1(Op::reshape(shape), &[x])?;
         self.op1(
             Op::Transpose {
                 perm: vec![0, 2, 1, 3],
@@ -263,7 +263,7 @@ impl Importer {
             )?;
             let s = self.em.ty(t)?.shape.clone();
             let shape = vec![s[0] as i64, s[1] as i64, (s[2] * s[3]) as i64];
-            y = self.op1(Op::Reshape { shape }, &[t])?;
+            y = self.op1(Op::reshape(shape), &[t])?;
         }
         self.bind_out(node, 0, y);
         Ok(())
@@ -280,7 +280,7 @@ impl Importer {
             s[2] as i64,
             s[3] as i64,
         ];
-        self.op1(Op::Reshape { shape }, &[c])
+        self.op1(Op::reshape(shape), &[c])
     }
 }
 

@@ -150,12 +150,7 @@ impl Importer {
         let (x, s, axis) = if coerce {
             let outer: u64 = shape[..axis].iter().product();
             let inner: u64 = shape[axis..].iter().product();
-            let m = self.push_op(
-                Op::Reshape {
-                    shape: vec![outer as i64, inner as i64],
-                },
-                &[x],
-            )?;
+            let m = self.push_op(Op::reshape(vec![outer as i64, inner as i64]), &[x])?;
             (m, vec![outer, inner], 1)
         } else {
             (x, shape.clone(), axis)
@@ -182,7 +177,7 @@ impl Importer {
         }
         let y = self.push_op(Op::Cast { to: dtype }, &[hit])?;
         let back = shape.iter().map(|&d| d as i64).collect();
-        self.emit(node, Op::Reshape { shape: back }, &[y])
+        self.emit(node, Op::reshape(back), &[y])
     }
 
     /// IsInf: `x == +inf`, `x == -inf`, or either, as `detect_positive`/`detect_negative` ask.
@@ -336,12 +331,12 @@ impl Importer {
         let mut v = x;
         if xp.len() != xs.len() {
             let shape = xp.iter().map(|&d| d as i64).collect();
-            v = self.push_op(Op::Reshape { shape }, &[v])?;
+            v = self.push_op(Op::reshape(shape), &[v])?;
         }
         let grows: Vec<usize> = (0..rank).filter(|&i| xp[i] != out[i]).collect();
         let Some(&last) = grows.last() else {
             let shape = out.iter().map(|&d| d as i64).collect();
-            return self.emit(node, Op::Reshape { shape }, &[v]);
+            return self.emit(node, Op::reshape(shape), &[v]);
         };
         for &axis in &grows {
             let copies = vec![v; out[axis] as usize];
@@ -414,7 +409,7 @@ impl Importer {
         let sum = self.push_op(bin(BinaryOp::Mul), &[mean, w])?;
         if p == 1 {
             let shape = self.em.ty(sum)?.shape.iter().map(|&d| d as i64).collect();
-            return self.emit(node, Op::Reshape { shape }, &[sum]);
+            return self.emit(node, Op::reshape(shape), &[sum]);
         }
         let inv = self.scalar_of_type(node, "inv_p", dtype, 1.0 / p as f64);
         self.emit(node, bin(BinaryOp::Pow), &[sum, inv])
@@ -482,12 +477,7 @@ impl Importer {
         if j == 0 || n == 0 {
             return Err(refuse(op, "an empty gather is not supported"));
         }
-        let flat_data = self.push_op(
-            Op::Reshape {
-                shape: vec![n as i64],
-            },
-            &[data],
-        )?;
+        let flat_data = self.push_op(Op::reshape(vec![n as i64]), &[data])?;
         if !ty.dtype.is_float() {
             return Err(refuse(
                 op,
@@ -511,12 +501,7 @@ impl Importer {
             "select",
             Tensor::from_i64s(DType::Bool, vec![j, n], &mask),
         );
-        let row = self.push_op(
-            Op::Reshape {
-                shape: vec![1, n as i64],
-            },
-            &[flat_data],
-        )?;
+        let row = self.push_op(Op::reshape(vec![1, n as i64]), &[flat_data])?;
         let zero = self.scalar_of_type(node, "zero", ty.dtype, 0.0);
         let picked = self.push_op(Op::Where, &[mask, row, zero])?;
         let sum = self.push_op(
@@ -527,7 +512,7 @@ impl Importer {
             },
             &[picked],
         )?;
-        self.emit(node, Op::Reshape { shape: out }, &[sum])
+        self.emit(node, Op::reshape(out), &[sum])
     }
 
     fn data_and_indices(&mut self, node: &NodeProto) -> R<(Value, Vec<u64>, Tensor)> {

@@ -357,7 +357,7 @@ impl Importer {
     fn per_channel(&mut self, v: Value, channels: u64, rank: usize) -> R<Value> {
         let mut shape = vec![channels as i64];
         shape.extend(std::iter::repeat_n(1, rank - 2));
-        self.push1(Op::Reshape { shape }, &[v])
+        self.push1(Op::reshape(shape), &[v])
     }
 
     fn channel_operand(
@@ -420,19 +420,9 @@ impl Importer {
         }
         let scale = self.channel_operand(node, 1, OP, c)?;
         let bias = self.channel_operand(node, 2, OP, c)?;
-        let grouped = self.push1(
-            Op::Reshape {
-                shape: vec![xs[0] as i64, groups, -1],
-            },
-            &[x],
-        )?;
+        let grouped = self.push1(Op::reshape(vec![xs[0] as i64, groups, -1]), &[x])?;
         let (n, _) = self.standardize(node, grouped, vec![2], epsilon, None)?;
-        let back = self.push1(
-            Op::Reshape {
-                shape: xs.iter().map(|&d| d as i64).collect(),
-            },
-            &[n],
-        )?;
+        let back = self.push1(Op::reshape(xs.iter().map(|&d| d as i64).collect()), &[n])?;
         let s = self.per_channel(scale, c, xs.len())?;
         let b = self.per_channel(bias, c, xs.len())?;
         let ns = self.bin1(BinaryOp::Mul, back, s)?;
@@ -528,9 +518,9 @@ impl Importer {
                 vec![n, c * b * b, h / b, w / b],
             )
         };
-        let r = self.push1(Op::Reshape { shape: shape6 }, &[x])?;
+        let r = self.push1(Op::reshape(shape6), &[x])?;
         let t = self.push1(Op::Transpose { perm }, &[r])?;
-        self.emit(node, Op::Reshape { shape: out }, &[t])
+        self.emit(node, Op::reshape(out), &[t])
     }
 
     /// Tile with constant `repeats`: along each axis, the value concatenated with itself
@@ -555,7 +545,7 @@ impl Importer {
         let Some(last) = last else {
             // Every repeat is 1: the value itself, through a copy so the output has an op.
             let shape = self.shape_of_value(v)?.iter().map(|&d| d as i64).collect();
-            return self.emit(node, Op::Reshape { shape }, &[v]);
+            return self.emit(node, Op::reshape(shape), &[v]);
         };
         for (axis, &r) in reps.iter().enumerate() {
             if r == 1 {
@@ -635,12 +625,7 @@ impl Importer {
         let size = size as u64;
         let before = (size - 1) / 2;
         let x2 = self.bin1(BinaryOp::Mul, x, x)?;
-        let col = self.push1(
-            Op::Reshape {
-                shape: vec![n, 1, c, hw],
-            },
-            &[x2],
-        )?;
+        let col = self.push1(Op::reshape(vec![n, 1, c, hw]), &[x2])?;
         let pool = Op::AvgPool(Pool2d {
             kernel: [size, 1],
             strides: [1, 1],
@@ -650,7 +635,7 @@ impl Importer {
         });
         let avg = self.push1(pool, &[col])?;
         let shape = xs.iter().map(|&d| d as i64).collect();
-        let avg = self.push1(Op::Reshape { shape }, &[avg])?;
+        let avg = self.push1(Op::reshape(shape), &[avg])?;
         // alpha / size * Σ = alpha * mean.
         let al = self.scalar_like(node, x, "alpha", alpha);
         let bi = self.scalar_like(node, x, "bias", bias);
@@ -699,12 +684,7 @@ impl Importer {
             if !self.output_used(node, i) {
                 continue;
             }
-            let flat = self.push1(
-                Op::Reshape {
-                    shape: vec![c as i64],
-                },
-                &[batch],
-            )?;
+            let flat = self.push1(Op::reshape(vec![c as i64]), &[batch])?;
             let kept = self.bin1(BinaryOp::Mul, running, mom)?;
             let new = self.bin1(BinaryOp::Mul, flat, rest)?;
             self.emit_output(node, i, bin(BinaryOp::Add), &[kept, new])?;
@@ -1067,12 +1047,7 @@ impl Importer {
                             format!("{what} has shape {cs:?}, expected [{b}, {s}, {half}] without position_ids"),
                         ));
                     }
-                    self.push1(
-                        Op::Reshape {
-                            shape: cache_shape(half),
-                        },
-                        &[c],
-                    )?
+                    self.push1(Op::reshape(cache_shape(half)), &[c])?
                 }
             };
             caches.push(v);
@@ -1080,7 +1055,7 @@ impl Importer {
         let (cos, sin) = (caches[0], caches[1]);
         let xw = if xs.len() == 3 {
             let shape = work.iter().map(|&v| v as i64).collect();
-            self.push1(Op::Reshape { shape }, &[x])?
+            self.push1(Op::reshape(shape), &[x])?
         } else {
             x
         };
@@ -1120,7 +1095,7 @@ impl Importer {
             let pairs = self.push1(Op::Concat { axis: 4 }, &[ru, iu])?;
             let mut shape: Vec<i64> = work.iter().map(|&v| v as i64).collect();
             shape[3] = rot as i64;
-            self.push1(Op::Reshape { shape }, &[pairs])?
+            self.push1(Op::reshape(shape), &[pairs])?
         } else {
             self.push1(Op::Concat { axis: 3 }, &[real, imag])?
         };
@@ -1131,7 +1106,7 @@ impl Importer {
             rotated
         };
         let shape = xs.iter().map(|&v| v as i64).collect();
-        self.emit(node, Op::Reshape { shape }, &[whole])
+        self.emit(node, Op::reshape(shape), &[whole])
     }
 
     /// AffineGrid (opset 20): `theta [N, k, k+1]` times the homogeneous coordinates
@@ -1208,6 +1183,6 @@ impl Importer {
         let mut shape = vec![ts[0] as i64];
         shape.extend(spatial.iter().map(|&v| v as i64));
         shape.push(k as i64);
-        self.emit(node, Op::Reshape { shape }, &[t])
+        self.emit(node, Op::reshape(shape), &[t])
     }
 }

@@ -104,7 +104,7 @@ impl Importer {
             return Ok(x);
         }
         let shape = shape.iter().map(|&d| d as i64).collect();
-        self.einsum_step(Op::Reshape { shape }, &[x])
+        self.einsum_step(Op::reshape(shape), &[x])
     }
 
     /// `x` with the labels outside `keep` summed away; returns the remaining labels in order.

@@ -141,15 +141,13 @@ impl Importer {
         let inner: u64 = xs[ax..].iter().product();
         let flat = self.em.fresh();
         let f = self.em.push(
-            Op::Reshape {
-                shape: vec![outer as i64, inner as i64],
-            },
+            Op::reshape(vec![outer as i64, inner as i64]),
             &[xv],
             vec![flat],
         )?[0];
         let sm = self.em.fresh();
         let s = self.em.push(op(-1), &[f], vec![sm])?[0];
         let shape = xs.iter().map(|&d| d as i64).collect();
-        self.emit(node, Op::Reshape { shape }, &[s])
+        self.emit(node, Op::reshape(shape), &[s])
     }
 }

@@ -167,7 +167,7 @@ impl Importer {
                 format!("a {what} of more than one element must be a constant (an initializer, or bound with `tirc import --bind`), got {ty} computed at run time"),
             ));
         }
-        let mut v = self.q_push(Op::Reshape { shape: vec![] }, &[v])?;
+        let mut v = self.q_push(Op::reshape(vec![]), &[v])?;
         if ty.dtype != DType::F32 {
             v = self.q_push(Op::Cast { to: DType::F32 }, &[v])?;
         }
@@ -316,7 +316,7 @@ impl Importer {
         let y = self.q_push(Op::Unary(UnaryOp::Round), &[y])?;
         let y = self.q_push(bin(BinaryOp::Add), &[y, zpi])?;
         self.saturate_to(node, 0, y, DType::U8)?;
-        self.q_emit_nth(node, 1, Op::Reshape { shape: vec![] }, &[scale])?;
+        self.q_emit_nth(node, 1, Op::reshape(vec![]), &[scale])?;
         self.q_emit_nth(node, 2, Op::Cast { to: DType::U8 }, &[zpi])?;
         Ok(())
     }

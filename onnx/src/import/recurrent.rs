@@ -109,12 +109,7 @@ impl Importer {
         h: u64,
     ) -> R<Value> {
         match self.opt_in_value(node, i)? {
-            Some(v) => self.r_push(
-                Op::Reshape {
-                    shape: vec![b as i64, h as i64],
-                },
-                &[v],
-            ),
+            Some(v) => self.r_push(Op::reshape(vec![b as i64, h as i64]), &[v]),
             None => Ok(self.r_const(node, what, vec![b, h], &vec![0.0; (b * h) as usize])),
         }
     }
@@ -279,12 +274,7 @@ impl Importer {
                 }),
                 &[x],
             )?;
-            let xs = self.r_push(
-                Op::Reshape {
-                    shape: vec![batch as i64, input as i64],
-                },
-                &[xs],
-            )?;
+            let xs = self.r_push(Op::reshape(vec![batch as i64, input as i64]), &[xs])?;
             // x W_g^T + H R_g^T + (Wb_g + Rb_g), as the reference sums them.
             let pre = |me: &mut Self, gi: usize, hstate: Value| -> R<Value> {
                 let a = me.r_matmul(xs, wt[gi])?;
@@ -370,14 +360,7 @@ impl Importer {
                 self.r_push(Op::Concat { axis: 0 }, &steps)?
             };
             if layout == 0 {
-                self.r_output(
-                    node,
-                    0,
-                    Op::Reshape {
-                        shape: vec![seq as i64, 1, b, hh],
-                    },
-                    &[y],
-                )?;
+                self.r_output(node, 0, Op::reshape(vec![seq as i64, 1, b, hh]), &[y])?;
             } else {
                 self.r_output(
                     node,
@@ -396,23 +379,9 @@ impl Importer {
                 vec![b, 1, hh]
             }
         };
-        self.r_output(
-            node,
-            1,
-            Op::Reshape {
-                shape: state(layout),
-            },
-            &[ht],
-        )?;
+        self.r_output(node, 1, Op::reshape(state(layout)), &[ht])?;
         if let Some(c) = ct {
-            self.r_output(
-                node,
-                2,
-                Op::Reshape {
-                    shape: state(layout),
-                },
-                &[c],
-            )?;
+            self.r_output(node, 2, Op::reshape(state(layout)), &[c])?;
         }
         Ok(())
     }

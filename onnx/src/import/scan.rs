@@ -82,7 +82,7 @@ impl Importer {
             let v = if returned[i] {
                 let shape = self.em.ty(r)?.shape.iter().map(|&d| d as i64).collect();
                 let name = self.em.unique(out);
-                self.em.push(Op::Reshape { shape }, &[r], vec![name])?[0]
+                self.em.push(Op::reshape(shape), &[r], vec![name])?[0]
             } else {
                 r
             };

@@ -10,7 +10,7 @@ use crate::tensor::{numel, Tensor};
 use std::collections::HashSet;
 use tir_ir::op::{PadMode, Slice};
 use tir_ir::sym::Dim;
-use tir_ir::{DType, DimExpr, Op};
+use tir_ir::{DType, DimExpr, Op, ReshapeDim};
 
 impl Importer {
     pub(super) fn concat(&mut self, node: &NodeProto, a: &Attrs) -> R<()> {
@@ -138,12 +138,12 @@ impl Importer {
         let shape = self.reshape_target(node, a, &xs)?;
         let x = self.in_value(node, 0)?;
         let shape = shape.iter().map(|&d| d as i64).collect();
-        self.emit(node, Op::Reshape { shape }, &[x])
+        self.emit(node, Op::reshape(shape), &[x])
     }
 
     /// Reshape of a symbolically shaped input, or to a target with symbolic entries: the
-    /// target resolved to dim expressions (ONNX's `0` copies, `-1` is what is left), and at
-    /// most one entry symbolic, which becomes the IR's `-1` (the IR infers one entry).
+    /// target resolved to dim expressions (ONNX's `0` copies, `-1` is what is left), then
+    /// written as [`reshape_dims`] says.
     fn reshape_sym(&mut self, node: &NodeProto, a: &Attrs, x: &Val) -> R<()> {
         let xs = self.sym_shape_of(x);
         let missing = NodeError::MissingInput {
@@ -202,23 +202,9 @@ impl Importer {
             .into_iter()
             .map(|d| d.unwrap_or_else(|| n.floor_div(&known).unwrap_or_default()))
             .collect();
-        let symbolic: Vec<usize> = (0..resolved.len())
-            .filter(|&i| !resolved[i].is_constant())
-            .collect();
-        if symbolic.len() > 1 {
-            return Err(NodeError::ReshapeSymbolic {
-                target: super::shape_text(&resolved),
-            });
-        }
-        let shape = resolved
-            .iter()
-            .map(|d| match d.as_constant() {
-                Some(c) => i64::try_from(c).map_err(|_| NodeError::Overflow {
-                    what: "the target shape",
-                }),
-                None => Ok(-1),
-            })
-            .collect::<R<Vec<i64>>>()?;
+        let shape = reshape_dims(&resolved, &n).ok_or(NodeError::Overflow {
+            what: "the target shape",
+        })?;
         let xv = self.in_value(node, 0)?;
         self.emit(node, Op::Reshape { shape }, &[xv])
     }
@@ -414,4 +400,36 @@ pub(super) fn shape_tensor(shape: &[u64], a: &Attrs) -> R<Tensor> {
         vec![dims.len() as u64],
         &dims,
     ))
+}
+
+/// The IR's target for a resolved symbolic one (`n` elements): literals as they are, a lone
+/// symbolic entry as `-1`; of several, the last as `-1` when the rest divide `n` into exactly
+/// it (`[n, 120, h*w]` from `n*120*h*w` elements: `[{n}, 120, -1]`, from which the IR infers
+/// the same expression), every other one as its expression in the dims. `None` on a literal
+/// beyond `i64`.
+fn reshape_dims(resolved: &[DimExpr], n: &DimExpr) -> Option<Vec<ReshapeDim>> {
+    let symbolic = resolved.iter().filter(|d| !d.is_constant()).count();
+    let last = (0..resolved.len())
+        .rev()
+        .find(|&i| !resolved[i].is_constant())
+        .filter(|&i| {
+            if symbolic == 1 {
+                return true;
+            }
+            let rest = resolved
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .try_fold(DimExpr::lit(1), |a, (_, d)| a.checked_mul(d));
+            rest.and_then(|r| n.floor_div(&r)).as_ref() == Some(&resolved[i])
+        });
+    resolved
+        .iter()
+        .enumerate()
+        .map(|(i, d)| match d.as_constant() {
+            Some(c) => i64::try_from(c).ok().map(ReshapeDim::from_int),
+            None if Some(i) == last => Some(ReshapeDim::Infer),
+            None => Some(ReshapeDim::Size(d.clone())),
+        })
+        .collect()
 }
