@@ -5,8 +5,6 @@
 //! Both checks sweep the records in time order instead of testing every pair, so they are
 //! O(n log n) and usable on every plan of every test and benchmark.
 
-use std::collections::BTreeMap;
-
 use super::multidim::{SharedObjectsPlanNd, UsageRecordNd};
 use super::{OffsetsPlan, SharedObjectsPlan, UsageRecord};
 
@@ -142,84 +140,92 @@ fn sweep_by_time(
     (starts, stops)
 }
 
-/// Most live ranges past this many go into a B-tree; see [`LiveRanges`].
-const SORTED_LIVE_RANGES: usize = 256;
+/// Live ranges per chunk of [`LiveRanges`], at most; a full chunk splits in two halves.
+const CHUNK: usize = 128;
 
-/// The offsets check's live ranges, `(offset, record) -> end` in key order: a sorted vector
-/// while there are at most [`SORTED_LIVE_RANGES`] of them, a B-tree beyond. Inference graphs
-/// and most record sets keep a few dozen ranges live, where a binary search and a short
-/// `memmove` in one or two cache lines cost a fraction of a B-tree's node walk and
-/// allocations (the B-tree was about 600 instructions a record at 300k records); a vector's
-/// insertion grows with the live set, so large live sets (whole-program tensors, long skip
-/// connections) keep the B-tree's logarithm. Both answer the same queries in the same order.
-enum LiveRanges {
-    Sorted(Vec<(u64, usize, u64)>),
-    Tree(BTreeMap<(u64, usize), u64>),
+/// A live range of the offsets check: `(offset, record, end)`, ordered by `(offset, record)`.
+type LiveRange = (u64, usize, u64);
+
+/// The offsets check's live ranges in `(offset, record)` order, as a list of sorted chunks of
+/// at most [`CHUNK`] ranges (one level of a B+ tree, with chunks found by a linear walk over
+/// their last keys). Inference graphs and most record sets keep a few dozen ranges live: one
+/// chunk, a binary search and a `memmove` in one or two cache lines. Large live sets (~500
+/// ranges at 1M fan_out_growing records) cost a short walk over a few chunks and a `memmove`
+/// of at most a chunk, where the B-tree that held live sets past 256 ranges (the sixth pass)
+/// walked three levels of nodes and allocated on splits: the check phase at 1M
+/// fan_out_growing records, see docs/planner.md's ninth pass.
+struct LiveRanges {
+    /// Never empty; a chunk is empty only when it is the only one.
+    chunks: Vec<Vec<LiveRange>>,
 }
 
 impl Default for LiveRanges {
     fn default() -> Self {
-        LiveRanges::Sorted(Vec::new())
+        LiveRanges {
+            chunks: vec![Vec::new()],
+        }
     }
 }
 
+fn key_of(&(offset, record, _): &LiveRange) -> (u64, usize) {
+    (offset, record)
+}
+
 impl LiveRanges {
+    /// The chunk where `key` is or would go: the first whose last key is at least `key`,
+    /// else the last chunk.
+    fn chunk_of(&self, key: (u64, usize)) -> usize {
+        let last = self.chunks.len() - 1;
+        self.chunks[..last]
+            .iter()
+            .position(|c| c.last().is_some_and(|r| key_of(r) >= key))
+            .unwrap_or(last)
+    }
+
     fn insert(&mut self, key: (u64, usize), end: u64) {
-        match self {
-            LiveRanges::Sorted(ranges) => {
-                if ranges.len() < SORTED_LIVE_RANGES {
-                    let at = ranges.partition_point(|&(o, r, _)| (o, r) < key);
-                    ranges.insert(at, (key.0, key.1, end));
-                    return;
-                }
-                let mut tree: BTreeMap<(u64, usize), u64> =
-                    ranges.iter().map(|&(o, r, e)| ((o, r), e)).collect();
-                tree.insert(key, end);
-                *self = LiveRanges::Tree(tree);
-            }
-            LiveRanges::Tree(tree) => {
-                tree.insert(key, end);
-            }
+        let c = self.chunk_of(key);
+        let chunk = &mut self.chunks[c];
+        let at = chunk.partition_point(|r| key_of(r) < key);
+        chunk.insert(at, (key.0, key.1, end));
+        if chunk.len() > CHUNK {
+            let upper = chunk.split_off(chunk.len() / 2);
+            self.chunks.insert(c + 1, upper);
         }
     }
 
     fn remove(&mut self, key: (u64, usize)) {
-        match self {
-            LiveRanges::Sorted(ranges) => {
-                if let Ok(at) = ranges.binary_search_by(|&(o, r, _)| (o, r).cmp(&key)) {
-                    ranges.remove(at);
-                }
-            }
-            LiveRanges::Tree(tree) => {
-                tree.remove(&key);
-                // Back to the vector once the live set is small again (half the limit, so
-                // that a live set around the limit does not move back and forth).
-                if tree.len() <= SORTED_LIVE_RANGES / 2 {
-                    let ranges = tree.iter().map(|(&(o, r), &e)| (o, r, e)).collect();
-                    *self = LiveRanges::Sorted(ranges);
-                }
-            }
+        let c = self.chunk_of(key);
+        let chunk = &mut self.chunks[c];
+        if let Ok(at) = chunk.binary_search_by(|r| key_of(r).cmp(&key)) {
+            chunk.remove(at);
+        }
+        // An empty chunk goes (unless it is the only one), and one down to a quarter joins
+        // its successor when both fit in one, so a shrinking live set does not leave a long
+        // walk over near-empty chunks.
+        let len = chunk.len();
+        if len == 0 && self.chunks.len() > 1 {
+            self.chunks.remove(c);
+        } else if len < CHUNK / 4
+            && c + 1 < self.chunks.len()
+            && len + self.chunks[c + 1].len() <= CHUNK
+        {
+            let upper = self.chunks.remove(c + 1);
+            self.chunks[c].extend(upper);
         }
     }
 
     /// Calls `visit(offset, record, end)` on the ranges with keys below `key`, in descending
     /// key order, while it returns true.
     fn below_descending(&self, key: (u64, usize), mut visit: impl FnMut(u64, usize, u64) -> bool) {
-        match self {
-            LiveRanges::Sorted(ranges) => {
-                let below = ranges.partition_point(|&(o, r, _)| (o, r) < key);
-                for &(offset, record, end) in ranges[..below].iter().rev() {
-                    if !visit(offset, record, end) {
-                        return;
-                    }
-                }
-            }
-            LiveRanges::Tree(tree) => {
-                for (&(offset, record), &end) in tree.range(..key).rev() {
-                    if !visit(offset, record, end) {
-                        return;
-                    }
-                }
+        let c = self.chunk_of(key);
+        let below = self.chunks[c].partition_point(|r| key_of(r) < key);
+        let lower = self.chunks[..c]
+            .iter()
+            .rev()
+            .flat_map(|chunk| chunk.iter().rev());
+        for &(offset, record, end) in self.chunks[c][..below].iter().rev().chain(lower) {
+            if !visit(offset, record, end) {
+                return;
             }
         }
     }

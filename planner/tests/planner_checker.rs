@@ -297,9 +297,9 @@ fn overlap_among_many_live_ranges_is_caught() {
 }
 
 fn many_records() -> impl Strategy<Value = Vec<UsageRecord>> {
-    // Up to 1,000 records over 200 operators living up to 120 each: the live set rises past
-    // the checker's sorted-vector limit (256 ranges) and falls back below half of it, so
-    // the sweep moves its live ranges into its B-tree and back.
+    // Up to 1,000 records over 200 operators living up to 120 each: the live set rises to
+    // several of the checker's chunks (128 ranges each) and falls back, so the sweep splits
+    // its chunks, empties them and joins them again.
     let record =
         (0usize..200, 0usize..120, 1u64..4).prop_map(|(first_op, len, size)| UsageRecord {
             first_op,
@@ -342,19 +342,19 @@ proptest! {
 
 #[test]
 fn overlaps_are_caught_across_the_live_set_changing_representation() {
-    // 300 records live from operator 0 side by side (past the checker's sorted-vector limit of
-    // 256, so its live ranges move into a B-tree), 200 of them dying after operator 9 (so the
-    // rest move back into the vector), then records overlapping the lowest and the highest
-    // live range in each representation.
+    // 300 records live from operator 0 side by side (past the checker's chunk of 128 live
+    // ranges, so they split into chunks), 200 of them dying after operator 9 (so the chunks
+    // shrink, empty and join), then records overlapping the lowest and the highest live range
+    // in each state.
     let mut rs: Vec<UsageRecord> = (0..300)
         .map(|k| r(16, 0, if k < 100 { 100 } else { 9 }))
         .collect();
     let mut plan: Vec<u64> = (0..300).map(|k| 16 * k).collect();
     for (record, offset) in [
-        (r(16, 0, 0), 0),             // 300: onto record 0, in the B-tree
-        (r(16, 0, 0), 16 * 299),      // 301: onto record 299, in the B-tree
-        (r(16, 10, 10), 0),           // 302: onto record 0, back in the vector
-        (r(16, 10, 10), 16 * 99),     // 303: onto record 99, back in the vector
+        (r(16, 0, 0), 0),             // 300: onto record 0, in the first chunk
+        (r(16, 0, 0), 16 * 299),      // 301: onto record 299, in the last chunk
+        (r(16, 10, 10), 0),           // 302: onto record 0, after the chunks shrank
+        (r(16, 10, 10), 16 * 99),     // 303: onto record 99, after the chunks shrank
         (r(16, 20, 20), 16 * 50 + 8), // 304: across records 50 and 51
     ] {
         rs.push(record);
@@ -371,5 +371,27 @@ fn overlaps_are_caught_across_the_live_set_changing_representation() {
             overlap(50, 304),
             overlap(51, 304),
         ])
+    );
+}
+
+#[test]
+fn overlaps_are_caught_after_live_chunks_join() {
+    // 300 records live from operator 0 side by side, entering in offset order, so the
+    // checker's live ranges split into chunks of 64 (a full chunk of 128 splits in halves);
+    // the 40 lowest die after operator 9, so the first chunk falls below a quarter and joins
+    // the second. Records overlapping a range that moved in the join, the lowest live one
+    // and the highest must still be caught.
+    let mut rs: Vec<UsageRecord> = (0..300)
+        .map(|k| r(16, 0, if k < 40 { 9 } else { 100 }))
+        .collect();
+    let mut plan: Vec<u64> = (0..300).map(|k| 16 * k).collect();
+    for offset in [16 * 64, 16 * 40, 16 * 299] {
+        rs.push(r(16, 10, 10)); // 300, 301, 302
+        plan.push(offset);
+    }
+    let overlap = |first, second| CheckError::AddressOverlap { first, second };
+    assert_eq!(
+        check_offsets(&rs, &offsets(&plan, 16 * 300), 8),
+        Err(vec![overlap(64, 300), overlap(40, 301), overlap(299, 302)])
     );
 }
