@@ -215,7 +215,7 @@ pub(crate) fn place_around(
     let offsets = index
         .slot_of
         .iter()
-        .map(|&slot| index.slots[slot].offset)
+        .map(|&slot| index.slots[slot as usize].offset)
         .collect();
     Ok(OffsetsPlan {
         offsets,
@@ -542,8 +542,8 @@ struct TimeIndex {
     /// memory each placement touches small. `u32` for the same reason (`place` refuses more
     /// records than that).
     reach: Vec<u32>,
-    bucket: Vec<usize>,
-    slot_of: Vec<usize>,
+    bucket: Vec<u32>,
+    slot_of: Vec<u32>,
     /// Stabbing tree over points: node `v` keeps the union of the placed long tensors whose
     /// span covers v's whole range but not its parent's (its canonical cover), updated on each
     /// placement. Only nodes some long tensor covers that way have a union, numbered densely:
@@ -593,20 +593,25 @@ struct TimeIndex {
 
 impl TimeIndex {
     fn new(items: &[Item], spans: &[(usize, usize)], points: usize) -> Self {
-        let mut bucket = vec![0usize; points + 1];
+        // Slots, points and bucket bounds in 32 bits (`place` refuses more records than
+        // that): with the counting sort below advancing the bucket bounds in place and
+        // shifting them back, instead of on a copy, 16 MB fewer written at 1M records.
+        let mut bucket = vec![0u32; points + 1];
         for &(lo, _) in spans {
             bucket[lo + 1] += 1;
         }
         for p in 0..points {
             bucket[p + 1] += bucket[p];
         }
-        // Counting sort by start point into the buckets.
-        let mut next = bucket.clone();
-        let mut slot_of = vec![0usize; items.len()];
+        // Counting sort by start point into the buckets: `bucket[p]` advances past each
+        // tensor starting at p, ending at bucket p's end, which is bucket p + 1's start.
+        let mut slot_of = vec![0u32; items.len()];
         for (i, &(lo, _)) in spans.iter().enumerate() {
-            slot_of[i] = next[lo];
-            next[lo] += 1;
+            slot_of[i] = bucket[lo];
+            bucket[lo] += 1;
         }
+        bucket.copy_within(..points, 1);
+        bucket[0] = 0;
         let slots = vec![Slot { offset: 0, end: 0 }; items.len()];
 
         let size = points.max(1).next_power_of_two();
@@ -700,11 +705,11 @@ impl TimeIndex {
         let scan_end = if hi - lo > LONG_QUERY { lo } else { hi + 1 };
         Step {
             size,
-            slot: self.slot_of[item] as u32,
+            slot: self.slot_of[item],
             lo: lo as u32,
             hi: hi as u32,
-            scan_first: self.bucket[window] as u32,
-            scan_last: self.bucket[scan_end] as u32,
+            scan_first: self.bucket[window],
+            scan_last: self.bucket[scan_end],
             union: self.first_union[lo + self.size],
             read: self.first_read[lo / BLOCK],
         }
@@ -841,7 +846,12 @@ impl TimeIndex {
 
     /// Placed tensors starting at points `[from, to)` that are live at `lo`.
     fn scan(&self, from: usize, to: usize, lo: usize, out: &mut Vec<(u64, u64)>) {
-        self.scan_slots(self.bucket[from], self.bucket[to], lo, out);
+        self.scan_slots(
+            self.bucket[from] as usize,
+            self.bucket[to] as usize,
+            lo,
+            out,
+        );
     }
 
     /// Placed tensors starting at points `[from, to)`: whole blocks from the start-block tree,
