@@ -140,20 +140,21 @@ fn sweep_by_time(
     (starts, stops)
 }
 
-/// Live ranges per chunk of [`LiveRanges`], at most; a full chunk splits in two halves.
-const CHUNK: usize = 128;
+/// Live ranges per chunk of [`LiveRanges`], at most; a full chunk splits in two halves. The
+/// check phase at 1M fan_out_growing records (`process_split`, ~500 live ranges): 32 0.102 s,
+/// 64 0.104 s, 128 0.111 s, 256 0.137 s (docs/planner.md, ninth pass).
+const CHUNK: usize = 32;
 
 /// A live range of the offsets check: `(offset, record, end)`, ordered by `(offset, record)`.
 type LiveRange = (u64, usize, u64);
 
 /// The offsets check's live ranges in `(offset, record)` order, as a list of sorted chunks of
 /// at most [`CHUNK`] ranges (one level of a B+ tree, with chunks found by a linear walk over
-/// their last keys). Inference graphs and most record sets keep a few dozen ranges live: one
-/// chunk, a binary search and a `memmove` in one or two cache lines. Large live sets (~500
-/// ranges at 1M fan_out_growing records) cost a short walk over a few chunks and a `memmove`
-/// of at most a chunk, where the B-tree that held live sets past 256 ranges (the sixth pass)
-/// walked three levels of nodes and allocated on splits: the check phase at 1M
-/// fan_out_growing records, see docs/planner.md's ninth pass.
+/// their last keys, which stay in cache). Inference graphs and many record sets keep a few
+/// dozen ranges live: a few chunks, a binary search and a `memmove` in one or two cache
+/// lines. Large live sets (~500 ranges at 1M fan_out_growing records, about 20 chunks) cost
+/// the walk and a `memmove` of at most a chunk, where the B-tree that held live sets past 256
+/// ranges (the sixth pass) walked three levels of nodes and allocated on splits.
 struct LiveRanges {
     /// Never empty; a chunk is empty only when it is the only one.
     chunks: Vec<Vec<LiveRange>>,

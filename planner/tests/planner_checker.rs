@@ -298,7 +298,7 @@ fn overlap_among_many_live_ranges_is_caught() {
 
 fn many_records() -> impl Strategy<Value = Vec<UsageRecord>> {
     // Up to 1,000 records over 200 operators living up to 120 each: the live set rises to
-    // several of the checker's chunks (128 ranges each) and falls back, so the sweep splits
+    // many of the checker's chunks (32 ranges each) and falls back, so the sweep splits
     // its chunks, empties them and joins them again.
     let record =
         (0usize..200, 0usize..120, 1u64..4).prop_map(|(first_op, len, size)| UsageRecord {
@@ -342,7 +342,7 @@ proptest! {
 
 #[test]
 fn overlaps_are_caught_across_the_live_set_changing_representation() {
-    // 300 records live from operator 0 side by side (past the checker's chunk of 128 live
+    // 300 records live from operator 0 side by side (past the checker's chunk of 32 live
     // ranges, so they split into chunks), 200 of them dying after operator 9 (so the chunks
     // shrink, empty and join), then records overlapping the lowest and the highest live range
     // in each state.
@@ -377,21 +377,27 @@ fn overlaps_are_caught_across_the_live_set_changing_representation() {
 #[test]
 fn overlaps_are_caught_after_live_chunks_join() {
     // 300 records live from operator 0 side by side, entering in offset order, so the
-    // checker's live ranges split into chunks of 64 (a full chunk of 128 splits in halves);
-    // the 40 lowest die after operator 9, so the first chunk falls below a quarter and joins
-    // the second. Records overlapping a range that moved in the join, the lowest live one
-    // and the highest must still be caught.
+    // checker's live ranges split into chunks of half its chunk size (a full chunk splits in
+    // halves); the 40 lowest die after operator 9, so the first chunk falls below a quarter
+    // and joins the next, more than once with small chunks. Records overlapping ranges that
+    // moved in a join (record 45 with chunks of 32, record 64 with chunks of 128), the lowest
+    // live one and the highest must still be caught.
     let mut rs: Vec<UsageRecord> = (0..300)
         .map(|k| r(16, 0, if k < 40 { 9 } else { 100 }))
         .collect();
     let mut plan: Vec<u64> = (0..300).map(|k| 16 * k).collect();
-    for offset in [16 * 64, 16 * 40, 16 * 299] {
-        rs.push(r(16, 10, 10)); // 300, 301, 302
+    for offset in [16 * 45, 16 * 64, 16 * 40, 16 * 299] {
+        rs.push(r(16, 10, 10)); // 300, 301, 302, 303
         plan.push(offset);
     }
     let overlap = |first, second| CheckError::AddressOverlap { first, second };
     assert_eq!(
         check_offsets(&rs, &offsets(&plan, 16 * 300), 8),
-        Err(vec![overlap(64, 300), overlap(40, 301), overlap(299, 302)])
+        Err(vec![
+            overlap(45, 300),
+            overlap(64, 301),
+            overlap(40, 302),
+            overlap(299, 303)
+        ])
     );
 }
