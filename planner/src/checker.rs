@@ -90,8 +90,8 @@ struct Live {
 /// few per record are counted into place, straight from the records into the two sorted
 /// vectors (three linear passes and nothing else allocated but the counts); beyond, a
 /// comparison sort. Building both in record order first and sorting a copy of each, as
-/// before, wrote 128 MB at a million records instead of 64, a sixth of the whole `tirc plan`
-/// process's page faults.
+/// before, wrote 128 MB at a million records instead of 64 (the check phase at 1M
+/// fan_out_growing records: 0.129 s before, 0.113 s after; docs/planner.md, ninth pass).
 fn sweep_by_time(
     records: &[UsageRecord],
     entry: impl Fn(usize) -> Option<Live>,
