@@ -5,8 +5,6 @@
 //! Both checks sweep the records in time order instead of testing every pair, so they are
 //! O(n log n) and usable on every plan of every test and benchmark.
 
-use std::collections::BTreeMap;
-
 use super::multidim::{SharedObjectsPlanNd, UsageRecordNd};
 use super::{OffsetsPlan, SharedObjectsPlan, UsageRecord};
 
@@ -87,109 +85,148 @@ struct Live {
     end: u64,
 }
 
-/// Sorts sweep entries by time, stably. Operators up to a few per entry are counted into
-/// place (two linear passes); beyond, a comparison sort.
-fn sort_by_time(entries: &mut Vec<Live>) {
-    let Some(last) = entries.iter().map(|l| l.time).max() else {
-        return;
+/// The sweep's starts and stops: the records that occupy bytes (`entry`), each once at its
+/// first and once at its last operator, both sorted by time, then record. Operators up to a
+/// few per record are counted into place, straight from the records into the two sorted
+/// vectors (three linear passes and nothing else allocated but the counts); beyond, a
+/// comparison sort. Building both in record order first and sorting a copy of each, as
+/// before, wrote 128 MB at a million records instead of 64 (the check phase at 1M
+/// fan_out_growing records: 0.129 s before, 0.113 s after; docs/planner.md, ninth pass).
+fn sweep_by_time(
+    records: &[UsageRecord],
+    entry: impl Fn(usize) -> Option<Live>,
+    live: usize,
+    last: usize,
+) -> (Vec<Live>, Vec<Live>) {
+    let entries = || (0..records.len()).filter_map(&entry);
+    let stop = |l: Live| Live {
+        time: records[l.record].last_op,
+        ..l
     };
-    if last >= 4 * entries.len() + 4096 {
-        entries.sort_by_key(|l| l.time);
-        return;
+    if last >= 4 * live + 4096 {
+        let mut starts: Vec<Live> = entries().collect();
+        let mut stops: Vec<Live> = starts.iter().map(|&l| stop(l)).collect();
+        starts.sort_by_key(|l| l.time);
+        stops.sort_by_key(|l| l.time);
+        return (starts, stops);
     }
     let mut first_of = vec![0usize; last + 2];
-    for l in entries.iter() {
-        first_of[l.time + 1] += 1;
+    let mut last_of = vec![0usize; last + 2];
+    for record in 0..records.len() {
+        if entry(record).is_some() {
+            first_of[records[record].first_op + 1] += 1;
+            last_of[records[record].last_op + 1] += 1;
+        }
     }
     for t in 0..=last {
         first_of[t + 1] += first_of[t];
+        last_of[t + 1] += last_of[t];
     }
-    let mut sorted = entries.clone();
-    for l in entries.iter() {
-        sorted[first_of[l.time]] = *l;
+    let empty = Live {
+        time: 0,
+        record: 0,
+        offset: 0,
+        end: 0,
+    };
+    let mut starts = vec![empty; live];
+    let mut stops = vec![empty; live];
+    for l in entries() {
+        starts[first_of[l.time]] = l;
         first_of[l.time] += 1;
+        let s = stop(l);
+        stops[last_of[s.time]] = s;
+        last_of[s.time] += 1;
     }
-    *entries = sorted;
+    (starts, stops)
 }
 
-/// Most live ranges past this many go into a B-tree; see [`LiveRanges`].
-const SORTED_LIVE_RANGES: usize = 256;
+/// Live ranges per chunk of [`LiveRanges`], at most; a full chunk splits in two halves. The
+/// check phase at 1M fan_out_growing records (`process_split`, ~500 live ranges): 32 0.102 s,
+/// 64 0.104 s, 128 0.111 s, 256 0.137 s (docs/planner.md, ninth pass).
+const CHUNK: usize = 32;
 
-/// The offsets check's live ranges, `(offset, record) -> end` in key order: a sorted vector
-/// while there are at most [`SORTED_LIVE_RANGES`] of them, a B-tree beyond. Inference graphs
-/// and most record sets keep a few dozen ranges live, where a binary search and a short
-/// `memmove` in one or two cache lines cost a fraction of a B-tree's node walk and
-/// allocations (the B-tree was about 600 instructions a record at 300k records); a vector's
-/// insertion grows with the live set, so large live sets (whole-program tensors, long skip
-/// connections) keep the B-tree's logarithm. Both answer the same queries in the same order.
-enum LiveRanges {
-    Sorted(Vec<(u64, usize, u64)>),
-    Tree(BTreeMap<(u64, usize), u64>),
+/// A live range of the offsets check: `(offset, record, end)`, ordered by `(offset, record)`.
+type LiveRange = (u64, usize, u64);
+
+/// The offsets check's live ranges in `(offset, record)` order, as a list of sorted chunks of
+/// at most [`CHUNK`] ranges (one level of a B+ tree, with chunks found by a linear walk over
+/// their last keys, which stay in cache). Inference graphs and many record sets keep a few
+/// dozen ranges live: a few chunks, a binary search and a `memmove` in one or two cache
+/// lines. Large live sets (~500 ranges at 1M fan_out_growing records, about 20 chunks) cost
+/// the walk and a `memmove` of at most a chunk, where the B-tree that held live sets past 256
+/// ranges (the sixth pass) walked three levels of nodes and allocated on splits.
+struct LiveRanges {
+    /// Never empty; a chunk is empty only when it is the only one.
+    chunks: Vec<Vec<LiveRange>>,
 }
 
 impl Default for LiveRanges {
     fn default() -> Self {
-        LiveRanges::Sorted(Vec::new())
+        LiveRanges {
+            chunks: vec![Vec::new()],
+        }
     }
 }
 
+fn key_of(&(offset, record, _): &LiveRange) -> (u64, usize) {
+    (offset, record)
+}
+
 impl LiveRanges {
+    /// The chunk where `key` is or would go: the first whose last key is at least `key`,
+    /// else the last chunk.
+    fn chunk_of(&self, key: (u64, usize)) -> usize {
+        let last = self.chunks.len() - 1;
+        self.chunks[..last]
+            .iter()
+            .position(|c| c.last().is_some_and(|r| key_of(r) >= key))
+            .unwrap_or(last)
+    }
+
     fn insert(&mut self, key: (u64, usize), end: u64) {
-        match self {
-            LiveRanges::Sorted(ranges) => {
-                if ranges.len() < SORTED_LIVE_RANGES {
-                    let at = ranges.partition_point(|&(o, r, _)| (o, r) < key);
-                    ranges.insert(at, (key.0, key.1, end));
-                    return;
-                }
-                let mut tree: BTreeMap<(u64, usize), u64> =
-                    ranges.iter().map(|&(o, r, e)| ((o, r), e)).collect();
-                tree.insert(key, end);
-                *self = LiveRanges::Tree(tree);
-            }
-            LiveRanges::Tree(tree) => {
-                tree.insert(key, end);
-            }
+        let c = self.chunk_of(key);
+        let chunk = &mut self.chunks[c];
+        let at = chunk.partition_point(|r| key_of(r) < key);
+        chunk.insert(at, (key.0, key.1, end));
+        if chunk.len() > CHUNK {
+            let upper = chunk.split_off(chunk.len() / 2);
+            self.chunks.insert(c + 1, upper);
         }
     }
 
     fn remove(&mut self, key: (u64, usize)) {
-        match self {
-            LiveRanges::Sorted(ranges) => {
-                if let Ok(at) = ranges.binary_search_by(|&(o, r, _)| (o, r).cmp(&key)) {
-                    ranges.remove(at);
-                }
-            }
-            LiveRanges::Tree(tree) => {
-                tree.remove(&key);
-                // Back to the vector once the live set is small again (half the limit, so
-                // that a live set around the limit does not move back and forth).
-                if tree.len() <= SORTED_LIVE_RANGES / 2 {
-                    let ranges = tree.iter().map(|(&(o, r), &e)| (o, r, e)).collect();
-                    *self = LiveRanges::Sorted(ranges);
-                }
-            }
+        let c = self.chunk_of(key);
+        let chunk = &mut self.chunks[c];
+        if let Ok(at) = chunk.binary_search_by(|r| key_of(r).cmp(&key)) {
+            chunk.remove(at);
+        }
+        // An empty chunk goes (unless it is the only one), and one down to a quarter joins
+        // its successor when both fit in one, so a shrinking live set does not leave a long
+        // walk over near-empty chunks.
+        let len = chunk.len();
+        if len == 0 && self.chunks.len() > 1 {
+            self.chunks.remove(c);
+        } else if len < CHUNK / 4
+            && c + 1 < self.chunks.len()
+            && len + self.chunks[c + 1].len() <= CHUNK
+        {
+            let upper = self.chunks.remove(c + 1);
+            self.chunks[c].extend(upper);
         }
     }
 
     /// Calls `visit(offset, record, end)` on the ranges with keys below `key`, in descending
     /// key order, while it returns true.
     fn below_descending(&self, key: (u64, usize), mut visit: impl FnMut(u64, usize, u64) -> bool) {
-        match self {
-            LiveRanges::Sorted(ranges) => {
-                let below = ranges.partition_point(|&(o, r, _)| (o, r) < key);
-                for &(offset, record, end) in ranges[..below].iter().rev() {
-                    if !visit(offset, record, end) {
-                        return;
-                    }
-                }
-            }
-            LiveRanges::Tree(tree) => {
-                for (&(offset, record), &end) in tree.range(..key).rev() {
-                    if !visit(offset, record, end) {
-                        return;
-                    }
-                }
+        let c = self.chunk_of(key);
+        let below = self.chunks[c].partition_point(|r| key_of(r) < key);
+        let lower = self.chunks[..c]
+            .iter()
+            .rev()
+            .flat_map(|chunk| chunk.iter().rev());
+        for &(offset, record, end) in self.chunks[c][..below].iter().rev().chain(lower) {
+            if !visit(offset, record, end) {
+                return;
             }
         }
     }
@@ -214,11 +251,19 @@ pub fn check_offsets(
     if align == 0 {
         errors.push(CheckError::ZeroAlignment);
     }
-    // The records that take part in the sweep, each with everything the sweep reads about
-    // it, made in record order: sorted by time, the sweep then reads them as two streams,
-    // where looking each up by index missed the cache at every record (records start in
-    // random order on most plans).
-    let mut starts: Vec<Live> = Vec::with_capacity(records.len());
+    // The errors of each record, in record order, and how many records take part in the
+    // sweep (`entry`), with their last operator.
+    let entry = |record: usize| {
+        let (r, offset) = (&records[record], plan.offsets[record]);
+        let end = offset.checked_add(r.size)?;
+        (lifetime_is_valid(r) && r.size > 0 && end <= plan.total_size).then_some(Live {
+            time: r.first_op,
+            record,
+            offset,
+            end,
+        })
+    };
+    let (mut live_records, mut last) = (0, 0);
     for (record, (r, &offset)) in records.iter().zip(&plan.offsets).enumerate() {
         if !lifetime_is_valid(r) {
             errors.push(CheckError::InvalidLifetime { record });
@@ -234,12 +279,8 @@ pub fn check_offsets(
         match offset.checked_add(r.size) {
             Some(end) if end <= plan.total_size => {
                 if r.size > 0 {
-                    starts.push(Live {
-                        time: r.first_op,
-                        record,
-                        offset,
-                        end,
-                    });
+                    live_records += 1;
+                    last = last.max(r.last_op);
                 }
             }
             _ => errors.push(CheckError::OutOfSlab {
@@ -250,16 +291,10 @@ pub fn check_offsets(
             }),
         }
     }
-    let mut stops: Vec<Live> = starts
-        .iter()
-        .map(|l| Live {
-            time: records[l.record].last_op,
-            ..*l
-        })
-        .collect();
-    // By time, then record (both made in record order, and the sort is stable).
-    sort_by_time(&mut starts);
-    sort_by_time(&mut stops);
+    // Sorted by time, the sweep reads everything it needs about a record as two streams,
+    // where looking each up by index missed the cache at every record (records start in
+    // random order on most plans).
+    let (starts, stops) = sweep_by_time(records, entry, live_records, last);
     // Address ranges of the records live at the current operator, by (offset, record).
     let mut live = LiveRanges::default();
     let mut next_stop = 0;

@@ -1,5 +1,5 @@
 //! The checker catches broken plans: hand-made ones naming each kind of error, and random
-//! plans (mostly broken) judged against an O(n^2) brute force. 4,000 random cases.
+//! plans (mostly broken) judged against an O(n^2) brute force. 6,000 random cases.
 
 use proptest::prelude::*;
 use tir_planner::checker::{check_offsets, check_shared_objects, CheckError};
@@ -241,6 +241,24 @@ proptest! {
         let verdict = check_shared_objects(&rs, &plan);
         prop_assert_eq!(verdict.is_ok(), brute_objects_ok(&rs, &plan), "{:?}", verdict);
     }
+
+    /// The offsets check counts the sweep into time order when operators are dense and sorts
+    /// it when they are sparse: spreading the same lifetimes far apart (a monotone renumbering,
+    /// so the same records meet) must give the same errors in the same order.
+    #[test]
+    fn sparse_operators_give_the_errors_of_dense_ones(
+        (rs, raw_offsets, total) in records().prop_flat_map(|rs| {
+            let n = rs.len();
+            (Just(rs), proptest::collection::vec(0u64..10, n), 0u64..12)
+        }),
+    ) {
+        let plan = OffsetsPlan { offsets: raw_offsets.iter().map(|o| o * 8).collect(), total_size: total * 8 };
+        let sparse: Vec<UsageRecord> = rs
+            .iter()
+            .map(|x| r(x.size, x.first_op * 100_000, x.last_op * 100_000))
+            .collect();
+        prop_assert_eq!(check_offsets(&sparse, &plan, 8), check_offsets(&rs, &plan, 8));
+    }
 }
 
 #[test]
@@ -279,9 +297,9 @@ fn overlap_among_many_live_ranges_is_caught() {
 }
 
 fn many_records() -> impl Strategy<Value = Vec<UsageRecord>> {
-    // Up to 1,000 records over 200 operators living up to 120 each: the live set rises past
-    // the checker's sorted-vector limit (256 ranges) and falls back below half of it, so
-    // the sweep moves its live ranges into its B-tree and back.
+    // Up to 1,000 records over 200 operators living up to 120 each: the live set rises to
+    // many of the checker's chunks (32 ranges each) and falls back, so the sweep splits
+    // its chunks, empties them and joins them again.
     let record =
         (0usize..200, 0usize..120, 1u64..4).prop_map(|(first_op, len, size)| UsageRecord {
             first_op,
@@ -324,19 +342,19 @@ proptest! {
 
 #[test]
 fn overlaps_are_caught_across_the_live_set_changing_representation() {
-    // 300 records live from operator 0 side by side (past the checker's sorted-vector limit of
-    // 256, so its live ranges move into a B-tree), 200 of them dying after operator 9 (so the
-    // rest move back into the vector), then records overlapping the lowest and the highest
-    // live range in each representation.
+    // 300 records live from operator 0 side by side (past the checker's chunk of 32 live
+    // ranges, so they split into chunks), 200 of them dying after operator 9 (so the chunks
+    // shrink, empty and join), then records overlapping the lowest and the highest live range
+    // in each state.
     let mut rs: Vec<UsageRecord> = (0..300)
         .map(|k| r(16, 0, if k < 100 { 100 } else { 9 }))
         .collect();
     let mut plan: Vec<u64> = (0..300).map(|k| 16 * k).collect();
     for (record, offset) in [
-        (r(16, 0, 0), 0),             // 300: onto record 0, in the B-tree
-        (r(16, 0, 0), 16 * 299),      // 301: onto record 299, in the B-tree
-        (r(16, 10, 10), 0),           // 302: onto record 0, back in the vector
-        (r(16, 10, 10), 16 * 99),     // 303: onto record 99, back in the vector
+        (r(16, 0, 0), 0),             // 300: onto record 0, in the first chunk
+        (r(16, 0, 0), 16 * 299),      // 301: onto record 299, in the last chunk
+        (r(16, 10, 10), 0),           // 302: onto record 0, after the chunks shrank
+        (r(16, 10, 10), 16 * 99),     // 303: onto record 99, after the chunks shrank
         (r(16, 20, 20), 16 * 50 + 8), // 304: across records 50 and 51
     ] {
         rs.push(record);
@@ -352,6 +370,34 @@ fn overlaps_are_caught_across_the_live_set_changing_representation() {
             overlap(99, 303),
             overlap(50, 304),
             overlap(51, 304),
+        ])
+    );
+}
+
+#[test]
+fn overlaps_are_caught_after_live_chunks_join() {
+    // 300 records live from operator 0 side by side, entering in offset order, so the
+    // checker's live ranges split into chunks of half its chunk size (a full chunk splits in
+    // halves); the 40 lowest die after operator 9, so the first chunk falls below a quarter
+    // and joins the next, more than once with small chunks. Records overlapping ranges that
+    // moved in a join (record 45 with chunks of 32, record 64 with chunks of 128), the lowest
+    // live one and the highest must still be caught.
+    let mut rs: Vec<UsageRecord> = (0..300)
+        .map(|k| r(16, 0, if k < 40 { 9 } else { 100 }))
+        .collect();
+    let mut plan: Vec<u64> = (0..300).map(|k| 16 * k).collect();
+    for offset in [16 * 45, 16 * 64, 16 * 40, 16 * 299] {
+        rs.push(r(16, 10, 10)); // 300, 301, 302, 303
+        plan.push(offset);
+    }
+    let overlap = |first, second| CheckError::AddressOverlap { first, second };
+    assert_eq!(
+        check_offsets(&rs, &offsets(&plan, 16 * 300), 8),
+        Err(vec![
+            overlap(45, 300),
+            overlap(64, 301),
+            overlap(40, 302),
+            overlap(299, 303)
         ])
     );
 }
