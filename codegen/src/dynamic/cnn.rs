@@ -32,6 +32,7 @@ use crate::kernels::common::{activation, vector_registers, Call};
 use crate::kernels::gemm::{
     gemm, gemv_rows, gemv_rows_strided, rows_for, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
 };
+use crate::kernels::pool::{mean_add, mean_fold, mean_lanes, ACCS};
 use crate::nest::{llvm, R};
 use crate::parallel::work;
 use crate::storage::Storage;
@@ -214,9 +215,6 @@ pub(super) fn pool<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
-/// Independent `f64` vector accumulators per plane: `kernels::pool::global_avg_pool`'s.
-const ACCS: i64 = 2;
-
 /// The mean of each plane with a run-time plane size: the static kernel's sums, the same
 /// vector accumulators in the same order.
 pub(super) fn global_avg_pool<'a, 'c>(
@@ -254,8 +252,6 @@ pub(super) fn global_avg_pool<'a, 'c>(
     let size_f = llvm(k.b.build_signed_int_to_float(size, f64t, "n"))?;
     let has_tail = d.icmp(IntPredicate::SLT, whole, size)?;
     let tail_mask = d.lanes_below(d.sub(size, whole)?, w)?;
-    let widen =
-        |v: VectorValue<'c>| -> R<VectorValue<'c>> { llvm(k.b.build_float_ext(v, dv, "e")) };
     let (p0, p1) = d.split(planes, 1)?;
     d.loop_step(p0, p1, 1, &mut |pl| {
         let base = d.imul(pl, size)?;
@@ -265,50 +261,18 @@ pub(super) fn global_avg_pool<'a, 'c>(
             unrolled,
             step,
             vec![zero; ACCS as usize],
-            &mut |i, cur| {
-                let at = k.add(base, i)?;
-                (0..ACCS)
-                    .map(|a| {
-                        let v = widen(k.ldv(px, k.add(at, k.c(a * wl))?, w)?)?;
-                        let c = cur[a as usize].into_vector_value();
-                        Ok(llvm(k.b.build_float_add(c, v, "s"))?.into())
-                    })
-                    .collect()
-            },
+            &mut |i, cur| mean_add(k, px, k.add(base, i)?, w, cur),
         )?;
-        let mut acc = accs[0].into_vector_value();
-        for a in &accs[1..] {
-            acc = llvm(k.b.build_float_add(acc, a.into_vector_value(), "s"))?;
-        }
+        let acc = mean_fold(k, &accs)?;
         let acc = d.carry(unrolled, whole, wl, vec![acc.into()], &mut |i, cur| {
-            let v = widen(k.ldv(px, k.add(base, i)?, w)?)?;
-            let c = cur[0].into_vector_value();
-            Ok(vec![llvm(k.b.build_float_add(c, v, "s"))?.into()])
+            mean_add(k, px, k.add(base, i)?, w, cur)
         })?;
         let mut acc = acc[0].into_vector_value();
         // The static kernel adds the masked tail only when there is one.
         let v = d.ldv_mask(px, k.add(base, whole)?, w, tail_mask)?;
-        let with = llvm(k.b.build_float_add(acc, widen(v)?, "s"))?;
+        let with = llvm(k.b.build_float_add(acc, llvm(k.b.build_float_ext(v, dv, "e"))?, "s"))?;
         acc = llvm(k.b.build_select(has_tail, with, acc, "tail"))?.into_vector_value();
-        let mut parts: Vec<FloatValue> = (0..w)
-            .map(|l| {
-                let i = k.ctx.i32_type().const_int(l.into(), false);
-                Ok(llvm(k.b.build_extract_element(acc, i, "l"))?.into_float_value())
-            })
-            .collect::<R<_>>()?;
-        while parts.len() > 1 {
-            parts = parts
-                .chunks(2)
-                .map(|p| {
-                    if p.len() == 2 {
-                        k.fadd(p[0], p[1])
-                    } else {
-                        Ok(p[0])
-                    }
-                })
-                .collect::<R<_>>()?;
-        }
-        let mean = k.fdiv(parts[0], size_f)?;
+        let mean = k.fdiv(mean_lanes(k, acc, w)?, size_f)?;
         k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
     })?;
     finish_call(g, d.f, &args)
@@ -882,6 +846,40 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         Ok(sp)
     }
 
+    /// Group `gi` of image `b`: its input and output planes, weights and bias (the planes'
+    /// taps not yet broadcast).
+    fn img(
+        &self,
+        b: IntValue<'c>,
+        gi: IntValue<'c>,
+        (px, pw, pb, po): (
+            PointerValue<'c>,
+            PointerValue<'c>,
+            Option<PointerValue<'c>>,
+            PointerValue<'c>,
+        ),
+    ) -> R<Img<'c>> {
+        let (d, geo) = (self.d, self.geo);
+        let k = &d.k;
+        let (cg, mg) = (geo.cg(), geo.mg());
+        Ok(Img {
+            x: k.gep(
+                px,
+                d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
+            )?,
+            o: k.gep(
+                po,
+                d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
+            )?,
+            wt: k.gep(pw, k.mul(gi, mg * cg * geo.kh * geo.kw)?)?,
+            bias: match pb {
+                Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                None => None,
+            },
+            taps: None,
+        })
+    }
+
     fn emit(
         &self,
         px: PointerValue<'c>,
@@ -891,7 +889,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     ) -> R<()> {
         let (d, geo) = (self.d, self.geo);
         let k = &d.k;
-        let (cg, mg) = (geo.cg(), geo.mg());
+        let mg = geo.mg();
         let taps = geo.kh * geo.kw;
         // Up to 7×7 taps: the masks of a flat plane sit on the stack.
         let flat = if geo.sh == 1 && geo.sw == 1 && taps <= 49 {
@@ -906,22 +904,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         d.loop_step(k.c(0), geo.n, 1, &mut |b| {
             let groups = |flat_here: bool| -> R<()> {
                 d.loop_step(g0, g1, 1, &mut |gi| {
-                    let img = Img {
-                        x: k.gep(
-                            px,
-                            d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
-                        )?,
-                        o: k.gep(
-                            po,
-                            d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
-                        )?,
-                        wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
-                        bias: match pb {
-                            Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                            None => None,
-                        },
-                        taps: None,
-                    };
+                    let img = self.img(b, gi, (px, pw, pb, po))?;
                     let img = Img {
                         taps: if self.depthwise && mg == 1 {
                             Some(
@@ -1016,8 +999,6 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     ) -> R<()> {
         let (d, geo) = (self.d, self.geo);
         let k = &d.k;
-        let (cg, mg) = (geo.cg(), geo.mg());
-        let taps = geo.kh * geo.kw;
         let (g0, g1) = self.share.groups;
         d.loop_step(k.c(0), geo.oh, 1, &mut |oy| {
             let rows: Vec<TapRow<'c>> = (0..geo.kh)
@@ -1030,22 +1011,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             let masks = self.masks(&rows, k.c(0))?;
             let orow = d.imul(oy, geo.ow)?;
             d.loop_step(g0, g1, 1, &mut |gi| {
-                let img = Img {
-                    x: k.gep(
-                        px,
-                        d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
-                    )?,
-                    o: k.gep(
-                        po,
-                        d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
-                    )?,
-                    wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
-                    bias: match pb {
-                        Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                        None => None,
-                    },
-                    taps: None,
-                };
+                let img = self.img(b, gi, (px, pw, pb, po))?;
                 self.tile(&img, &rows, Some(&masks), orow, k.c(0), 1, k.c(0), 1)
             })
         })
