@@ -53,7 +53,9 @@ const NV_DEPTHWISE: u32 = 4;
 /// depthwise kernel's bound).
 const FLAT_MAX: i64 = 256;
 /// Groups per block of flat depthwise planes ([`Spatial::flat_groups`]).
-const FLAT_GROUPS: i64 = 4;
+const FLAT_GROUPS: i64 = 2;
+/// Vectors of each plane per block of flat depthwise planes ([`Spatial::flat_groups`]).
+const FLAT_VECS: i64 = 2;
 /// Interior output rows per depthwise block ([`Spatial::rows_block`]).
 const DW_ROWS: i64 = 4;
 /// Vectors of output points up to which the other convolutions run flat (the static
@@ -1058,24 +1060,38 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 };
                 planes.push((x, o, tap, k.splat(bias, w)?));
             }
-            d.loop_step(k.c(0), vecs, 1, &mut |v| {
-                let p0 = k.mul(v, wl)?;
-                let mut acc: Vec<VectorValue<'c>> = planes.iter().map(|p| p.3).collect();
+            // `nb` vectors of every plane at a time: `nb · ng` independent chains with the
+            // `ng · taps` tap vectors in registers.
+            let vectors = |v0: IntValue<'c>, nb: i64| -> R<()> {
+                let vs: Vec<IntValue<'c>> = (0..nb).map(|i| k.add(v0, k.c(i))).collect::<R<_>>()?;
+                let p0s: Vec<IntValue<'c>> = vs.iter().map(|&v| k.mul(v, wl)).collect::<R<_>>()?;
+                let mut acc: Vec<Vec<VectorValue<'c>>> =
+                    vec![planes.iter().map(|p| p.3).collect(); nb as usize];
                 for (t, &off) in offs.iter().enumerate() {
-                    let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
-                    let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
-                    for (c, p) in planes.iter().enumerate() {
-                        let x = d.ldv_mask(p.0, k.add(p0, off)?, w, on)?;
-                        acc[c] = k.fma(x, p.2[t], acc[c])?;
+                    for (i, (&v, &p0)) in vs.iter().zip(&p0s).enumerate() {
+                        let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                        let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                        for (c, p) in planes.iter().enumerate() {
+                            let x = d.ldv_mask(p.0, k.add(p0, off)?, w, on)?;
+                            acc[i][c] = k.fma(x, p.2[t], acc[i][c])?;
+                        }
                     }
                 }
-                let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
-                for (c, p) in planes.iter().enumerate() {
-                    let y = vector_activation(d, w, geo.act, acc[c])?;
-                    d.stv_mask(p.1, p0, y, mask)?;
+                for (i, &p0) in p0s.iter().enumerate() {
+                    let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                    for (c, p) in planes.iter().enumerate() {
+                        let y = vector_activation(d, w, geo.act, acc[i][c])?;
+                        d.stv_mask(p.1, p0, y, mask)?;
+                    }
                 }
                 Ok(())
-            })
+            };
+            let vfull = k.mul(
+                llvm(k.b.build_int_signed_div(vecs, k.c(FLAT_VECS), "vf"))?,
+                FLAT_VECS,
+            )?;
+            d.loop_step(k.c(0), vfull, FLAT_VECS, &mut |v| vectors(v, FLAT_VECS))?;
+            d.loop_step(vfull, vecs, 1, &mut |v| vectors(v, 1))
         };
         let (g0, g1) = self.share.groups;
         let n = llvm(k.b.build_int_signed_div(d.sub(g1, g0)?, k.c(FLAT_GROUPS), "gb"))?;
