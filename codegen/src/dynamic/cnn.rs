@@ -1024,8 +1024,13 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     /// FMA per tap in order, the activation: the same ops as alone), and the block shares
     /// each vector's tap masks and output mask, so a block loads each mask once for all its
     /// planes. A 16×16 plane alone has 4 chains of 9 masked loads and 9 mask loads each per
-    /// block of vectors (the load ports bound it); four planes share the mask loads. The
-    /// groups after the last whole block one at a time, as [`Spatial::flat`].
+    /// block of vectors (the load ports bound it); the planes of a block share the mask
+    /// loads. Two planes of `FLAT_VECS` (2) vectors each: four planes of one vector had
+    /// their 36 tap vectors spilled from the 32 registers (each FMA then also reloads its
+    /// tap); 2 × 2 keeps the 18 taps in registers with the same four chains (MobileNet v2
+    /// 1.12 → 1.09× the static CPU time at 96, 1.13 → 1.09 at 224, under load; 2 × 4 was
+    /// slower, see docs/codegen.md). The groups after the last whole block one at a time, as
+    /// [`Spatial::flat`]; in a block, the vectors after the last pair one at a time.
     fn flat_groups(
         &self,
         b: IntValue<'c>,
