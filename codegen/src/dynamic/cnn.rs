@@ -32,7 +32,7 @@ use crate::kernels::common::{activation, vector_registers, Call};
 use crate::kernels::gemm::{
     gemm, gemv_rows, gemv_rows_strided, rows_for, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
 };
-use crate::kernels::pool::{mean_add, mean_fold, mean_lanes, ACCS};
+use crate::kernels::pool::{mean_add, mean_fold, ACCS};
 use crate::nest::{llvm, R};
 use crate::parallel::work;
 use crate::storage::Storage;
@@ -274,7 +274,7 @@ pub(super) fn global_avg_pool<'a, 'c>(
         let v = d.ldv_mask(px, k.add(base, whole)?, w, tail_mask)?;
         let with = llvm(k.b.build_float_add(acc, llvm(k.b.build_float_ext(v, dv, "e"))?, "s"))?;
         acc = llvm(k.b.build_select(has_tail, with, acc, "tail"))?.into_vector_value();
-        let mean = k.fdiv(mean_lanes(k, acc, w)?, size_f)?;
+        let mean = k.fdiv(k.lane_sum(acc, w)?, size_f)?;
         k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
     })?;
     finish_call(g, d.f, &args)

@@ -427,29 +427,6 @@ pub(crate) fn mean_fold<'c>(k: &K<'_, 'c>, accs: &[BasicValueEnum<'c>]) -> R<Vec
     Ok(acc)
 }
 
-/// The lanes of `acc` summed as a pairwise tree (neighbours first).
-pub(crate) fn mean_lanes<'c>(k: &K<'_, 'c>, acc: VectorValue<'c>, w: u32) -> R<FloatValue<'c>> {
-    let mut parts: Vec<FloatValue> = (0..w)
-        .map(|l| {
-            let i = k.ctx.i32_type().const_int(l.into(), false);
-            Ok(llvm(k.b.build_extract_element(acc, i, "l"))?.into_float_value())
-        })
-        .collect::<R<_>>()?;
-    while parts.len() > 1 {
-        parts = parts
-            .chunks(2)
-            .map(|p| {
-                if p.len() == 2 {
-                    k.fadd(p[0], p[1])
-                } else {
-                    Ok(p[0])
-                }
-            })
-            .collect::<R<_>>()?;
-    }
-    Ok(parts[0])
-}
-
 pub(crate) fn global_avg_pool<'a, 'c>(
     g: &Gen<'a, 'c>,
     func: &Function,
@@ -509,7 +486,7 @@ pub(crate) fn global_avg_pool<'a, 'c>(
                         "s",
                     ))?;
                 }
-                let mean = k.fdiv(mean_lanes(k, acc, w)?, d.const_float(size as f64))?;
+                let mean = k.fdiv(k.lane_sum(acc, w)?, d.const_float(size as f64))?;
                 k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
             })
         },
