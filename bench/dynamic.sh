@@ -30,6 +30,10 @@
 #
 #   SIZES="96 128 160 224" bash bench/dynamic.sh
 #   PARTS=cnn bash bench/dynamic.sh   # only some parts: any of "batch bert cnn ocr" (ocr: below)
+#
+# The CNN part defaults to ROUNDS=7 and RUNS of about a second of the static executable per
+# size (its own calibration; at least 50): MobileNet v2 at 96-224 takes 0.7-8 ms, and 3
+# rounds of 50 runs left ratios that two quiet runs disagreed on by more than the margin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tirc="${TIRC:-target/release/tirc}"
@@ -145,10 +149,20 @@ if part cnn; then
   echo
   echo "MobileNet v2 (tests/dynamic/mobilenet_v2.tir), size = H = W"
   rt_header size
+  # More rounds and runs than the other parts: a 0.7-8 ms inference over 3 rounds of 50 runs
+  # gave ratios that two quiet runs disagreed on by more than the goal's margin. ROUNDS
+  # defaults to 7 here and RUNS to as many runs as take about a second of the static
+  # executable at that size (from a 10-run calibration), at least 50.
+  rounds="${ROUNDS:-7}"
   "$tirc" compile tests/dynamic/mobilenet_v2.tir -o "$work/cnn-rt" > /dev/null 2>&1
   for z in ${SIZES:-96 128 160 224}; do
     "$tirc" compile tests/dynamic/mobilenet_v2.tir -o "$work/cnn-s$z" --dim "h=$z" --dim "w=$z" > /dev/null 2>&1
     npy "$work/x.npy" 1 3 "$z" "$z"
+    if [ -n "${RUNS:-}" ]; then runs="$RUNS"; else
+      ms=$(taskset -c 1 "$work/cnn-s$z" --input "input=$work/x.npy" --bench 10 --threads 1 \
+        | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+      runs=$(echo "r = 1000 / $ms; if (r < 50) r = 50; scale = 0; r / 1" | bc -l)
+    fi
     rt_row "$z" "$work/cnn-s$z" "$work/cnn-rt" --input "input=$work/x.npy"
   done
 fi

@@ -10,7 +10,9 @@
 //! compile packs in row panels, at every tile shape and on 1–3 threads;
 //! `tests/dynamic/pointwise_chanvec.tir`, pointwise convolutions that run with vectors along
 //! the output channels at the pixel counts where the static compile does, on 1–3 threads;
-//! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row.
+//! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row;
+//! `tests/dynamic/depthwise_flat.tir`, flat depthwise planes in blocks of two groups and two
+//! vectors.
 
 mod common;
 
@@ -25,6 +27,7 @@ const MOBILENET: &str = "tests/dynamic/mobilenet_v2.tir";
 const PANELS: &str = "tests/dynamic/pointwise_panels.tir";
 const CHANVEC: &str = "tests/dynamic/pointwise_chanvec.tir";
 const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
+const FLAT: &str = "tests/dynamic/depthwise_flat.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -290,6 +293,31 @@ fn narrow_depthwise_rows_match_the_static_compile() {
         (8, 19),
     ] {
         check_threads(&dir, &NARROW_CASE, narrow_exe(), &["b.npy", "c.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn flat_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(FLAT, &EXE)
+}
+
+const FLAT_CASE: Case = Case {
+    model: FLAT,
+    input: "x",
+    channels: 7,
+    interpret: true,
+};
+
+/// Flat depthwise planes, two groups and two vectors at a time with the last group and
+/// vector alone: at 16 lanes planes of 1 vector (the lone vector only), 2 (one block), 3 (a
+/// block and one alone), 16 (the largest flat plane, 16×16) and 15 vectors and a half (17×15),
+/// on 1–3 threads.
+#[test]
+fn flat_depthwise_blocks_of_two_vectors_match_the_static_compile() {
+    let dir = scratch("flat");
+    for (h, w) in [(1, 1), (3, 5), (4, 8), (5, 7), (6, 8), (16, 16), (17, 15)] {
+        check_threads(&dir, &FLAT_CASE, flat_exe(), &["b.npy"], h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

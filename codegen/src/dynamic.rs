@@ -851,6 +851,44 @@ fn elementwise<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
+/// The kernel of an op `r = f(a, b)` with both operands read over the result's shape by NumPy
+/// broadcasting, its threads' tiles rows of the result (`flops` per element, 12 bytes): the
+/// arguments, the kernel, the result's run-time shape and the strides of `a`, `b` and `r`.
+#[allow(clippy::type_complexity)]
+fn broadcast_kernel<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    spec: &'a DynSpec,
+    func: &Function,
+    st: &Storage,
+    op: &OpData,
+    flops: u64,
+    name: &str,
+) -> R<(
+    Vec<Arg>,
+    Dk<'a, 'c>,
+    Vec<IntValue<'c>>,
+    [Vec<IntValue<'c>>; 3],
+)> {
+    let (a, b, r) = (op.operands[0], op.operands[1], op.results[0]);
+    let args = args_dyn(func, st, &[a, b, r])?;
+    let od = spec.dims(func, r)?;
+    let tiles = DynTiles::new(od.clone(), crate::parallel::work(flops, 12), 8);
+    let d = g.dyn_kernel_tiled(
+        name,
+        &args,
+        &[false, false, true],
+        &spec.symbols,
+        Some(tiles),
+    )?;
+    let shape = d.dims_of(&od)?;
+    let sa =
+        broadcast_strides(&d, &spec.dims(func, a)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
+    let sb =
+        broadcast_strides(&d, &spec.dims(func, b)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
+    let so = d.contiguous(&shape)?;
+    Ok((args, d, shape, [sa, sb, so]))
+}
+
 /// Strides of an operand of shape `a` read over `target` with NumPy broadcasting: an axis of
 /// constant extent 1 is broadcast; any other must be the target's own extent (a dim that is 1
 /// only at run time is not broadcast here).
@@ -892,22 +930,8 @@ fn binary<'a, 'c>(
     name: &str,
 ) -> R<Call<'c>> {
     let (a, b, r) = (op.operands[0], op.operands[1], op.results[0]);
-    let args = args_dyn(func, st, &[a, b, r])?;
     let od = spec.dims(func, r)?;
-    let tiles = DynTiles::new(od.clone(), crate::parallel::work(8, 12), 8);
-    let d = g.dyn_kernel_tiled(
-        name,
-        &args,
-        &[false, false, true],
-        &spec.symbols,
-        Some(tiles),
-    )?;
-    let shape = d.dims_of(&od)?;
-    let sa =
-        broadcast_strides(&d, &spec.dims(func, a)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
-    let sb =
-        broadcast_strides(&d, &spec.dims(func, b)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
-    let so = d.contiguous(&shape)?;
+    let (args, d, shape, [sa, sb, so]) = broadcast_kernel(g, spec, func, st, op, 8, name)?;
     let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
     // In place: stores through the operand's pointer (see `elementwise`).
     let po = if args[0].loc == args[2].loc {
@@ -1004,6 +1028,13 @@ fn transpose<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
+/// The input's dims of a row op (softmax, layer_norm) and its axis, normalised.
+fn along(spec: &DynSpec, func: &Function, op: &OpData, axis: i64) -> R<(Vec<DimExpr>, usize)> {
+    let xe = spec.dims(func, op.operands[0])?;
+    let ax = tir_ir::shape::norm_axis(axis, xe.len()).map_err(|_| unsupported(func, op, "axis"))?;
+    Ok((xe, ax))
+}
+
 /// `kernels::norm::softmax` with run-time extents: the same loops per row (with `log`,
 /// log_softmax's `(x - max) - ln(sum)` in f64).
 #[allow(clippy::too_many_arguments)]
@@ -1018,8 +1049,7 @@ fn softmax<'a, 'c>(
     name: &str,
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
-    let xe = spec.dims(func, x)?;
-    let ax = tir_ir::shape::norm_axis(axis, xe.len()).map_err(|_| unsupported(func, op, "axis"))?;
+    let (xe, ax) = along(spec, func, op, axis)?;
     let args = args_dyn(func, st, &[x, r])?;
     // Tiles (issue 20): the rows before the axis; an exponential and a few operations per
     // element.
@@ -1185,8 +1215,7 @@ fn layer_norm<'a, 'c>(
     name: &str,
 ) -> R<Call<'c>> {
     let (x, r) = (op.operands[0], op.results[0]);
-    let xe = spec.dims(func, x)?;
-    let ax = tir_ir::shape::norm_axis(axis, xe.len()).map_err(|_| unsupported(func, op, "axis"))?;
+    let (xe, ax) = along(spec, func, op, axis)?;
     let mut vals = vec![x];
     vals.extend(op.operands[1..].iter().copied());
     vals.push(r);
@@ -1348,19 +1377,18 @@ fn matmul<'a, 'c>(
         row_slope: None,
         act,
     };
-    let (lo, hi) = d.split(m, wide(g.width).0)?;
-    let rows = llvm(k.b.build_int_sub(hi, lo, "rows"))?;
+    let share = row_share(&d, g.width, m)?;
     d.nest(&batch, &[sa, sb, so], &mut |idx| {
-        let a = k.gep(k.gep(pa, idx[0])?, d.imul(lo, kk)?)?;
-        let c = k.gep(k.gep(po, idx[2])?, d.imul(lo, nn)?)?;
+        let a = k.gep(pa, idx[0])?;
+        let c = k.gep(po, idx[2])?;
         let b = k.gep(pb, idx[1])?;
-        dgemm(
+        dgemm_share(
             &d,
             g.width,
             (a, b, c),
-            (rows, kk, nn),
-            k_static,
-            n_static,
+            share,
+            (kk, nn),
+            (k_static, n_static),
             epi,
         )
     })?;
@@ -1372,6 +1400,30 @@ fn matmul<'a, 'c>(
 /// product with its own partial sums: that branch runs its very rows ([`gemv_rows`]). Else
 /// each output is one FMA chain in K order from zero, the epilogue lane by lane, as the
 /// static tiles compute it.
+/// A thread's share of `m` rows for [`dgemm_share`]: whole tiles of the wide GEMM's rows
+/// (`(first row, row count)`).
+fn row_share<'c>(d: &Dk<'_, 'c>, w: u32, m: IntValue<'c>) -> R<(IntValue<'c>, IntValue<'c>)> {
+    let (lo, hi) = d.split(m, wide(w).0)?;
+    Ok((lo, llvm(d.k.b.build_int_sub(hi, lo, "rows"))?))
+}
+
+/// [`dgemm`] of the rows `share` ([`row_share`]) of `C = A · B` (A's rows `kk`, C's `nn`
+/// floats long): each row summed as the whole product sums it.
+#[allow(clippy::too_many_arguments)]
+fn dgemm_share<'a, 'c>(
+    d: &Dk<'a, 'c>,
+    w: u32,
+    (a, b, c): (PointerValue<'c>, PointerValue<'c>, PointerValue<'c>),
+    (lo, rows): (IntValue<'c>, IntValue<'c>),
+    (kk, nn): (IntValue<'c>, IntValue<'c>),
+    (k_static, n_static): (Option<i64>, Option<i64>),
+    epi: Epilogue<'c>,
+) -> R<()> {
+    let a = d.k.gep(a, d.imul(lo, kk)?)?;
+    let c = d.k.gep(c, d.imul(lo, nn)?)?;
+    dgemm(d, w, (a, b, c), (rows, kk, nn), k_static, n_static, epi)
+}
+
 fn dgemm<'a, 'c>(
     d: &Dk<'a, 'c>,
     w: u32,

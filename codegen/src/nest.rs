@@ -241,6 +241,25 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         Ok(v)
     }
 
+    /// The first `w` lanes of `v` summed as a pairwise tree (neighbours first, an odd one
+    /// carried up): the matrix-vector rows' and the global mean's order.
+    pub fn lane_sum(&self, v: VectorValue<'ctx>, w: u32) -> R<FloatValue<'ctx>> {
+        let mut parts: Vec<FloatValue> = (0..w).map(|l| self.lane(v, l)).collect::<R<_>>()?;
+        while parts.len() > 1 {
+            parts = parts
+                .chunks(2)
+                .map(|p| {
+                    if p.len() == 2 {
+                        self.fadd(p[0], p[1])
+                    } else {
+                        Ok(p[0])
+                    }
+                })
+                .collect::<R<_>>()?;
+        }
+        Ok(parts[0])
+    }
+
     pub fn lane(&self, v: VectorValue<'ctx>, l: u32) -> R<FloatValue<'ctx>> {
         Ok(llvm(self.b.build_extract_element(
             v,

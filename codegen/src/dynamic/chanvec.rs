@@ -25,11 +25,11 @@
 use super::Dk;
 use crate::kernels::common::entry_scratch;
 use crate::kernels::gemm::{
-    chanvec_prefetch, chanvec_rows, finish_with, k_blocks, Epilogue, KBlock, CHANVEC_KC,
+    chanvec_chains, chanvec_rows, finish_with, k_blocks, Epilogue, KBlock, CHANVEC_KC,
     CHANVEC_VECTORS,
 };
 use crate::nest::{llvm, R};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{IntValue, PointerValue};
 use inkwell::IntPredicate;
 
 /// Pixel counts up to which the rule may choose this kernel (`chanvec`'s `MAX_PIXELS`: the
@@ -170,47 +170,18 @@ impl<'d, 'a, 'c> Tiles<'d, 'a, 'c> {
     fn tile(&self, kb: KBlock<'c>, i0: IntValue<'c>, mr: i64, j0: IntValue<'c>, np: i64) -> R<()> {
         let (d, k, w) = (self.d, &self.d.k, self.w);
         let wl = w as i64;
-        let nv = (mr + wl - 1) / wl;
-        let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
         let slot = k.gep(self.sums, d.imul(j0, k.c(CHANVEC_VECTORS * wl))?)?;
-        // The panel starts at `i0·K` (every earlier panel is full); A[i0 + r, kk] is at
-        // `i0·K + kk·mr + r`.
-        let base = k.mul(i0, self.kk)?;
-        let init: Vec<BasicValueEnum> = if kb.first {
-            let zero: BasicValueEnum = k.vty(w).const_zero().into();
-            vec![zero; (nv * np) as usize]
-        } else {
-            (0..nv * np)
-                .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
-                .collect::<R<_>>()?
-        };
-        let acc = k.loop_carry(0, kb.len, 1, init, &mut |kq, cur| {
-            let kq = k.add(kb.k0, kq)?;
-            let at = k.add(base, k.mul(kq, mr)?)?;
-            let wv: Vec<VectorValue> = (0..nv)
-                .map(|v| {
-                    let p = k.add(at, k.c(v * wl))?;
-                    match lanes(v) {
-                        l if l == w => k.ldv(self.a, p, w),
-                        l => k.ldv_masked(self.a, p, w, l),
-                    }
-                })
-                .collect::<R<_>>()?;
-            // The same weights one chunk on, into L2, as the static kernel.
-            for v in 0..nv {
-                chanvec_prefetch(k, self.a, k.add(at, k.c(CHANVEC_KC * mr + v * wl))?)?;
-            }
-            let bi = k.add(d.imul(kq, self.n)?, j0)?;
-            let mut next = cur.to_vec();
-            for j in 0..np {
-                let x = k.splat(k.ld(self.bx, k.add(bi, k.c(j))?)?, w)?;
-                for (v, &wvv) in wv.iter().enumerate() {
-                    let i = v * np as usize + j as usize;
-                    next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
-                }
-            }
-            Ok(next)
-        })?;
+        let acc = chanvec_chains(
+            k,
+            w,
+            (self.a, self.bx),
+            self.kk,
+            &|kq| d.imul(kq, self.n),
+            slot,
+            kb,
+            (i0, mr),
+            (j0, np),
+        )?;
         for (i, a) in acc.iter().enumerate() {
             k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;
         }

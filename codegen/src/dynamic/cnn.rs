@@ -32,6 +32,7 @@ use crate::kernels::common::{activation, vector_registers, Call};
 use crate::kernels::gemm::{
     gemm, gemv_rows, gemv_rows_strided, rows_for, wide, Epilogue, Gemm, PANEL_BYTES, SHORT_K,
 };
+use crate::kernels::pool::{mean_add, mean_fold, ACCS};
 use crate::nest::{llvm, R};
 use crate::parallel::work;
 use crate::storage::Storage;
@@ -52,7 +53,9 @@ const NV_DEPTHWISE: u32 = 4;
 /// depthwise kernel's bound).
 const FLAT_MAX: i64 = 256;
 /// Groups per block of flat depthwise planes ([`Spatial::flat_groups`]).
-const FLAT_GROUPS: i64 = 4;
+const FLAT_GROUPS: i64 = 2;
+/// Vectors of each plane per block of flat depthwise planes ([`Spatial::flat_groups`]).
+const FLAT_VECS: i64 = 2;
 /// Interior output rows per depthwise block ([`Spatial::rows_block`]).
 const DW_ROWS: i64 = 4;
 /// Vectors of output points up to which the other convolutions run flat (the static
@@ -214,9 +217,6 @@ pub(super) fn pool<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
-/// Independent `f64` vector accumulators per plane: `kernels::pool::global_avg_pool`'s.
-const ACCS: i64 = 2;
-
 /// The mean of each plane with a run-time plane size: the static kernel's sums, the same
 /// vector accumulators in the same order.
 pub(super) fn global_avg_pool<'a, 'c>(
@@ -254,8 +254,6 @@ pub(super) fn global_avg_pool<'a, 'c>(
     let size_f = llvm(k.b.build_signed_int_to_float(size, f64t, "n"))?;
     let has_tail = d.icmp(IntPredicate::SLT, whole, size)?;
     let tail_mask = d.lanes_below(d.sub(size, whole)?, w)?;
-    let widen =
-        |v: VectorValue<'c>| -> R<VectorValue<'c>> { llvm(k.b.build_float_ext(v, dv, "e")) };
     let (p0, p1) = d.split(planes, 1)?;
     d.loop_step(p0, p1, 1, &mut |pl| {
         let base = d.imul(pl, size)?;
@@ -265,50 +263,18 @@ pub(super) fn global_avg_pool<'a, 'c>(
             unrolled,
             step,
             vec![zero; ACCS as usize],
-            &mut |i, cur| {
-                let at = k.add(base, i)?;
-                (0..ACCS)
-                    .map(|a| {
-                        let v = widen(k.ldv(px, k.add(at, k.c(a * wl))?, w)?)?;
-                        let c = cur[a as usize].into_vector_value();
-                        Ok(llvm(k.b.build_float_add(c, v, "s"))?.into())
-                    })
-                    .collect()
-            },
+            &mut |i, cur| mean_add(k, px, k.add(base, i)?, w, cur),
         )?;
-        let mut acc = accs[0].into_vector_value();
-        for a in &accs[1..] {
-            acc = llvm(k.b.build_float_add(acc, a.into_vector_value(), "s"))?;
-        }
+        let acc = mean_fold(k, &accs)?;
         let acc = d.carry(unrolled, whole, wl, vec![acc.into()], &mut |i, cur| {
-            let v = widen(k.ldv(px, k.add(base, i)?, w)?)?;
-            let c = cur[0].into_vector_value();
-            Ok(vec![llvm(k.b.build_float_add(c, v, "s"))?.into()])
+            mean_add(k, px, k.add(base, i)?, w, cur)
         })?;
         let mut acc = acc[0].into_vector_value();
         // The static kernel adds the masked tail only when there is one.
         let v = d.ldv_mask(px, k.add(base, whole)?, w, tail_mask)?;
-        let with = llvm(k.b.build_float_add(acc, widen(v)?, "s"))?;
+        let with = llvm(k.b.build_float_add(acc, llvm(k.b.build_float_ext(v, dv, "e"))?, "s"))?;
         acc = llvm(k.b.build_select(has_tail, with, acc, "tail"))?.into_vector_value();
-        let mut parts: Vec<FloatValue> = (0..w)
-            .map(|l| {
-                let i = k.ctx.i32_type().const_int(l.into(), false);
-                Ok(llvm(k.b.build_extract_element(acc, i, "l"))?.into_float_value())
-            })
-            .collect::<R<_>>()?;
-        while parts.len() > 1 {
-            parts = parts
-                .chunks(2)
-                .map(|p| {
-                    if p.len() == 2 {
-                        k.fadd(p[0], p[1])
-                    } else {
-                        Ok(p[0])
-                    }
-                })
-                .collect::<R<_>>()?;
-        }
-        let mean = k.fdiv(parts[0], size_f)?;
+        let mean = k.fdiv(k.lane_sum(acc, w)?, size_f)?;
         k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
     })?;
     finish_call(g, d.f, &args)
@@ -882,6 +848,40 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         Ok(sp)
     }
 
+    /// Group `gi` of image `b`: its input and output planes, weights and bias (the planes'
+    /// taps not yet broadcast).
+    fn img(
+        &self,
+        b: IntValue<'c>,
+        gi: IntValue<'c>,
+        (px, pw, pb, po): (
+            PointerValue<'c>,
+            PointerValue<'c>,
+            Option<PointerValue<'c>>,
+            PointerValue<'c>,
+        ),
+    ) -> R<Img<'c>> {
+        let (d, geo) = (self.d, self.geo);
+        let k = &d.k;
+        let (cg, mg) = (geo.cg(), geo.mg());
+        Ok(Img {
+            x: k.gep(
+                px,
+                d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
+            )?,
+            o: k.gep(
+                po,
+                d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
+            )?,
+            wt: k.gep(pw, k.mul(gi, mg * cg * geo.kh * geo.kw)?)?,
+            bias: match pb {
+                Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
+                None => None,
+            },
+            taps: None,
+        })
+    }
+
     fn emit(
         &self,
         px: PointerValue<'c>,
@@ -891,7 +891,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     ) -> R<()> {
         let (d, geo) = (self.d, self.geo);
         let k = &d.k;
-        let (cg, mg) = (geo.cg(), geo.mg());
+        let mg = geo.mg();
         let taps = geo.kh * geo.kw;
         // Up to 7×7 taps: the masks of a flat plane sit on the stack.
         let flat = if geo.sh == 1 && geo.sw == 1 && taps <= 49 {
@@ -906,22 +906,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         d.loop_step(k.c(0), geo.n, 1, &mut |b| {
             let groups = |flat_here: bool| -> R<()> {
                 d.loop_step(g0, g1, 1, &mut |gi| {
-                    let img = Img {
-                        x: k.gep(
-                            px,
-                            d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
-                        )?,
-                        o: k.gep(
-                            po,
-                            d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
-                        )?,
-                        wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
-                        bias: match pb {
-                            Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                            None => None,
-                        },
-                        taps: None,
-                    };
+                    let img = self.img(b, gi, (px, pw, pb, po))?;
                     let img = Img {
                         taps: if self.depthwise && mg == 1 {
                             Some(
@@ -1016,8 +1001,6 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     ) -> R<()> {
         let (d, geo) = (self.d, self.geo);
         let k = &d.k;
-        let (cg, mg) = (geo.cg(), geo.mg());
-        let taps = geo.kh * geo.kw;
         let (g0, g1) = self.share.groups;
         d.loop_step(k.c(0), geo.oh, 1, &mut |oy| {
             let rows: Vec<TapRow<'c>> = (0..geo.kh)
@@ -1030,22 +1013,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             let masks = self.masks(&rows, k.c(0))?;
             let orow = d.imul(oy, geo.ow)?;
             d.loop_step(g0, g1, 1, &mut |gi| {
-                let img = Img {
-                    x: k.gep(
-                        px,
-                        d.imul(k.add(k.mul(b, geo.ci)?, k.mul(gi, cg)?)?, self.hw)?,
-                    )?,
-                    o: k.gep(
-                        po,
-                        d.imul(k.add(k.mul(b, geo.m)?, k.mul(gi, mg)?)?, self.ohw)?,
-                    )?,
-                    wt: k.gep(pw, k.mul(gi, mg * cg * taps)?)?,
-                    bias: match pb {
-                        Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                        None => None,
-                    },
-                    taps: None,
-                };
+                let img = self.img(b, gi, (px, pw, pb, po))?;
                 self.tile(&img, &rows, Some(&masks), orow, k.c(0), 1, k.c(0), 1)
             })
         })
@@ -1056,8 +1024,13 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     /// FMA per tap in order, the activation: the same ops as alone), and the block shares
     /// each vector's tap masks and output mask, so a block loads each mask once for all its
     /// planes. A 16×16 plane alone has 4 chains of 9 masked loads and 9 mask loads each per
-    /// block of vectors (the load ports bound it); four planes share the mask loads. The
-    /// groups after the last whole block one at a time, as [`Spatial::flat`].
+    /// block of vectors (the load ports bound it); the planes of a block share the mask
+    /// loads. Two planes of `FLAT_VECS` (2) vectors each: four planes of one vector had
+    /// their 36 tap vectors spilled from the 32 registers (each FMA then also reloads its
+    /// tap); 2 × 2 keeps the 18 taps in registers with the same four chains (MobileNet v2
+    /// 1.12 → 1.09× the static CPU time at 96, 1.13 → 1.09 at 224, under load; 2 × 4 was
+    /// slower, see docs/codegen.md). The groups after the last whole block one at a time, as
+    /// [`Spatial::flat`]; in a block, the vectors after the last pair one at a time.
     fn flat_groups(
         &self,
         b: IntValue<'c>,
@@ -1092,24 +1065,38 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 };
                 planes.push((x, o, tap, k.splat(bias, w)?));
             }
-            d.loop_step(k.c(0), vecs, 1, &mut |v| {
-                let p0 = k.mul(v, wl)?;
-                let mut acc: Vec<VectorValue<'c>> = planes.iter().map(|p| p.3).collect();
+            // `nb` vectors of every plane at a time: `nb · ng` independent chains with the
+            // `ng · taps` tap vectors in registers.
+            let vectors = |v0: IntValue<'c>, nb: i64| -> R<()> {
+                let vs: Vec<IntValue<'c>> = (0..nb).map(|i| k.add(v0, k.c(i))).collect::<R<_>>()?;
+                let p0s: Vec<IntValue<'c>> = vs.iter().map(|&v| k.mul(v, wl)).collect::<R<_>>()?;
+                let mut acc: Vec<Vec<VectorValue<'c>>> =
+                    vec![planes.iter().map(|p| p.3).collect(); nb as usize];
                 for (t, &off) in offs.iter().enumerate() {
-                    let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
-                    let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
-                    for (c, p) in planes.iter().enumerate() {
-                        let x = d.ldv_mask(p.0, k.add(p0, off)?, w, on)?;
-                        acc[c] = k.fma(x, p.2[t], acc[c])?;
+                    for (i, (&v, &p0)) in vs.iter().zip(&p0s).enumerate() {
+                        let q = k.gep(masks, k.add(k.mul(v, taps)?, k.c(t as i64))?)?;
+                        let on = llvm(k.b.build_load(q, "on"))?.into_vector_value();
+                        for (c, p) in planes.iter().enumerate() {
+                            let x = d.ldv_mask(p.0, k.add(p0, off)?, w, on)?;
+                            acc[i][c] = k.fma(x, p.2[t], acc[i][c])?;
+                        }
                     }
                 }
-                let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
-                for (c, p) in planes.iter().enumerate() {
-                    let y = vector_activation(d, w, geo.act, acc[c])?;
-                    d.stv_mask(p.1, p0, y, mask)?;
+                for (i, &p0) in p0s.iter().enumerate() {
+                    let mask = d.lanes_below(d.sub(self.ohw, p0)?, w)?;
+                    for (c, p) in planes.iter().enumerate() {
+                        let y = vector_activation(d, w, geo.act, acc[i][c])?;
+                        d.stv_mask(p.1, p0, y, mask)?;
+                    }
                 }
                 Ok(())
-            })
+            };
+            let vfull = k.mul(
+                llvm(k.b.build_int_signed_div(vecs, k.c(FLAT_VECS), "vf"))?,
+                FLAT_VECS,
+            )?;
+            d.loop_step(k.c(0), vfull, FLAT_VECS, &mut |v| vectors(v, FLAT_VECS))?;
+            d.loop_step(vfull, vecs, 1, &mut |v| vectors(v, 1))
         };
         let (g0, g1) = self.share.groups;
         let n = llvm(k.b.build_int_signed_div(d.sub(g1, g0)?, k.c(FLAT_GROUPS), "gb"))?;

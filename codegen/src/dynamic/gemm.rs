@@ -11,10 +11,12 @@
 //!   read rows of A).
 //! - with C, a second kernel: `act(fma(beta, c, y))` per element, C broadcast.
 
-use super::{args_dyn, broadcast_strides, dgemm, finish_call, refuse, DynSpec, DynTiles};
+use super::{
+    args_dyn, broadcast_strides, dgemm_share, finish_call, refuse, row_share, DynSpec, DynTiles,
+};
 use crate::kernels::common::{activation, Call};
 use crate::kernels::gemm::Epilogue;
-use crate::nest::{llvm, R};
+use crate::nest::R;
 use crate::storage::Storage;
 use crate::Gen;
 use tir_ir::{Function, OpData};
@@ -103,23 +105,20 @@ pub(super) fn gemm<'a, 'c>(
         let (m, n, kk) = (d.dim(&oe[0])?, d.dim(&oe[1])?, d.dim(ke)?);
         let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
         // A share of whole 6-row tiles; each row summed as the whole product sums it.
-        let (lo, hi) = d.split(m, crate::kernels::gemm::wide(g.width).0)?;
-        let rows = llvm(d.k.b.build_int_sub(hi, lo, "rows"))?;
-        let pa = d.k.gep(pa, d.imul(lo, kk)?)?;
-        let po = d.k.gep(po, d.imul(lo, n)?)?;
+        let share = row_share(&d, g.width, m)?;
         let epi = Epilogue {
             alpha,
             row_bias: None,
             row_slope: None,
             act,
         };
-        dgemm(
+        dgemm_share(
             &d,
             g.width,
             (pa, pb, po),
-            (rows, kk, n),
-            k_static,
-            n_static,
+            share,
+            (kk, n),
+            (k_static, n_static),
             epi,
         )?;
         calls.push(finish_call(g, d.f, &args)?);

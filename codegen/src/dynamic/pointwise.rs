@@ -6,7 +6,7 @@
 //! `trilu` keeps `x` where `j − i` is at least (upper) or at most (lower) `k` and stores
 //! `+0.0` elsewhere. Here the same operations per element, over loops with run-time bounds.
 
-use super::{args_dyn, broadcast_strides, finish_call, refuse, DynSpec, DynTiles};
+use super::{args_dyn, broadcast_kernel, finish_call, refuse, DynSpec, DynTiles};
 use crate::kernels::common::Call;
 use crate::nest::{llvm, R};
 use crate::storage::Storage;
@@ -24,22 +24,8 @@ pub(super) fn prelu<'a, 'c>(
     op: &OpData,
     name: &str,
 ) -> R<Call<'c>> {
-    let (x, slope, r) = (op.operands[0], op.operands[1], op.results[0]);
-    let args = args_dyn(func, st, &[x, slope, r])?;
-    let od = spec.dims(func, r)?;
-    // Tiles (issue 20): rows of the output.
-    let tiles = DynTiles::new(od.clone(), crate::parallel::work(2, 12), 8);
-    let d = g.dyn_kernel_tiled(
-        name,
-        &args,
-        &[false, false, true],
-        &spec.symbols,
-        Some(tiles),
-    )?;
-    let shape = d.dims_of(&od)?;
-    let so = d.contiguous(&shape)?;
-    let ss = broadcast_strides(&d, &spec.dims(func, slope)?, &od)
-        .map_err(|w| refuse(spec, func, op, &w))?;
+    // Tiles (issue 20): rows of the output; `x` is of the output's shape.
+    let (args, d, shape, [_, ss, so]) = broadcast_kernel(g, spec, func, st, op, 2, name)?;
     let (px, ps, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
     let k = &d.k;
     d.nest_split(&shape, &[so, ss], &mut |idx| {

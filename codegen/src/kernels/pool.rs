@@ -394,7 +394,38 @@ fn lane_mask<'c>(k: &K<'_, 'c>, on: &[bool]) -> VectorValue<'c> {
 }
 
 /// Independent vector accumulators per plane (each `W` lanes of `f64`: two AVX-512 registers).
-const ACCS: i64 = 2;
+pub(crate) const ACCS: i64 = 2;
+
+/// A global average pool's step over a plane from float `at` of `px`: the vectors at
+/// `at + a·W` widened to `f64` and added to the accumulators `cur` (`ACCS` of them, or one
+/// after the unrolled part). The static and the run-time-sized kernel share it, so their sums
+/// are the same chain.
+pub(crate) fn mean_add<'a, 'c>(
+    k: &K<'a, 'c>,
+    px: PointerValue<'c>,
+    at: IntValue<'c>,
+    w: u32,
+    cur: &[BasicValueEnum<'c>],
+) -> R<Vec<BasicValueEnum<'c>>> {
+    let dv = k.ctx.f64_type().vec_type(w);
+    (0..cur.len() as i64)
+        .map(|a| {
+            let x = k.ldv(px, k.add(at, k.c(a * w as i64))?, w)?;
+            let v = llvm(k.b.build_float_ext(x, dv, "e"))?;
+            let c = cur[a as usize].into_vector_value();
+            Ok(llvm(k.b.build_float_add(c, v, "s"))?.into())
+        })
+        .collect()
+}
+
+/// The `ACCS` accumulators added in order.
+pub(crate) fn mean_fold<'c>(k: &K<'_, 'c>, accs: &[BasicValueEnum<'c>]) -> R<VectorValue<'c>> {
+    let mut acc = accs[0].into_vector_value();
+    for a in &accs[1..] {
+        acc = llvm(k.b.build_float_add(acc, a.into_vector_value(), "s"))?;
+    }
+    Ok(acc)
+}
 
 pub(crate) fn global_avg_pool<'a, 'c>(
     g: &Gen<'a, 'c>,
@@ -431,9 +462,6 @@ pub(crate) fn global_avg_pool<'a, 'c>(
         work,
         &mut |k, ps, p0, count| {
             let (px, po) = (ps[0], ps[1]);
-            let widen = |v: VectorValue<'c>| -> R<VectorValue<'c>> {
-                llvm(k.b.build_float_ext(v, dv, "e"))
-            };
             k.loop_(0, count, &mut |pl| {
                 let pl = k.add(pl, p0)?;
                 let base = k.mul(pl, size)?;
@@ -443,50 +471,22 @@ pub(crate) fn global_avg_pool<'a, 'c>(
                     unrolled,
                     step,
                     vec![zero; ACCS as usize],
-                    &mut |i, cur| {
-                        let at = k.add(base, i)?;
-                        (0..ACCS)
-                            .map(|a| {
-                                let v = widen(k.ldv(px, k.add(at, k.c(a * wl))?, w)?)?;
-                                let c = cur[a as usize].into_vector_value();
-                                Ok(llvm(k.b.build_float_add(c, v, "s"))?.into())
-                            })
-                            .collect()
-                    },
+                    &mut |i, cur| mean_add(k, px, k.add(base, i)?, w, cur),
                 )?;
-                let mut acc = accs[0].into_vector_value();
-                for a in &accs[1..] {
-                    acc = llvm(k.b.build_float_add(acc, a.into_vector_value(), "s"))?;
-                }
+                let acc = mean_fold(k, &accs)?;
                 let acc = k.loop_carry(unrolled, whole, wl, vec![acc.into()], &mut |i, cur| {
-                    let v = widen(k.ldv(px, k.add(base, i)?, w)?)?;
-                    let c = cur[0].into_vector_value();
-                    Ok(vec![llvm(k.b.build_float_add(c, v, "s"))?.into()])
+                    mean_add(k, px, k.add(base, i)?, w, cur)
                 })?;
                 let mut acc = acc[0].into_vector_value();
                 if whole < size {
                     let v = k.ldv_masked(px, k.add(base, k.c(whole))?, w, (size - whole) as u32)?;
-                    acc = llvm(k.b.build_float_add(acc, widen(v)?, "s"))?;
+                    acc = llvm(k.b.build_float_add(
+                        acc,
+                        llvm(k.b.build_float_ext(v, dv, "e"))?,
+                        "s",
+                    ))?;
                 }
-                let mut parts: Vec<FloatValue> = (0..w)
-                    .map(|l| {
-                        let i = k.ctx.i32_type().const_int(l.into(), false);
-                        Ok(llvm(k.b.build_extract_element(acc, i, "l"))?.into_float_value())
-                    })
-                    .collect::<R<_>>()?;
-                while parts.len() > 1 {
-                    parts = parts
-                        .chunks(2)
-                        .map(|p| {
-                            if p.len() == 2 {
-                                k.fadd(p[0], p[1])
-                            } else {
-                                Ok(p[0])
-                            }
-                        })
-                        .collect::<R<_>>()?;
-                }
-                let mean = k.fdiv(parts[0], d.const_float(size as f64))?;
+                let mean = k.fdiv(k.lane_sum(acc, w)?, d.const_float(size as f64))?;
                 k.st(po, pl, llvm(k.b.build_float_trunc(mean, k.f32t, "t"))?)
             })
         },

@@ -172,46 +172,17 @@ fn tile<'a, 'c>(
     let wl = w as i64;
     let nv = (mr + wl - 1) / wl;
     let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
-    // The panel starts at `i0·K` (every earlier panel is full: MR·K floats); A[i0 + r, kk] is
-    // at `i0·K + kk·mr + r`.
-    let base = k.mul(i0, gm.k)?;
-    let init: Vec<BasicValueEnum> = if kb.first {
-        let zero: BasicValueEnum = k.vty(w).const_zero().into();
-        vec![zero; (nv * np) as usize]
-    } else {
-        (0..nv * np)
-            .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
-            .collect::<R<_>>()?
-    };
-    let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
-        let kk = k.add(kb.k0, kk)?;
-        let at = k.add(base, k.mul(kk, mr)?)?;
-        let wv: Vec<VectorValue> = (0..nv)
-            .map(|v| {
-                let a = k.add(at, k.c(v * wl))?;
-                match lanes(v) {
-                    n if n == w => k.ldv(gm.a, a, w),
-                    n => k.ldv_masked(gm.a, a, w, n),
-                }
-            })
-            .collect::<R<_>>()?;
-        // The same weights one chunk on, into L2 (`prefetcht1`): the next chunk's first pixel
-        // tile then finds its panel slice there instead of waiting on memory. Past the panel's
-        // end the prefetch touches nothing (it never faults).
-        for v in 0..nv {
-            prefetch(k, gm.a, k.add(at, k.c(KC * mr + v * wl))?)?;
-        }
-        let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
-        let mut next = cur.to_vec();
-        for j in 0..np {
-            let x = k.splat(k.ld(gm.b, k.add(bi, k.c(j))?)?, w)?;
-            for (v, &wvv) in wv.iter().enumerate() {
-                let i = v * np as usize + j as usize;
-                next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
-            }
-        }
-        Ok(next)
-    })?;
+    let acc = chains(
+        k,
+        w,
+        (gm.a, gm.b),
+        gm.k,
+        &|kk| k.mul(kk, gm.b_rs),
+        slot,
+        kb,
+        (i0, mr),
+        (j0, np),
+    )?;
     if !kb.last {
         for (i, a) in acc.iter().enumerate() {
             k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;
@@ -234,6 +205,68 @@ fn tile<'a, 'c>(
         }
     }
     Ok(())
+}
+
+/// The FMA chains of one tile over the K chunk `kb`: rows `i0 .. i0 + mr` of the panels at
+/// `a` (`kk` columns; the last vector masked when `mr` is not a multiple of `w`) × pixels
+/// `j0 .. j0 + np` of `b` (row `k` at `b_row(k)`), vector `v` of pixel `j` at `v·np + j`. A
+/// chunk after the first starts from the sums in `slot`. The static tile and the
+/// run-time-sized one (`dynamic::chanvec`) share it, so their chains are the same.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn chains<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    (a, b): (PointerValue<'c>, PointerValue<'c>),
+    kk: i64,
+    b_row: &dyn Fn(IntValue<'c>) -> R<IntValue<'c>>,
+    slot: PointerValue<'c>,
+    kb: KBlock<'c>,
+    (i0, mr): (IntValue<'c>, i64),
+    (j0, np): (IntValue<'c>, i64),
+) -> R<Vec<BasicValueEnum<'c>>> {
+    let wl = w as i64;
+    let nv = (mr + wl - 1) / wl;
+    let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
+    // The panel starts at `i0·K` (every earlier panel is full: MR·K floats); A[i0 + r, kk] is
+    // at `i0·K + kk·mr + r`.
+    let base = k.mul(i0, kk)?;
+    let init: Vec<BasicValueEnum> = if kb.first {
+        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        vec![zero; (nv * np) as usize]
+    } else {
+        (0..nv * np)
+            .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
+            .collect::<R<_>>()?
+    };
+    k.loop_carry(0, kb.len, 1, init, &mut |kq, cur| {
+        let kq = k.add(kb.k0, kq)?;
+        let at = k.add(base, k.mul(kq, mr)?)?;
+        let wv: Vec<VectorValue> = (0..nv)
+            .map(|v| {
+                let p = k.add(at, k.c(v * wl))?;
+                match lanes(v) {
+                    n if n == w => k.ldv(a, p, w),
+                    n => k.ldv_masked(a, p, w, n),
+                }
+            })
+            .collect::<R<_>>()?;
+        // The same weights one chunk on, into L2 (`prefetcht1`): the next chunk's first pixel
+        // tile then finds its panel slice there instead of waiting on memory. Past the panel's
+        // end the prefetch touches nothing (it never faults).
+        for v in 0..nv {
+            prefetch(k, a, k.add(at, k.c(KC * mr + v * wl))?)?;
+        }
+        let bi = k.add(b_row(kq)?, j0)?;
+        let mut next = cur.to_vec();
+        for j in 0..np {
+            let x = k.splat(k.ld(b, k.add(bi, k.c(j))?)?, w)?;
+            for (v, &wvv) in wv.iter().enumerate() {
+                let i = v * np as usize + j as usize;
+                next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
+            }
+        }
+        Ok(next)
+    })
 }
 
 /// `llvm.prefetch` of the line holding float `i` of `p`, for reading, into L2.

@@ -11,7 +11,7 @@
 
 use super::spec::{finish_with, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
 
 /// Rows per block: independent A streams.
 const ROWS: i64 = 4;
@@ -124,7 +124,7 @@ fn block_at<'a, 'c>(
             let o = acc[r * un + u].into_vector_value();
             v = llvm(k.b.build_float_add(v, o, "s"))?;
         }
-        let mut s = lane_sum(k, w, v)?;
+        let mut s = k.lane_sum(v, w)?;
         for kk in kv..gm.k {
             let a = k.ld(gm.a, a_at(ar, k.c(kk))?)?;
             s = k.fma(a, k.ld(gm.b, k.c(kk))?, s)?;
@@ -139,24 +139,6 @@ fn block_at<'a, 'c>(
         k.st(gm.c, at, out)?;
     }
     Ok(())
-}
-
-/// Pairwise sum of the lanes.
-fn lane_sum<'a, 'c>(k: &K<'a, 'c>, w: u32, v: VectorValue<'c>) -> R<FloatValue<'c>> {
-    let mut parts: Vec<FloatValue> = (0..w).map(|l| k.lane(v, l)).collect::<R<_>>()?;
-    while parts.len() > 1 {
-        parts = parts
-            .chunks(2)
-            .map(|p| {
-                if p.len() == 2 {
-                    k.fadd(p[0], p[1])
-                } else {
-                    Ok(p[0])
-                }
-            })
-            .collect::<R<_>>()?;
-    }
-    Ok(parts[0])
 }
 
 /// [`emit`]'s rows one at a time up to a run-time row count (kernels with run-time extents,

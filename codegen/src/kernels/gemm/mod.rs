@@ -10,9 +10,7 @@ pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
 // The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
-pub(crate) use chanvec::{
-    prefetch as chanvec_prefetch, KC as CHANVEC_KC, VECTORS as CHANVEC_VECTORS,
-};
+pub(crate) use chanvec::{chains as chanvec_chains, KC as CHANVEC_KC, VECTORS as CHANVEC_VECTORS};
 pub(crate) use tile::{k_blocks, KBlock};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
