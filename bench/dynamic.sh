@@ -174,6 +174,7 @@ fi
 #
 #   PARTS=ocr WIDTHS="160 320 640" bash bench/dynamic.sh
 if part ocr; then
+  rounds="${ROUNDS:-5}"; runs="${RUNS:-30}"
   rec=bench/onnx/trained/ppocrv4_rec.onnx
   if [ ! -f "$rec" ]; then
     bash bench/onnx/setup.sh >&2
