@@ -193,6 +193,16 @@ fn tile<'c>(
 
 /// `llvm.prefetch` of the line holding float `i` of `p`, for reading, into L2.
 pub(crate) fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'c>) -> R<()> {
+    prefetch_into(k, p, i, 2)
+}
+
+/// [`prefetch`] with LLVM's `locality` (0–3: 3 is `prefetcht0`, into L1; 2 `prefetcht1`).
+pub(crate) fn prefetch_into<'a, 'c>(
+    k: &K<'a, 'c>,
+    p: PointerValue<'c>,
+    i: IntValue<'c>,
+    locality: u64,
+) -> R<()> {
     // SAFETY: a plain (not inbounds) GEP is defined for any offset; the prefetch does not
     // access memory.
     let q = llvm(unsafe { k.b.build_gep(p, &[i], "pf") })?;
@@ -205,7 +215,7 @@ pub(crate) fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'
         &[
             q.into(),
             i32t.const_int(0, false).into(),
-            i32t.const_int(2, false).into(),
+            i32t.const_int(locality, false).into(),
             i32t.const_int(1, false).into(),
         ],
         "",

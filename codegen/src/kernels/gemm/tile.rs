@@ -272,6 +272,18 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
         }
         init
     };
+    // The residual's lines of this tile into L1 (`prefetcht0`), asked for before the K loop
+    // and read after it: the residual was written several ops earlier (3.2 MB per 56×56
+    // block of ResNet-50, out of L2), and its `MR × NV` loads in the epilogue would each wait
+    // on L3 with no FMA left to overlap them (ResNet-50's three 64→256 layers at 56×56 with
+    // the residual: 1.83 → 1.44 ms, docs/codegen.md "The residual's lines prefetched").
+    if let (true, Some(p)) = (kb.last, res) {
+        for r in 0..mr as usize {
+            for v in 0..nv {
+                super::chanvec::prefetch_into(k, p, c_at(r, v)?, 3)?;
+            }
+        }
+    }
     let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
         let kk = k.add(kb.k0, kk)?;
         let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
