@@ -205,7 +205,7 @@ pub(crate) fn strided_kernel<'a, 'c>(
     ins: Vec<Strided>,
     f: ScalarFn,
 ) -> R<Call<'c>> {
-    strided_body(g, name, shape, out, ins, f, false)
+    strided_body(g, name, shape, out, ins, Some(f))
 }
 
 /// [`strided_kernel`] copying `from` into `out`: where the innermost dimension reads every
@@ -219,7 +219,7 @@ pub(crate) fn strided_copy<'a, 'c>(
     out: Strided,
     from: Strided,
 ) -> R<Call<'c>> {
-    strided_body(g, name, shape, out, vec![from], &|_, v| Ok(v[0]), true)
+    strided_body(g, name, shape, out, vec![from], None)
 }
 
 /// Inner rows [`every_row`] takes: at most this many vectors, unrolled.
@@ -257,16 +257,18 @@ fn every_row<'a, 'c>(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// [`strided_kernel`] with `f`, or (`None`) a copy of the one operand, whose rows with inner
+/// steps go to [`every_row`].
 fn strided_body<'a, 'c>(
     g: &Gen<'a, 'c>,
     name: &str,
     shape: &[i64],
     out: Strided,
     ins: Vec<Strided>,
-    f: ScalarFn,
-    copy: bool,
+    f: Option<ScalarFn>,
 ) -> R<Call<'c>> {
+    let copy = f.is_none();
+    let f = f.unwrap_or(&|_, v| Ok(v[0]));
     let mut all: Vec<Strided> = ins;
     all.push(out);
     let mut strides: Vec<Vec<i64>> = all.iter().map(|s| s.strides.clone()).collect();
