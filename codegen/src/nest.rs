@@ -167,12 +167,12 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         let mask: Vec<_> = (0..w)
             .map(|l| i32t.const_int((l as i64 * s) as u64, false))
             .collect();
-        Ok(llvm(self.b.build_shuffle_vector(
+        llvm(self.b.build_shuffle_vector(
             wide,
             wide.get_type().get_undef(),
             VectorType::const_vector(&mask),
             "every",
-        ))?)
+        ))
     }
 
     pub fn ldv_lanes(
