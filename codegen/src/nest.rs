@@ -161,6 +161,20 @@ impl<'a, 'ctx> K<'a, 'ctx> {
     /// A `<on.len() x float>` load at element `i` of the lanes where `on` holds, zero elsewhere.
     /// The address is formed without `inbounds`: lanes that are off may lie outside the
     /// tensor (the zero padding of a convolution), and are never accessed.
+    /// Lanes `0, s, 2s, …` of `wide` (`s·w` lanes): the first `w`, as one vector.
+    pub fn every(&self, wide: VectorValue<'ctx>, s: i64, w: u32) -> R<VectorValue<'ctx>> {
+        let i32t = self.ctx.i32_type();
+        let mask: Vec<_> = (0..w)
+            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
+            .collect();
+        llvm(self.b.build_shuffle_vector(
+            wide,
+            wide.get_type().get_undef(),
+            VectorType::const_vector(&mask),
+            "every",
+        ))
+    }
+
     pub fn ldv_lanes(
         &self,
         p: PointerValue<'ctx>,

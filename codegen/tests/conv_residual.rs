@@ -8,7 +8,7 @@
 //!   whole and cut into its smallest tiles on 1, 2 and 3 threads (every run the same bits);
 //! - and it agrees with the interpreter within float rounding (the kernels' FMA order).
 
-use tir_codegen::{jit_run, jit_run_threads, Bufferized};
+use tir_codegen::{emit, jit_run, jit_run_threads, Artifact, Bufferized, Options};
 use tir_interp::weights::{random_input, SplitMix64};
 use tir_interp::{Tensor, Weights};
 use tir_passes::pipeline::{parse_pipeline, run_pipeline};
@@ -172,6 +172,46 @@ fn pointwise_gemm_tiles_and_gemv() {
         1,
         "relu",
     );
+}
+
+/// The unoptimised LLVM IR of `text`.
+fn llvm_ir(text: &str) -> String {
+    let mut m = tir_ir::parse_and_verify(text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let weights = Weights::generate(&m, 7).expect("weights");
+    let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
+    run_pipeline(&mut m, &passes, true, |_, _| {}).expect("pipeline");
+    let proof = Bufferized::new(&mut m).expect("bufferized");
+    let opts = Options {
+        opt_level: 0,
+        ..Options::native("k")
+    };
+    let ir = emit(&proof, &weights, &opts, Artifact::Llvm).expect("emit");
+    String::from_utf8_lossy(&ir).into_owned()
+}
+
+#[test]
+fn the_wide_tiles_prefetch_the_residual_into_l1_and_only_it() {
+    // A 1×1 convolution on the wide GEMM tiles (K = 64 > SHORT_K, 400 pixels): with the
+    // residual each tile asks for its residual lines with `prefetcht0` (locality 3) before
+    // its K loop; without one, no such prefetch.
+    let (x, w) = ([1, 64, 20, 20], [40, 64, 1, 1]);
+    let o = out_shape(&x, &w, 1, 1, [0; 4]);
+    let attrs = "strides = [1, 1], dilations = [1, 1], pads = [0, 0, 0, 0], groups = 1";
+    let fused = module(
+        &x,
+        &w,
+        &o,
+        &format!("    %r = conv2d(%x, %w, %b, %s) {{{attrs}}}\n"),
+    );
+    let plain = module(
+        &x,
+        &w,
+        &o,
+        &format!("    %c = conv2d(%x, %w, %b) {{{attrs}}}\n    %r = add(%c, %s)\n"),
+    );
+    let to_l1 = "i32 0, i32 3, i32 1)";
+    assert!(llvm_ir(&fused).contains(to_l1), "{fused}");
+    assert!(!llvm_ir(&plain).contains(to_l1), "{plain}");
 }
 
 #[test]

@@ -818,6 +818,30 @@ fn layout_ops_and_softmax() {
 }
 
 #[test]
+fn slices_with_inner_steps_move_whole_rows_by_vectors() {
+    // Inner steps 2, 3 and 4 into rows of 28 (ResNet's 56x56 shortcut: a vector and a
+    // 12-lane tail), 16 (one whole vector), 5 and 64 (four vectors, the most unrolled); 65
+    // and step 5 stay on the scalar loop. The last row ends at the input's last element.
+    for (x, ends, steps) in [
+        (vec![1, 6, 56, 56], "[55, 55]", "[2, 2]"),
+        (vec![2, 3, 9, 48], "[9, 48]", "[1, 3]"),
+        (vec![1, 4, 7, 9], "[7, 9]", "[3, 2]"),
+        (vec![2, 3, 5, 19], "[5, 19]", "[2, 4]"),
+        (vec![1, 2, 3, 128], "[3, 128]", "[1, 2]"),
+        (vec![1, 2, 3, 130], "[3, 130]", "[1, 2]"),
+        (vec![1, 2, 3, 30], "[3, 30]", "[1, 5]"),
+    ] {
+        check(&model(
+            &[("x", x)],
+            &[],
+            &format!(
+                "slice(%x) {{starts = [0, 0], ends = {ends}, axes = [2, 3], steps = {steps}}}"
+            ),
+        ));
+    }
+}
+
+#[test]
 fn layer_norm_over_trailing_axes() {
     check(&model(
         &[("x", vec![3, 5, 7])],

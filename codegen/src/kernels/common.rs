@@ -205,6 +205,70 @@ pub(crate) fn strided_kernel<'a, 'c>(
     ins: Vec<Strided>,
     f: ScalarFn,
 ) -> R<Call<'c>> {
+    strided_body(g, name, shape, out, ins, Some(f))
+}
+
+/// [`strided_kernel`] copying `from` into `out`: where the innermost dimension reads every
+/// second to fourth element into consecutive ones (a slice with steps, ResNet's strided
+/// shortcuts), its rows are moved by [`every_row`] instead of the scalar loop, which LLVM 14
+/// vectorises with `vgatherqps` (8 lanes per gather).
+pub(crate) fn strided_copy<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    name: &str,
+    shape: &[i64],
+    out: Strided,
+    from: Strided,
+) -> R<Call<'c>> {
+    strided_body(g, name, shape, out, vec![from], None)
+}
+
+/// Inner rows [`every_row`] takes: at most this many vectors, unrolled.
+const EVERY_ROW_VECTORS: i64 = 4;
+
+/// A row of `n` elements of `from` at `at`, `s` apart, into consecutive ones of `to` at
+/// `out_at`: per `w`-lane vector, `s·w` consecutive lanes loaded (masked past the row's last
+/// element, so nothing outside it is read) and every `s`-th kept — the gather of the packed
+/// convolution panels ([`crate::nest::K::every`]). Values are moved, not computed, so the
+/// bits are the scalar loop's.
+#[allow(clippy::too_many_arguments)]
+fn every_row<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    from: PointerValue<'c>,
+    at: IntValue<'c>,
+    to: PointerValue<'c>,
+    out_at: IntValue<'c>,
+    n: i64,
+    s: i64,
+) -> R<()> {
+    let wl = w as i64;
+    for v in 0..(n + wl - 1) / wl {
+        let lanes = (n - v * wl).min(wl);
+        let on: Vec<bool> = (0..wl * s).map(|q| q <= (lanes - 1) * s).collect();
+        let wide = k.ldv_lanes(from, k.add(at, k.c(v * wl * s))?, &on)?;
+        let val = k.every(wide, s, w)?;
+        let o = k.add(out_at, k.c(v * wl))?;
+        if lanes == wl {
+            k.stv(to, o, val)?;
+        } else {
+            k.stv_masked(to, o, val, lanes as u32)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`strided_kernel`] with `f`, or (`None`) a copy of the one operand, whose rows with inner
+/// steps go to [`every_row`].
+fn strided_body<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    name: &str,
+    shape: &[i64],
+    out: Strided,
+    ins: Vec<Strided>,
+    f: Option<ScalarFn>,
+) -> R<Call<'c>> {
+    let copy = f.is_none();
+    let f = f.unwrap_or(&|_, v| Ok(v[0]));
     let mut all: Vec<Strided> = ins;
     all.push(out);
     let mut strides: Vec<Vec<i64>> = all.iter().map(|s| s.strides.clone()).collect();
@@ -281,7 +345,39 @@ pub(crate) fn strided_kernel<'a, 'c>(
         .map(|(s, a)| (s.as_slice(), a.base))
         .collect();
     let n = all.len();
+    // A copy whose inner rows (not the dimension the threads cut) read `s`-strided elements
+    // into consecutive ones: the outer dimensions as loops, each row by `every_row`.
+    let every = match (strides[0].last(), strides[n - 1].last(), shape.last()) {
+        (Some(&s), Some(&1), Some(&row))
+            if copy
+                && shape.len() >= 2
+                && (2..=4).contains(&s)
+                && (1..=EVERY_ROW_VECTORS * g.width as i64).contains(&row) =>
+        {
+            Some((s, row))
+        }
+        _ => None,
+    };
+    let outer: Vec<(&[i64], i64)> = sets
+        .iter()
+        .map(|&(s, b)| (&s[..s.len().saturating_sub(1)], b))
+        .collect();
     let elementwise = |ptrs: &[PointerValue<'c>], shape: &[i64]| {
+        if let Some((s, row)) = every {
+            let rows = &shape[..shape.len() - 1];
+            return nest(&k, rows, &outer, &mut |idx| {
+                every_row(
+                    &k,
+                    g.width,
+                    ptrs[0],
+                    idx[0],
+                    ptrs[n - 1],
+                    idx[n - 1],
+                    row,
+                    s,
+                )
+            });
+        }
         nest(&k, shape, &sets, &mut |idx| {
             let mut vals = Vec::with_capacity(n - 1);
             for i in 0..n - 1 {

@@ -5,7 +5,8 @@
 //! source's bytes) is not copied.
 
 use super::common::{
-    bytes_of, contiguous, dims, full, result, strided_kernel, unsupported, Call, Strided,
+    bytes_of, contiguous, dims, full, result, strided_copy, strided_kernel, unsupported, Call,
+    Strided,
 };
 use crate::nest::R;
 use crate::storage::{Base, Loc, Storage};
@@ -151,18 +152,17 @@ pub(crate) fn slice<'a, 'c>(
     if out_dims.contains(&0) {
         return Ok(vec![]);
     }
-    Ok(vec![strided_kernel(
+    Ok(vec![strided_copy(
         g,
         name,
         &out_dims,
         full(func, st, r)?,
-        vec![Strided {
+        Strided {
             loc: loc(x)?,
             bytes: bytes_of(&xd),
             strides,
             base,
-        }],
-        &|_, v| Ok(v[0]),
+        },
     )?])
 }
 

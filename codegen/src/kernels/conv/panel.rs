@@ -315,15 +315,6 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         if s == 1 {
             return Ok(Some(wide));
         }
-        let i32t = k.ctx.i32_type();
-        let mask: Vec<_> = (0..w)
-            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
-            .collect();
-        Ok(Some(llvm(k.b.build_shuffle_vector(
-            wide,
-            wide.get_type().get_undef(),
-            inkwell::types::VectorType::const_vector(&mask),
-            "every",
-        ))?))
+        Ok(Some(k.every(wide, s, w)?))
     }
 }

@@ -17,7 +17,7 @@
 //! bitwise those of the pixel-vector kernel, and of every thread cut that starts chunks of
 //! channels at a panel.
 
-use super::spec::{finish_with, Epilogue, Gemm};
+use super::spec::{finish_with, step_tiles, Job};
 use super::tile::{k_blocks, KBlock};
 use crate::kernels::common::{entry_scratch, vector_registers};
 use crate::nest::{llvm, K, R};
@@ -90,63 +90,24 @@ pub(crate) const KC: i64 = 128;
 /// builder's position: the channel panels in a loop, the last (`M mod MR` rows) apart; within
 /// each, the K chunks, and within each chunk the pixel tiles. `res`: a residual laid out as C,
 /// added after the bias.
-pub(crate) fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-) -> R<()> {
-    let mr = VECTORS * w as i64;
+pub(crate) fn emit(j: Job) -> R<()> {
+    let k = j.k;
     // One slot of `VECTORS · pr` accumulators per pixel tile: `VECTORS · W` floats per pixel.
-    let sums = entry_scratch(k, VECTORS * w as i64 * gm.n, "sums")?;
-    let mfull = gm.m / mr * mr;
-    k.loop_step(0, mfull, mr, &mut |i0| {
-        panel(k, w, gm, epi, res, sums, i0, mr)
-    })?;
-    if mfull < gm.m {
-        panel(k, w, gm, epi, res, sums, k.c(mfull), gm.m - mfull)?;
-    }
-    Ok(())
+    let sums = entry_scratch(k, VECTORS * j.w as i64 * j.gm.n, "sums")?;
+    step_tiles(k, j.gm.m, VECTORS * j.w as i64, &mut |i0, mr| {
+        panel(j, sums, i0, mr)
+    })
 }
 
 /// The panel of rows `i0 .. i0 + mr`: its K chunks, each run by every pixel tile.
-#[allow(clippy::too_many_arguments)]
-fn panel<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-    sums: PointerValue<'c>,
-    i0: IntValue<'c>,
-    mr: i64,
-) -> R<()> {
-    let pr = pixels(gm.n);
-    let nfull = gm.n / pr * pr;
-    let slot_floats = VECTORS * w as i64;
-    k_blocks(k, gm.k, KC, &mut |kb| {
-        k.loop_step(0, nfull, pr, &mut |j0| {
+fn panel<'c>(j: Job<'_, '_, 'c>, sums: PointerValue<'c>, i0: IntValue<'c>, mr: i64) -> R<()> {
+    let k = j.k;
+    let slot_floats = VECTORS * j.w as i64;
+    k_blocks(k, j.gm.k, KC, &mut |kb| {
+        step_tiles(k, j.gm.n, pixels(j.gm.n), &mut |j0, np| {
             let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
-            tile(k, w, gm, epi, res, slot, kb, i0, mr, j0, pr)
-        })?;
-        if nfull < gm.n {
-            let slot = k.gep(sums, k.c(nfull * slot_floats))?;
-            tile(
-                k,
-                w,
-                gm,
-                epi,
-                res,
-                slot,
-                kb,
-                i0,
-                mr,
-                k.c(nfull),
-                gm.n - nfull,
-            )?;
-        }
-        Ok(())
+            tile(j, slot, kb, (i0, mr), (j0, np))
+        })
     })
 }
 
@@ -155,20 +116,14 @@ fn panel<'a, 'c>(
 /// first resumes from the sums in `slot`; one before the last leaves them there. The last
 /// stores lane `l` of vector `v`, output row `i0 + v·w + l`, one element at a time at stride
 /// `c_rs` (336 scalar stores against 21·K FMAs).
-#[allow(clippy::too_many_arguments)]
-fn tile<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
+fn tile<'c>(
+    j: Job<'_, '_, 'c>,
     slot: PointerValue<'c>,
     kb: KBlock<'c>,
-    i0: IntValue<'c>,
-    mr: i64,
-    j0: IntValue<'c>,
-    np: i64,
+    (i0, mr): (IntValue<'c>, i64),
+    (j0, np): (IntValue<'c>, i64),
 ) -> R<()> {
+    let (k, w, gm, epi, res) = (j.k, j.w, j.gm, j.epi, j.res);
     let wl = w as i64;
     let nv = (mr + wl - 1) / wl;
     let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
@@ -271,6 +226,16 @@ pub(crate) fn chains<'a, 'c>(
 
 /// `llvm.prefetch` of the line holding float `i` of `p`, for reading, into L2.
 pub(crate) fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'c>) -> R<()> {
+    prefetch_into(k, p, i, 2)
+}
+
+/// [`prefetch`] with LLVM's `locality` (0–3: 3 is `prefetcht0`, into L1; 2 `prefetcht1`).
+pub(crate) fn prefetch_into<'a, 'c>(
+    k: &K<'a, 'c>,
+    p: PointerValue<'c>,
+    i: IntValue<'c>,
+    locality: u64,
+) -> R<()> {
     // SAFETY: a plain (not inbounds) GEP is defined for any offset; the prefetch does not
     // access memory.
     let q = llvm(unsafe { k.b.build_gep(p, &[i], "pf") })?;
@@ -283,7 +248,7 @@ pub(crate) fn prefetch<'a, 'c>(k: &K<'a, 'c>, p: PointerValue<'c>, i: IntValue<'
         &[
             q.into(),
             i32t.const_int(0, false).into(),
-            i32t.const_int(2, false).into(),
+            i32t.const_int(locality, false).into(),
             i32t.const_int(1, false).into(),
         ],
         "",

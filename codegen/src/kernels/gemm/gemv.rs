@@ -9,64 +9,40 @@
 //! partial sums of a row are added at the end (the summation order differs from the
 //! reference's, within float rounding).
 
-use super::spec::{finish_with, Epilogue, Gemm};
+use super::spec::{finish_with, step_tiles, Epilogue, Gemm, Job};
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValueEnum, IntValue, VectorValue};
 
 /// Rows per block: independent A streams.
 const ROWS: i64 = 4;
 /// Vectors of K per row and step: independent accumulators per row.
 const UNROLL: i64 = 4;
 
-/// `res`: the residual added in the epilogue, laid out as C.
-pub(super) fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-) -> R<()> {
-    let mfull = gm.m / ROWS * ROWS;
-    k.loop_step(0, mfull, ROWS, &mut |i0| {
-        block(k, w, gm, epi, res, i0, ROWS)
-    })?;
-    if mfull < gm.m {
-        block(k, w, gm, epi, res, k.c(mfull), gm.m - mfull)?;
-    }
-    Ok(())
+/// The rows of `j.gm` in blocks of [`ROWS`], the last block `M mod ROWS` rows.
+pub(super) fn emit(j: Job) -> R<()> {
+    step_tiles(j.k, j.gm.m, ROWS, &mut |i0, rows| block(j, i0, rows))
 }
 
 /// Rows `i0 .. i0 + rows`: unrolled steps of `UNROLL` vectors, then single vectors, then
 /// the scalar K tail.
-fn block<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-    i0: IntValue<'c>,
-    rows: i64,
-) -> R<()> {
+fn block<'c>(j: Job<'_, '_, 'c>, i0: IntValue<'c>, rows: i64) -> R<()> {
+    let k = j.k;
     let rs: Vec<IntValue> = (0..rows)
-        .map(|r| k.mul(k.add(i0, k.c(r))?, gm.a_rs))
+        .map(|r| k.mul(k.add(i0, k.c(r))?, j.gm.a_rs))
         .collect::<R<_>>()?;
-    block_at(k, w, gm, epi, res, i0, &rs, None)
+    block_at(j, i0, &rs, None)
 }
 
 /// [`block`] with each row's first A element at `rs[r]` and, with `a_cs`, A's elements
 /// along K that far apart (a row of a packed panel: each vector of A gathered lane by
 /// lane; the same FMAs on the same values, so the same bits).
-#[allow(clippy::too_many_arguments)]
-fn block_at<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
+fn block_at<'c>(
+    j: Job<'_, '_, 'c>,
     i0: IntValue<'c>,
     rs: &[IntValue<'c>],
     a_cs: Option<IntValue<'c>>,
 ) -> R<()> {
+    let (k, w, gm, epi, res) = (j.k, j.w, j.gm, j.epi, j.res);
     let wl = w as i64;
     let step = UNROLL * wl;
     let kun = gm.k / step * step;
@@ -151,7 +127,14 @@ pub(crate) fn emit_rows<'a, 'c>(
     epi: Epilogue<'c>,
     rows: IntValue<'c>,
 ) -> R<()> {
-    k.loop_between(k.c(0), rows, &mut |i| block(k, w, gm, epi, None, i, 1))
+    let j = Job {
+        k,
+        w,
+        gm,
+        epi,
+        res: None,
+    };
+    k.loop_between(k.c(0), rows, &mut |i| block(j, i, 1))
 }
 
 /// [`emit_rows`] on an A stored as row panels: `at(i)` gives row `i`'s first element and
@@ -165,8 +148,15 @@ pub(crate) fn emit_rows_strided<'a, 'c>(
     rows: IntValue<'c>,
     at: &dyn Fn(IntValue<'c>) -> R<(IntValue<'c>, IntValue<'c>)>,
 ) -> R<()> {
+    let j = Job {
+        k,
+        w,
+        gm,
+        epi,
+        res: None,
+    };
     k.loop_between(k.c(0), rows, &mut |i| {
         let (ar, cs) = at(i)?;
-        block_at(k, w, gm, epi, None, i, &[ar], Some(cs))
+        block_at(j, i, &[ar], Some(cs))
     })
 }

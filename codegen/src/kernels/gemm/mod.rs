@@ -18,6 +18,7 @@ pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
 
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;
+use spec::Job;
 pub(crate) use spec::{finish, finish_with, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
@@ -52,9 +53,9 @@ pub(crate) fn gemm_residual<'a, 'c>(
         return Ok(());
     }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv::emit(k, w, gm, epi, res);
+        return gemv::emit(Job { k, w, gm, epi, res });
     }
-    tile::emit(k, w, gm, epi, res)
+    tile::emit(Job { k, w, gm, epi, res })
 }
 
 /// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
@@ -74,7 +75,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
         return Ok(());
     }
     if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
-        return chanvec::emit(k, w, gm, epi, res);
+        return chanvec::emit(Job { k, w, gm, epi, res });
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {
@@ -87,7 +88,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
             ),
         });
     }
-    tile::emit_packed(k, w, gm, epi, res)
+    tile::emit_packed(Job { k, w, gm, epi, res })
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
@@ -107,5 +108,5 @@ pub(crate) fn gemm_part<'a, 'c>(
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    tile::emit_part(k, w, gm, epi, res, first, last)
+    tile::emit_part(Job { k, w, gm, epi, res }, first, last)
 }

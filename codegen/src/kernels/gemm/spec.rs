@@ -30,6 +30,33 @@ pub(crate) struct Gemm<'c> {
     pub k: i64,
 }
 
+/// One GEMM being emitted: the builder, the vector width, what to multiply, the epilogue and
+/// the residual added in it (laid out as C) — what every tile shape hands down to its tiles.
+#[derive(Clone, Copy)]
+pub(super) struct Job<'x, 'a, 'c> {
+    pub k: &'x K<'a, 'c>,
+    pub w: u32,
+    pub gm: &'x Gemm<'c>,
+    pub epi: Epilogue<'c>,
+    pub res: Option<PointerValue<'c>>,
+}
+
+/// Tiles of `step` over `0..n` as a loop from 0, then one tile of the `n mod step` left
+/// (apart, so every tile's extent is a constant): `body(start, extent)`.
+pub(super) fn step_tiles<'a, 'c>(
+    k: &K<'a, 'c>,
+    n: i64,
+    step: i64,
+    body: &mut dyn FnMut(IntValue<'c>, i64) -> R<()>,
+) -> R<()> {
+    let full = n / step * step;
+    k.loop_step(0, full, step, &mut |i0| body(i0, step))?;
+    if full < n {
+        body(k.c(full), n - full)?;
+    }
+    Ok(())
+}
+
 /// `epi` applied to the sum `acc` of output row `row`.
 pub(crate) fn finish<'a, 'c>(
     k: &K<'a, 'c>,

@@ -1,10 +1,10 @@
 //! The tiled GEMM: `MR × NV·W` register tiles with vector accumulators, the contiguous output
 //! dimension innermost, K cut into blocks whose B panel stays in L1 (see [`super::gemm`]).
 
-use super::spec::{finish_with, Epilogue, Gemm};
+use super::spec::{finish_with, step_tiles, Job};
 use crate::kernels::common::vector_registers;
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::values::{BasicValueEnum, IntValue};
 
 /// The wide tile `(MR, NV)` for `w`-lane vectors: `MR × NV·W` accumulators, the rest of the
 /// register file holding the `NV` B vectors and the broadcast A element. With AVX-512's 32
@@ -28,30 +28,16 @@ pub(crate) fn wide(w: u32) -> (i64, u32) {
 /// 512×512×512 GEMM's panel is 128 KiB).
 pub(crate) const PANEL_BYTES: i64 = 32 * 1024;
 
-/// The tile shapes of [`super::gemm`] but the matrix-vector product; `res`: the residual
-/// added in the epilogue, laid out as C.
-pub(super) fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-) -> R<()> {
-    emit_part(k, w, gm, epi, res, true, true)
+/// The tile shapes of [`super::gemm`] but the matrix-vector product.
+pub(super) fn emit(j: Job) -> R<()> {
+    emit_part(j, true, true)
 }
 
 /// [`emit`] as one part of a longer K ([`super::gemm_part`]): `first` starts from zero, else
 /// from the partial sums in C; `last` applies the epilogue (and adds `res`), else stores the
 /// raw sums.
-pub(super) fn emit_part<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-    first: bool,
-    last: bool,
-) -> R<()> {
+pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()> {
+    let (k, w, gm) = (j.k, j.w, j.gm);
     let part = |kb: KBlock<'c>| KBlock {
         first: kb.first && first,
         last: kb.last && last,
@@ -60,7 +46,7 @@ pub(super) fn emit_part<'a, 'c>(
     let wl = w as i64;
     let (mr_wide, nv_wide) = wide(w);
     if gm.n <= NARROW * wl {
-        return narrow(k, w, gm, epi, res, part(KBlock::whole(k, gm.k)), false);
+        return narrow(j, part(KBlock::whole(k, gm.k)), false);
     }
     let nr = nv_wide as i64 * wl;
     let nfull = gm.n / nr * nr;
@@ -68,8 +54,6 @@ pub(super) fn emit_part<'a, 'c>(
     let rest = gm.n - nfull;
     let nrest = ((rest + wl - 1) / wl) as u32;
     let lanes_rest = (rest % wl != 0).then_some((rest % wl) as u32);
-    let mfull = gm.m / mr_wide * mr_wide;
-    let rows_tail = gm.m - mfull;
     let at = |i0, j0, mr, nv, lanes| Tile {
         i0,
         j0,
@@ -79,35 +63,23 @@ pub(super) fn emit_part<'a, 'c>(
         panel: false,
     };
     // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
-    let rows = |kb: KBlock<'c>, j0: IntValue<'c>, nv: u32, lanes: Option<u32>| -> R<()> {
-        let mr = rows_for(w, nv as i64);
-        let mfull = gm.m / mr * mr;
-        k.loop_step(0, mfull, mr, &mut |i0| {
-            tile(k, w, gm, epi, res, kb, at(i0, j0, mr, nv, lanes))
-        })?;
-        if mfull < gm.m {
-            let t = at(k.c(mfull), j0, gm.m - mfull, nv, lanes);
-            tile(k, w, gm, epi, res, kb, t)?;
-        }
-        Ok(())
+    let rows = |kb, j0, nv: u32, lanes| {
+        step_tiles(k, gm.m, rows_for(w, nv as i64), &mut |i0, mr| {
+            tile(j, kb, at(i0, j0, mr, nv, lanes))
+        })
     };
-    let cols = |kb: KBlock<'c>, i0: IntValue<'c>, mr: i64| -> R<()> {
+    let cols = |kb, i0, mr| -> R<()> {
         k.loop_step(0, nfull, nr, &mut |j0| {
-            tile(k, w, gm, epi, res, kb, at(i0, j0, mr, nv_wide, None))
+            tile(j, kb, at(i0, j0, mr, nv_wide, None))
         })?;
         if rest > 0 {
-            let t = at(i0, k.c(nfull), mr, nrest, lanes_rest);
-            tile(k, w, gm, epi, res, kb, t)?;
+            tile(j, kb, at(i0, k.c(nfull), mr, nrest, lanes_rest))?;
         }
         Ok(())
     };
     if gm.k <= SHORT_K {
         let kb = part(KBlock::whole(k, gm.k));
-        k.loop_step(0, mfull, mr_wide, &mut |i0| cols(kb, i0, mr_wide))?;
-        if rows_tail > 0 {
-            cols(kb, k.c(mfull), rows_tail)?;
-        }
-        return Ok(());
+        return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
     }
     let kc = (PANEL_BYTES / (nv_wide as i64 * wl * 4)).max(8);
     k_blocks(k, gm.k, kc, &mut |kb| {
@@ -123,36 +95,22 @@ pub(super) fn emit_part<'a, 'c>(
 /// Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one tile,
 /// more rows per tile, so A — the big operand here — is read once. `panel`: A is stored as
 /// row panels ([`narrow_rows`]), so each tile's broadcasts come from one contiguous stream.
-fn narrow<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-    kb: KBlock<'c>,
-    panel: bool,
-) -> R<()> {
+fn narrow<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, panel: bool) -> R<()> {
+    let (k, w, gm) = (j.k, j.w, j.gm);
     let wl = w as i64;
-    let j0 = k.c(0);
     let nv = (gm.n + wl - 1) / wl;
     let lanes = (gm.n % wl != 0).then_some((gm.n % wl) as u32);
-    let mr = rows_for(w, nv);
-    let mfull = gm.m / mr * mr;
-    let at = |i0: IntValue<'c>, mr: i64| Tile {
-        i0,
-        j0,
-        mr,
-        nv: nv as u32,
-        lanes,
-        panel,
-    };
-    k.loop_step(0, mfull, mr, &mut |i0| {
-        tile(k, w, gm, epi, res, kb, at(i0, mr))
-    })?;
-    if mfull < gm.m {
-        tile(k, w, gm, epi, res, kb, at(k.c(mfull), gm.m - mfull))?;
-    }
-    Ok(())
+    step_tiles(k, gm.m, rows_for(w, nv), &mut |i0, mr| {
+        let t = Tile {
+            i0,
+            j0: k.c(0),
+            mr,
+            nv: nv as u32,
+            lanes,
+            panel,
+        };
+        tile(j, kb, t)
+    })
 }
 
 /// The rows of the narrow tile a GEMM with `n` columns runs on (`None` when it is not narrow,
@@ -170,14 +128,8 @@ pub(crate) fn narrow_rows(w: u32, n: i64) -> Option<i64> {
 
 /// [`emit`] on an A stored as [`narrow_rows`]`(w, gm.n)`-row panels (`gm.a_rs`, `gm.a_cs`
 /// unused): the narrow tiles, whose row count is the panel height.
-pub(super) fn emit_packed<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-) -> R<()> {
-    narrow(k, w, gm, epi, res, KBlock::whole(k, gm.k), true)
+pub(super) fn emit_packed(j: Job) -> R<()> {
+    narrow(j, KBlock::whole(j.k, j.gm.k), true)
 }
 
 /// At most this many vectors of columns make a GEMM narrow (one column block).
@@ -276,15 +228,8 @@ struct Tile<'c> {
 /// One tile over the K block `kb`; the last vector's columns past `lanes` are neither loaded
 /// nor stored (masked). The last K block reads the residual `res` (if any) at the index it
 /// stores to, and adds it after the bias.
-fn tile<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    gm: &Gemm<'c>,
-    epi: Epilogue<'c>,
-    res: Option<PointerValue<'c>>,
-    kb: KBlock<'c>,
-    t: Tile<'c>,
-) -> R<()> {
+fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
+    let (k, w, gm, epi, res) = (j.k, j.w, j.gm, j.epi, j.res);
     let Tile {
         i0,
         j0,
@@ -327,6 +272,18 @@ fn tile<'a, 'c>(
         }
         init
     };
+    // The residual's lines of this tile into L1 (`prefetcht0`), asked for before the K loop
+    // and read after it: the residual was written several ops earlier (3.2 MB per 56×56
+    // block of ResNet-50, out of L2), and its `MR × NV` loads in the epilogue would each wait
+    // on L3 with no FMA left to overlap them (ResNet-50's three 64→256 layers at 56×56 with
+    // the residual: 1.83 → 1.44 ms, docs/codegen.md "The residual's lines prefetched").
+    if let (true, Some(p)) = (kb.last, res) {
+        for r in 0..mr as usize {
+            for v in 0..nv {
+                super::chanvec::prefetch_into(k, p, c_at(r, v)?, 3)?;
+            }
+        }
+    }
     let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
         let kk = k.add(kb.k0, kk)?;
         let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
