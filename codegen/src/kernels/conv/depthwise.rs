@@ -11,8 +11,8 @@
 //! handled by peeling. A stride `s` along the width loads `s·W` contiguous inputs and keeps
 //! every `s`-th lane. Bias and activation are applied in the epilogue before the one store.
 
-use super::geometry::interval;
-use crate::kernels::common::{activation, prelu_vec, Slope};
+use super::geometry::{interval, Io};
+use crate::kernels::common::{activation, prelu_vec};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
@@ -43,20 +43,16 @@ pub struct Depthwise {
     pub act: Option<Activation>,
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
-/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
-#[allow(clippy::too_many_arguments)]
-pub fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    d: &Depthwise,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
-) -> R<()> {
+/// Emits the kernel body at the builder's position.
+pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Depthwise, io: Io<'c>) -> R<()> {
+    let Io {
+        x: px,
+        w: pw,
+        bias: pb,
+        slope: ps,
+        res: pr,
+        out: po,
+    } = io;
     let mg = d.m / d.c.max(1);
     let taps = d.kh * d.kw;
     let row_in = |oy: i64, i: i64| {
