@@ -371,11 +371,12 @@ fn conv2d_row_packed_narrow_images() {
 /// and columns), dilations, a batch of 2, output rows that are not whole vectors, pixel
 /// blocks of several rows with a tail block, output channels (at least the panel's 32) that
 /// leave tile tails, and enough input channels (43, 45, 70) that K is cut into chunks, the
-/// last one shorter; images of one block are cut by channels, bigger ones by rows.
+/// last one shorter; images of one block are cut by channels, bigger ones by rows; a 17×17
+/// output (Inception v3's 3×3/2 layers, 289 pixels) is one block of every row.
 #[test]
 fn conv2d_strided_packed_panel() {
     #[allow(clippy::type_complexity)]
-    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 9] = [
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 10] = [
         // (n, c, h, w, m, k, strides, pads, dilations)
         (1, 3, 61, 77, 35, 7, [2, 2], [3, 2, 1, 3], [1, 1]),
         (2, 5, 23, 19, 33, 3, [3, 3], [1, 1, 1, 1], [1, 1]),
@@ -386,6 +387,7 @@ fn conv2d_strided_packed_panel() {
         (1, 6, 30, 50, 34, 3, [3, 1], [0, 2, 1, 0], [1, 2]),
         (1, 2, 9, 9, 32, 3, [2, 2], [3, 3, 3, 3], [1, 1]),
         (2, 3, 45, 200, 33, 4, [2, 3], [1, 2, 0, 1], [1, 1]),
+        (1, 40, 35, 35, 38, 3, [2, 2], [0, 0, 0, 0], [1, 1]),
     ];
     for (case, &(n, c, h, w, m, k, [sh, sw], pads, [dh, dw])) in shapes.iter().enumerate() {
         let act = ["", ", activation = relu", ", activation = relu6"][case % 3];

@@ -85,8 +85,15 @@ pub(super) fn applies(d: &Conv, w: u32) -> bool {
 
 /// Output rows per pixel block (the granule of the threads' cut along output rows): about
 /// [`BLOCK_PIXELS`], balanced so that the last block is not a sliver (28 rows of 28: 4 × 7).
+/// An image of at most 1.25 blocks is one block: every block streams all the weights, and
+/// Inception v3's 288 → 384 3×3/2 at 17² (4 MiB of weights) ran 3.18 ms for its two 17²
+/// layers as one block of 289 pixels against 3.33 as blocks of 153 and 136 (one thread,
+/// docs/codegen.md "Inception v3 and GoogLeNet, issue 20").
 pub(super) fn block_rows(d: &Conv) -> i64 {
     let oh = d.oh.max(1);
+    if oh * d.ow <= BLOCK_PIXELS * 5 / 4 {
+        return oh;
+    }
     let most = ((BLOCK_PIXELS + d.ow / 2) / d.ow).clamp(1, oh);
     let blocks = (oh + most - 1) / most;
     (oh + blocks - 1) / blocks
