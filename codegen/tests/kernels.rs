@@ -684,8 +684,7 @@ fn pools_and_global_avg_pool() {
 /// ceil mode (windows past the padded row), asymmetric padding, rows narrower than a vector.
 #[test]
 fn pools_vectorised_rows() {
-    #[allow(clippy::type_complexity)]
-    let cases: [(&str, u64, u64, [u64; 2], [u64; 2], [u64; 4], &str); 15] = [
+    let cases: [PoolCase; 15] = [
         // Windows too large to unroll per vector (more than 64 taps, or a stride above 4:
         // one window at a time, taps in loops): selfie_segmentation's whole-plane average
         // pools, with pads, partial windows and both counts.
@@ -762,7 +761,23 @@ fn pools_vectorised_rows() {
         ),
         ("max_pool", 4, 47, [1, 4], [1, 1], [0, 3, 0, 0], ""),
     ];
-    for (op, h, w, [kh, kw], [sh, sw], p, extra) in cases {
+    check_pools(&cases);
+}
+
+/// A pool case: (op, h, w, kernel, strides, pads, extra attributes).
+type PoolCase = (
+    &'static str,
+    u64,
+    u64,
+    [u64; 2],
+    [u64; 2],
+    [u64; 4],
+    &'static str,
+);
+
+/// Checks each pool case on a `2 × 3 × h × w` input.
+fn check_pools(cases: &[PoolCase]) {
+    for &(op, h, w, [kh, kw], [sh, sw], p, extra) in cases {
         check(&model(
             &[("x", vec![2, 3, h, w])],
             &[],
@@ -772,6 +787,58 @@ fn pools_vectorised_rows() {
             ),
         ));
     }
+}
+
+/// Pools unroll the output rows some of whose kernel rows fall outside the plane and run
+/// the others in a loop without the row test: planes with no such inner row (a kernel
+/// taller than the padded plane's inside, one-row planes), one inner row, GoogLeNet's
+/// 3×3/1 max pools at 14×14 and 7×7 (ceil mode), and a stride-2 window whose last row is a
+/// partial one.
+#[test]
+fn pools_border_rows_unrolled_inner_rows_looped() {
+    let cases: [PoolCase; 7] = [
+        // (op, h, w, kernel, strides, pads, extra)
+        ("max_pool", 2, 20, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        ("avg_pool", 1, 9, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        ("max_pool", 3, 18, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        (
+            "max_pool",
+            14,
+            14,
+            [3, 3],
+            [1, 1],
+            [1, 1, 1, 1],
+            ", ceil_mode = true",
+        ),
+        (
+            "max_pool",
+            7,
+            7,
+            [3, 3],
+            [1, 1],
+            [1, 1, 1, 1],
+            ", ceil_mode = true",
+        ),
+        (
+            "max_pool",
+            14,
+            14,
+            [3, 3],
+            [2, 2],
+            [0, 0, 0, 0],
+            ", ceil_mode = true",
+        ),
+        (
+            "avg_pool",
+            10,
+            33,
+            [4, 3],
+            [2, 1],
+            [2, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+    ];
+    check_pools(&cases);
 }
 
 #[test]
