@@ -793,10 +793,11 @@ fn check_pools(cases: &[PoolCase]) {
 /// the others in a loop without the row test: planes with no such inner row (a kernel
 /// taller than the padded plane's inside, one-row planes), one inner row, GoogLeNet's
 /// 3×3/1 max pools at 14×14 and 7×7 (ceil mode), and a stride-2 window whose last row is a
-/// partial one.
+/// partial one; a 20-row window with 9 rows of padding on each side has too many border
+/// rows to unroll (every row in the loop with the row test).
 #[test]
 fn pools_border_rows_unrolled_inner_rows_looped() {
-    let cases: [PoolCase; 7] = [
+    let cases: [PoolCase; 8] = [
         // (op, h, w, kernel, strides, pads, extra)
         ("max_pool", 2, 20, [3, 3], [1, 1], [1, 1, 1, 1], ""),
         ("avg_pool", 1, 9, [3, 3], [1, 1], [1, 1, 1, 1], ""),
@@ -835,6 +836,15 @@ fn pools_border_rows_unrolled_inner_rows_looped() {
             [4, 3],
             [2, 1],
             [2, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+        (
+            "avg_pool",
+            24,
+            20,
+            [20, 3],
+            [1, 1],
+            [9, 1, 9, 1],
             ", count_include_pad = true",
         ),
     ];

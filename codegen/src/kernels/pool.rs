@@ -19,6 +19,11 @@ use inkwell::FloatPredicate;
 use tir_ir::op::Pool2d;
 use tir_ir::{Function, OpData};
 
+/// Output rows with a kernel row outside the plane that a pool unrolls at most (each is a
+/// copy of the row's code, every tap unrolled): past it, a large padded window (up to 64
+/// kernel rows) runs every row in one loop with the row test.
+const MAX_BORDER_ROWS: i64 = 8;
+
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
 pub(crate) fn pool<'a, 'c>(
@@ -79,11 +84,14 @@ pub(crate) fn pool<'a, 'c>(
                 // Rows whose every kernel row lies in the plane run in a loop with no
                 // per-tap row test; the others are unrolled (their tests fold away).
                 let (r0, r1) = geo.inner_rows(oh);
+                if r1 == 0 {
+                    return k.loop_(0, oh, &mut |oy| geo.row(k, width, xp, op_, oy, false));
+                }
                 for oy in 0..r0 {
                     geo.row(k, width, xp, op_, k.c(oy), false)?;
                 }
                 k.loop_(r0, r1, &mut |oy| geo.row(k, width, xp, op_, oy, true))?;
-                for oy in r1.max(r0)..oh {
+                for oy in r1..oh {
                     geo.row(k, width, xp, op_, k.c(oy), false)?;
                 }
                 Ok(())
@@ -200,15 +208,20 @@ impl Window {
         })
     }
 
-    /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval;
-    /// empty as `(0, 0)`).
+    /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
+    /// the others to be unrolled; `(0, 0)` when there are none or more than
+    /// [`MAX_BORDER_ROWS`] others (all rows then run in the loop with the row test).
     fn inner_rows(&self, oh: i64) -> (i64, i64) {
         let inner =
             |oy: i64| oy * self.sh - self.pt >= 0 && oy * self.sh - self.pt + self.kh <= self.h;
-        match (0..oh).find(|&oy| inner(oy)) {
+        let (r0, r1) = match (0..oh).find(|&oy| inner(oy)) {
             Some(a) => (a, (a..oh).take_while(|&oy| inner(oy)).count() as i64 + a),
             None => (0, 0),
+        };
+        if r0 + (oh - r1) > MAX_BORDER_ROWS {
+            return (0, 0);
         }
+        (r0, r1)
     }
 
     /// Output row `oy` of one plane (`xp`, `op` at the plane); `inner`: every kernel row of
