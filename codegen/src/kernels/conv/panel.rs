@@ -101,7 +101,7 @@ pub(super) fn block_rows(d: &Conv) -> i64 {
     let mut blocks = (oh + most - 1) / most;
     // A few blocks cut by rows, an odd count, split unequally between two threads (5
     // blocks: 3 + 2, 60%); one more block evens it (a choice by shape, not thread count).
-    if blocks >= MIN_ROW_CUT && blocks < 8 && blocks % 2 == 1 {
+    if (MIN_ROW_CUT..8).contains(&blocks) && blocks % 2 == 1 {
         blocks += 1;
     }
     (oh + blocks - 1) / blocks
