@@ -45,14 +45,6 @@ pub struct Depthwise {
 
 /// Emits the kernel body at the builder's position.
 pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Depthwise, io: Io<'c>) -> R<()> {
-    let Io {
-        x: px,
-        w: pw,
-        bias: pb,
-        slope: ps,
-        res: pr,
-        out: po,
-    } = io;
     let mg = d.m / d.c.max(1);
     let taps = d.kh * d.kw;
     let row_in = |oy: i64, i: i64| {
@@ -70,24 +62,24 @@ pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Depthwise, io: Io<'c>) -> R<()> {
             } else {
                 llvm(k.b.build_int_signed_div(oc, k.c(mg), "ic"))?
             };
-            let xplane = k.gep(px, k.mul(k.add(k.mul(b, d.c)?, ic)?, d.h * d.wi)?)?;
+            let xplane = k.gep(io.x, k.mul(k.add(k.mul(b, d.c)?, ic)?, d.h * d.wi)?)?;
             let plane_at = k.mul(k.add(k.mul(b, d.m)?, oc)?, d.oh * d.ow)?;
             let oplane = Out {
-                o: k.gep(po, plane_at)?,
-                r: match pr {
+                o: k.gep(io.out, plane_at)?,
+                r: match io.res {
                     Some(p) => Some(k.gep(p, plane_at)?),
                     None => None,
                 },
             };
             let wbase = k.mul(oc, taps)?;
             let tap: Vec<FloatValue> = (0..taps)
-                .map(|t| k.ld(pw, k.add(wbase, k.c(t))?))
+                .map(|t| k.ld(io.w, k.add(wbase, k.c(t))?))
                 .collect::<R<_>>()?;
-            let bias = match pb {
+            let bias = match io.bias {
                 Some(p) => k.ld(p, oc)?,
                 None => k.f(0.0),
             };
-            let slope = match ps {
+            let slope = match io.slope {
                 Some(s) => Some(s.load(k, oc)?),
                 None => None,
             };
