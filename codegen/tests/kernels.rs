@@ -371,11 +371,12 @@ fn conv2d_row_packed_narrow_images() {
 /// and columns), dilations, a batch of 2, output rows that are not whole vectors, pixel
 /// blocks of several rows with a tail block, output channels (at least the panel's 32) that
 /// leave tile tails, and enough input channels (43, 45, 70) that K is cut into chunks, the
-/// last one shorter; images of one block are cut by channels, bigger ones by rows.
+/// last one shorter; images of one block are cut by channels, bigger ones by rows; a 17×17
+/// output (Inception v3's 3×3/2 layers, 289 pixels) is one block of every row.
 #[test]
 fn conv2d_strided_packed_panel() {
     #[allow(clippy::type_complexity)]
-    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 9] = [
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 10] = [
         // (n, c, h, w, m, k, strides, pads, dilations)
         (1, 3, 61, 77, 35, 7, [2, 2], [3, 2, 1, 3], [1, 1]),
         (2, 5, 23, 19, 33, 3, [3, 3], [1, 1, 1, 1], [1, 1]),
@@ -386,6 +387,7 @@ fn conv2d_strided_packed_panel() {
         (1, 6, 30, 50, 34, 3, [3, 1], [0, 2, 1, 0], [1, 2]),
         (1, 2, 9, 9, 32, 3, [2, 2], [3, 3, 3, 3], [1, 1]),
         (2, 3, 45, 200, 33, 4, [2, 3], [1, 2, 0, 1], [1, 1]),
+        (1, 40, 35, 35, 38, 3, [2, 2], [0, 0, 0, 0], [1, 1]),
     ];
     for (case, &(n, c, h, w, m, k, [sh, sw], pads, [dh, dw])) in shapes.iter().enumerate() {
         let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
@@ -413,11 +415,13 @@ fn conv2d_strided_packed_panel() {
 /// (a padded kernel row on top only, kernel columns on one side), a dilation, 1×7 and 7×1
 /// kernels, rows that are not whole vectors, pixel blocks of one and several rows with a
 /// tail block, enough input channels (40) that K is cut into chunks, a batch of 2, and
-/// output channels (32–37) that leave tile tails.
+/// output channels (32–37) that leave tile tails. Kernels of 25 taps or more take the panel
+/// on narrow rows too (Inception v3's 5×5 at 35×35, its 5 pixel blocks made 6 for two
+/// threads' halves; a 7×7 at 20×20).
 #[test]
 fn conv2d_stride_one_wide_rows_packed_panel() {
     #[allow(clippy::type_complexity)]
-    let shapes: [(u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 7] = [
+    let shapes: [(u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 9] = [
         // (n, c, h, w, m, kernel, pads, dilations)
         (1, 4, 14, 149, 32, [3, 3], [0, 0, 0, 0], [1, 1]),
         (1, 3, 13, 147, 37, [3, 3], [1, 1, 1, 1], [1, 1]),
@@ -426,6 +430,8 @@ fn conv2d_stride_one_wide_rows_packed_panel() {
         (1, 6, 14, 131, 34, [1, 7], [0, 3, 0, 3], [1, 1]),
         (1, 3, 18, 101, 32, [7, 1], [3, 0, 3, 0], [1, 1]),
         (1, 2, 9, 200, 35, [2, 5], [1, 2, 0, 0], [1, 1]),
+        (1, 12, 35, 35, 40, [5, 5], [2, 2, 2, 2], [1, 1]),
+        (2, 5, 20, 20, 32, [7, 7], [3, 3, 3, 3], [1, 1]),
     ];
     for (case, &(n, c, h, w, m, [kh, kw], pads, [dh, dw])) in shapes.iter().enumerate() {
         let act = ["", ", activation = relu", ", activation = relu6"][case % 3];
@@ -682,8 +688,7 @@ fn pools_and_global_avg_pool() {
 /// ceil mode (windows past the padded row), asymmetric padding, rows narrower than a vector.
 #[test]
 fn pools_vectorised_rows() {
-    #[allow(clippy::type_complexity)]
-    let cases: [(&str, u64, u64, [u64; 2], [u64; 2], [u64; 4], &str); 15] = [
+    let cases: [PoolCase; 15] = [
         // Windows too large to unroll per vector (more than 64 taps, or a stride above 4:
         // one window at a time, taps in loops): selfie_segmentation's whole-plane average
         // pools, with pads, partial windows and both counts.
@@ -760,7 +765,23 @@ fn pools_vectorised_rows() {
         ),
         ("max_pool", 4, 47, [1, 4], [1, 1], [0, 3, 0, 0], ""),
     ];
-    for (op, h, w, [kh, kw], [sh, sw], p, extra) in cases {
+    check_pools(&cases);
+}
+
+/// A pool case: (op, h, w, kernel, strides, pads, extra attributes).
+type PoolCase = (
+    &'static str,
+    u64,
+    u64,
+    [u64; 2],
+    [u64; 2],
+    [u64; 4],
+    &'static str,
+);
+
+/// Checks each pool case on a `2 × 3 × h × w` input.
+fn check_pools(cases: &[PoolCase]) {
+    for &(op, h, w, [kh, kw], [sh, sw], p, extra) in cases {
         check(&model(
             &[("x", vec![2, 3, h, w])],
             &[],
@@ -770,6 +791,68 @@ fn pools_vectorised_rows() {
             ),
         ));
     }
+}
+
+/// Pools unroll the output rows some of whose kernel rows fall outside the plane and run
+/// the others in a loop without the row test: planes with no such inner row (a kernel
+/// taller than the padded plane's inside, one-row planes), one inner row, GoogLeNet's
+/// 3×3/1 max pools at 14×14 and 7×7 (ceil mode), and a stride-2 window whose last row is a
+/// partial one; a 20-row window with 9 rows of padding on each side has too many border
+/// rows to unroll (every row in the loop with the row test).
+#[test]
+fn pools_border_rows_unrolled_inner_rows_looped() {
+    let cases: [PoolCase; 8] = [
+        // (op, h, w, kernel, strides, pads, extra)
+        ("max_pool", 2, 20, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        ("avg_pool", 1, 9, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        ("max_pool", 3, 18, [3, 3], [1, 1], [1, 1, 1, 1], ""),
+        (
+            "max_pool",
+            14,
+            14,
+            [3, 3],
+            [1, 1],
+            [1, 1, 1, 1],
+            ", ceil_mode = true",
+        ),
+        (
+            "max_pool",
+            7,
+            7,
+            [3, 3],
+            [1, 1],
+            [1, 1, 1, 1],
+            ", ceil_mode = true",
+        ),
+        (
+            "max_pool",
+            14,
+            14,
+            [3, 3],
+            [2, 2],
+            [0, 0, 0, 0],
+            ", ceil_mode = true",
+        ),
+        (
+            "avg_pool",
+            10,
+            33,
+            [4, 3],
+            [2, 1],
+            [2, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+        (
+            "avg_pool",
+            24,
+            20,
+            [20, 3],
+            [1, 1],
+            [9, 1, 9, 1],
+            ", count_include_pad = true",
+        ),
+    ];
+    check_pools(&cases);
 }
 
 #[test]

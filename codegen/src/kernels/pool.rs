@@ -19,6 +19,11 @@ use inkwell::FloatPredicate;
 use tir_ir::op::Pool2d;
 use tir_ir::{Function, OpData};
 
+/// Output rows with a kernel row outside the plane that a pool unrolls at most (each is a
+/// copy of the row's code, every tap unrolled): past it, a large padded window (up to 64
+/// kernel rows) runs every row in one loop with the row test.
+const MAX_BORDER_ROWS: i64 = 8;
+
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
 pub(crate) fn pool<'a, 'c>(
@@ -76,7 +81,20 @@ pub(crate) fn pool<'a, 'c>(
                 let pl_ = k.add(pl_, p0)?;
                 let xp = k.gep(px, k.mul(pl_, h * w)?)?;
                 let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
-                k.loop_(0, oh, &mut |oy| geo.row(k, width, xp, op_, oy))
+                // Rows whose every kernel row lies in the plane run in a loop with no
+                // per-tap row test; the others are unrolled (their tests fold away).
+                let (r0, r1) = geo.inner_rows(oh);
+                if r1 == 0 {
+                    return k.loop_(0, oh, &mut |oy| geo.row(k, width, xp, op_, oy, false));
+                }
+                for oy in 0..r0 {
+                    geo.row(k, width, xp, op_, k.c(oy), false)?;
+                }
+                k.loop_(r0, r1, &mut |oy| geo.row(k, width, xp, op_, oy, true))?;
+                for oy in r1..oh {
+                    geo.row(k, width, xp, op_, k.c(oy), false)?;
+                }
+                Ok(())
             })
         },
     )?;
@@ -190,7 +208,24 @@ impl Window {
         })
     }
 
-    /// Output row `oy` of one plane (`xp`, `op` at the plane).
+    /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
+    /// the others to be unrolled; `(0, 0)` when there are none or more than
+    /// [`MAX_BORDER_ROWS`] others (all rows then run in the loop with the row test).
+    fn inner_rows(&self, oh: i64) -> (i64, i64) {
+        let inner =
+            |oy: i64| oy * self.sh - self.pt >= 0 && oy * self.sh - self.pt + self.kh <= self.h;
+        let (r0, r1) = match (0..oh).find(|&oy| inner(oy)) {
+            Some(a) => (a, (a..oh).take_while(|&oy| inner(oy)).count() as i64 + a),
+            None => (0, 0),
+        };
+        if r0 + (oh - r1) > MAX_BORDER_ROWS {
+            return (0, 0);
+        }
+        (r0, r1)
+    }
+
+    /// Output row `oy` of one plane (`xp`, `op` at the plane); `inner`: every kernel row of
+    /// it lies in the plane ([`Self::inner_rows`]), so no tap needs the row test.
     fn row<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
@@ -198,6 +233,7 @@ impl Window {
         xp: PointerValue<'c>,
         op: PointerValue<'c>,
         oy: IntValue<'c>,
+        inner: bool,
     ) -> R<()> {
         let wl = w as i64;
         if !self.vectorise(wl) {
@@ -209,6 +245,11 @@ impl Window {
         let mut cnt_y = k.f(0.0);
         for i in 0..self.kh {
             let iy = k.add(by, k.c(i))?;
+            if inner {
+                cnt_y = k.fadd(cnt_y, k.f(1.0))?;
+                rows.push((None, k.mul(iy, self.w)?));
+                continue;
+            }
             let inside = k.in_range(iy, 0, self.h)?;
             let at = k.mul(k.iclamp(iy, 0, self.h - 1)?, self.w)?;
             let counted = if self.include_pad {
@@ -217,7 +258,7 @@ impl Window {
                 inside
             };
             cnt_y = k.fsel(counted, k.fadd(cnt_y, k.f(1.0))?, cnt_y)?;
-            rows.push((inside, at));
+            rows.push((Some(inside), at));
         }
         let nvec = (self.ow + wl - 1) / wl;
         let clean: Vec<i64> = (0..nvec).filter(|&v| self.clean(v, wl)).collect();
@@ -255,7 +296,8 @@ struct Row<'r, 'k, 'a, 'c> {
     xp: PointerValue<'c>,
     op: PointerValue<'c>,
     oy: IntValue<'c>,
-    rows: &'r [(IntValue<'c>, IntValue<'c>)],
+    /// Per kernel row: whether it lies in the plane (`None`: known to) and its offset.
+    rows: &'r [(Option<IntValue<'c>>, IntValue<'c>)],
     cnt_y: FloatValue<'c>,
 }
 
@@ -318,22 +360,26 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                     ))?
                 };
                 let next = if win.is_max {
-                    // NaN wins, as in the scalar window (`max_nan`).
-                    let gt = llvm(k.b.build_float_compare(FloatPredicate::UGT, v, acc, "ugt"))?;
-                    let m = llvm(k.b.build_select(gt, v, acc, "max"))?.into_vector_value();
-                    match &on {
-                        // Padded lanes (zero-filled) must not win.
-                        Some(on) => {
-                            let mask: Vec<bool> = (0..wl).map(|l| on[(l * s) as usize]).collect();
-                            llvm(k.b.build_select(lane_mask(k, &mask), m, acc, "in"))?
-                                .into_vector_value()
-                        }
-                        None => m,
+                    // NaN wins, as in the scalar window (`max_nan`); padded lanes
+                    // (zero-filled) must not: one select on the lanes that are greater (or
+                    // unordered) and in the row.
+                    let mut take =
+                        llvm(k.b.build_float_compare(FloatPredicate::UGT, v, acc, "ugt"))?;
+                    if let Some(on) = &on {
+                        let mask: Vec<bool> = (0..wl).map(|l| on[(l * s) as usize]).collect();
+                        take = llvm(k.b.build_and(take, lane_mask(k, &mask), "in"))?;
                     }
+                    llvm(k.b.build_select(take, v, acc, "max"))?.into_vector_value()
                 } else {
                     llvm(k.b.build_float_add(acc, v, "sum"))?
                 };
-                acc = llvm(k.b.build_select(inside, next, acc, "row"))?.into_vector_value();
+                // A kernel row outside the plane leaves the window as it was.
+                acc = match inside {
+                    Some(inside) => {
+                        llvm(k.b.build_select(inside, next, acc, "row"))?.into_vector_value()
+                    }
+                    None => next,
+                };
             }
         }
         let out = if win.is_max {

@@ -11,8 +11,8 @@
 //! handled by peeling. A stride `s` along the width loads `s·W` contiguous inputs and keeps
 //! every `s`-th lane. Bias and activation are applied in the epilogue before the one store.
 
-use super::geometry::interval;
-use crate::kernels::common::{activation, prelu_vec, Slope};
+use super::geometry::{interval, Io};
+use crate::kernels::common::{activation, prelu_vec};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
@@ -43,20 +43,8 @@ pub struct Depthwise {
     pub act: Option<Activation>,
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
-/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
-#[allow(clippy::too_many_arguments)]
-pub fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    d: &Depthwise,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
-) -> R<()> {
+/// Emits the kernel body at the builder's position.
+pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Depthwise, io: Io<'c>) -> R<()> {
     let mg = d.m / d.c.max(1);
     let taps = d.kh * d.kw;
     let row_in = |oy: i64, i: i64| {
@@ -74,24 +62,24 @@ pub fn emit<'a, 'c>(
             } else {
                 llvm(k.b.build_int_signed_div(oc, k.c(mg), "ic"))?
             };
-            let xplane = k.gep(px, k.mul(k.add(k.mul(b, d.c)?, ic)?, d.h * d.wi)?)?;
+            let xplane = k.gep(io.x, k.mul(k.add(k.mul(b, d.c)?, ic)?, d.h * d.wi)?)?;
             let plane_at = k.mul(k.add(k.mul(b, d.m)?, oc)?, d.oh * d.ow)?;
             let oplane = Out {
-                o: k.gep(po, plane_at)?,
-                r: match pr {
+                o: k.gep(io.out, plane_at)?,
+                r: match io.res {
                     Some(p) => Some(k.gep(p, plane_at)?),
                     None => None,
                 },
             };
             let wbase = k.mul(oc, taps)?;
             let tap: Vec<FloatValue> = (0..taps)
-                .map(|t| k.ld(pw, k.add(wbase, k.c(t))?))
+                .map(|t| k.ld(io.w, k.add(wbase, k.c(t))?))
                 .collect::<R<_>>()?;
-            let bias = match pb {
+            let bias = match io.bias {
                 Some(p) => k.ld(p, oc)?,
                 None => k.f(0.0),
             };
-            let slope = match ps {
+            let slope = match io.slope {
                 Some(s) => Some(s.load(k, oc)?),
                 None => None,
             };

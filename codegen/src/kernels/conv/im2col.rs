@@ -13,32 +13,15 @@
 //! past the row's end). A stride `s` along the width loads `s·W` contiguous inputs and keeps
 //! every `s`-th lane. Bias and activation are applied in the epilogue.
 
-use super::geometry::{interval, Conv};
-use crate::kernels::common::{activation, prelu, Slope};
+use super::geometry::{interval, walk_tiles, Block, Conv, Io};
+use crate::kernels::common::{activation, prelu};
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{BasicValueEnum, IntValue, VectorValue};
 
 /// Output channels per tile.
 const MR: i64 = 6;
 /// Vectors of output columns per tile.
 const NV: i64 = 2;
-
-/// A column block: `nv` vectors from output column `ox0`; per vector, which output lanes
-/// exist, and per vector and kernel column, which of the `s·W` loaded input lanes are read.
-struct Block {
-    ox0: i64,
-    nv: i64,
-    store: Vec<Vec<bool>>,
-    load: Vec<Vec<Vec<bool>>>,
-}
-
-impl Block {
-    fn clean(&self) -> bool {
-        self.nv == NV
-            && self.store.iter().flatten().all(|&b| b)
-            && self.load.iter().flatten().flatten().all(|&b| b)
-    }
-}
 
 fn blocks(d: &Conv, w: i64) -> Vec<Block> {
     let mut out = Vec::new();
@@ -65,7 +48,7 @@ fn blocks(d: &Conv, w: i64) -> Vec<Block> {
             );
         }
         out.push(Block {
-            ox0,
+            first: ox0,
             nv,
             store,
             load,
@@ -75,38 +58,20 @@ fn blocks(d: &Conv, w: i64) -> Vec<Block> {
     out
 }
 
-/// Emits the kernel body at the builder's position; `pb` is the optional bias, `ps` a fused
-/// PReLU's slope (indexed as the bias), `pr` the optional residual (laid out as the output).
-#[allow(clippy::too_many_arguments)]
-pub fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    d: &Conv,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
-) -> R<()> {
-    emit_rows(k, w, d, 0..d.oh, px, pw, pb, ps, pr, po)
+/// Emits the kernel body at the builder's position.
+pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, io: Io<'c>) -> R<()> {
+    emit_rows(k, w, d, 0..d.oh, io)
 }
 
 /// [`emit`] for the output rows `rows` only (a band of the threads' cut by rows): every row
 /// runs the code it runs in the whole image (the same kernel rows, column blocks and channel
 /// tiles), so a band gives the whole image's bits.
-#[allow(clippy::too_many_arguments)]
 pub fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     d: &Conv,
     rows: std::ops::Range<i64>,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
+    io: Io<'c>,
 ) -> R<()> {
     let cg = d.c / d.groups;
     let mg = d.m / d.groups;
@@ -121,30 +86,7 @@ pub fn emit_rows<'a, 'c>(
                 d,
                 cg,
                 mg,
-                x: k.gep(
-                    px,
-                    k.mul(k.add(k.mul(b, d.c)?, k.mul(gi, cg)?)?, d.h * d.wi)?,
-                )?,
-                o: k.gep(
-                    po,
-                    k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
-                )?,
-                wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
-                bias: match pb {
-                    Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                    None => None,
-                },
-                slope: match ps {
-                    Some(s) => Some(s.at(k, k.mul(gi, mg)?)?),
-                    None => None,
-                },
-                res: match pr {
-                    Some(p) => Some(k.gep(
-                        p,
-                        k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
-                    )?),
-                    None => None,
-                },
+                io: io.group(k, d, b, gi)?,
                 blocks: &bl,
             };
             let border = |oy: i64| -> Vec<i64> { (0..d.kh).filter(|&i| row_in(oy, i)).collect() };
@@ -171,14 +113,7 @@ struct Img<'k, 'a, 'c> {
     d: &'k Conv,
     cg: i64,
     mg: i64,
-    x: PointerValue<'c>,
-    o: PointerValue<'c>,
-    wt: PointerValue<'c>,
-    bias: Option<PointerValue<'c>>,
-    /// A fused PReLU's slope, at the same channel as `bias`.
-    slope: Option<Slope<'c>>,
-    /// The residual, at the same offsets as `o`.
-    res: Option<PointerValue<'c>>,
+    io: Io<'c>,
     blocks: &'k [Block],
 }
 
@@ -194,46 +129,14 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             })
             .collect::<R<_>>()?;
         let orow = k.mul(oy, d.ow)?;
-        let mut bi = 0;
-        while bi < self.blocks.len() {
-            let blk = &self.blocks[bi];
-            if blk.clean() {
-                // A run of clean blocks: one loop over their first columns.
-                let mut end = bi;
-                while end < self.blocks.len() && self.blocks[end].clean() {
-                    end += 1;
-                }
-                let step = blk.nv * self.w as i64;
-                let last = self.blocks[end - 1].ox0;
-                k.loop_step(blk.ox0, last + 1, step, &mut |ox0| {
-                    self.channels(&rows, orow, ox0, blk)
-                })?;
-                bi = end;
-            } else {
-                self.channels(&rows, orow, k.c(blk.ox0), blk)?;
-                bi += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// Every tile of output channels for one column block.
-    fn channels(
-        &self,
-        rows: &[(i64, IntValue<'c>)],
-        orow: IntValue<'c>,
-        ox0: IntValue<'c>,
-        blk: &Block,
-    ) -> R<()> {
-        let k = self.k;
-        let mfull = self.mg / MR * MR;
-        k.loop_step(0, mfull, MR, &mut |m0| {
-            self.tile(rows, orow, ox0, blk, m0, MR)
-        })?;
-        if mfull < self.mg {
-            self.tile(rows, orow, ox0, blk, k.c(mfull), self.mg - mfull)?;
-        }
-        Ok(())
+        walk_tiles(
+            k,
+            self.blocks,
+            self.w,
+            NV,
+            (self.mg, MR),
+            &mut |ox0, blk, m0, mr| self.tile(&rows, orow, ox0, blk, m0, mr),
+        )
     }
 
     /// `mr` output channels from `m0` × the block's vectors: the K loop over input channels
@@ -288,7 +191,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                         }
                         let t = k.add(wc, k.c(i * d.kw + j))?;
                         for (r, &wr) in wrows.iter().enumerate() {
-                            let a = k.splat(k.ld(self.wt, k.add(wr, t)?)?, w)?;
+                            let a = k.splat(k.ld(self.io.w, k.add(wr, t)?)?, w)?;
                             for (v, b) in bv.iter().enumerate() {
                                 if let Some(b) = b {
                                     acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
@@ -302,11 +205,11 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
         )?;
         for r in 0..mr {
             let m = k.add(m0, k.c(r))?;
-            let bias = match self.bias {
+            let bias = match self.io.bias {
                 Some(p) => k.ld(p, m)?,
                 None => k.f(0.0),
             };
-            let slope = match self.slope {
+            let slope = match self.io.slope {
                 Some(s) => Some(s.load(k, m)?),
                 None => None,
             };
@@ -317,7 +220,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                 let n_on = lanes.iter().filter(|&&b| b).count() as u32;
                 let at = k.add(k.add(orow_r, ox0)?, k.c(v as i64 * wl))?;
                 // The residual at the indices the vector is stored to, added after the bias.
-                let rv = match self.res {
+                let rv = match self.io.res {
                     Some(p) if n_on == w => Some(k.ldv(p, at, w)?),
                     Some(p) => Some(k.ldv_masked(p, at, w, n_on)?),
                     None => None,
@@ -340,9 +243,9 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                     ))?;
                 }
                 if n_on == w {
-                    k.stv(self.o, at, out)?;
+                    k.stv(self.io.out, at, out)?;
                 } else {
-                    k.stv_masked(self.o, at, out, n_on)?;
+                    k.stv_masked(self.io.out, at, out, n_on)?;
                 }
             }
         }
@@ -354,7 +257,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
     fn load(&self, at: IntValue<'c>, on: &[bool]) -> R<VectorValue<'c>> {
         let (k, w) = (self.k, self.w);
         let s = self.d.sw as u32;
-        let wide = k.ldv_lanes(self.x, at, on)?;
+        let wide = k.ldv_lanes(self.io.x, at, on)?;
         if s == 1 {
             return Ok(wide);
         }

@@ -16,14 +16,13 @@ mod transpose;
 
 pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_stride};
 
-use super::common::{args_of, dims, unsupported, Call, Slope};
+use super::common::{args_of, dims, unsupported, Call};
 use super::gemm::{chanvec_conv_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
 use crate::{CodegenError, Gen};
-use geometry::Conv;
-use inkwell::values::PointerValue;
+use geometry::{Conv, Io};
 use tir_ir::op::{Conv2d, ConvTranspose};
 use tir_ir::{Function, OpData};
 
@@ -144,53 +143,21 @@ pub(crate) fn conv2d<'a, 'c>(
         None => tiling(&d, pointwise, g.width, conv_work(&d), g.min_tile_flops),
     };
     let nargs = args.len() as u32;
-    let f = if tiling.is_parallel() {
-        g.tiled_kernel(name, &args, &writes, tiling.tiles())
-    } else {
-        g.kernel(name, &args, &writes)
-    };
+    let f = kernel_for(g, name, &args, &writes, &tiling);
     let k = g.k(f);
-    let px = g.param(f, 0)?;
-    let pw = g.param(f, 1)?;
-    let pb = if bias.is_some() {
-        Some(g.param(f, 2)?)
-    } else {
-        None
-    };
-    let ps = match slope {
-        Some(_) => Some(Slope {
-            p: g.param(f, nargs - 2)?,
-            per_channel,
-        }),
-        None => None,
-    };
-    let pr = if residual.is_some() {
-        Some(g.param(f, nargs - 2 - ps.is_some() as u32)?)
-    } else {
-        None
-    };
-    let po = g.param(f, nargs - 1)?;
-    let res_at = |at| -> R<Option<PointerValue<'c>>> {
-        match pr {
-            Some(p) => Ok(Some(k.gep(p, at)?)),
-            None => Ok(None),
-        }
-    };
-    let sparse_at = |x, o, res| sparse::Sparse {
-        x,
-        w: pw,
-        bias: pb,
-        slope: ps,
-        res,
-        out: o,
+    let per_channel = slope.map(|_| per_channel);
+    let io = Io::params(g, f, nargs, bias.is_some(), residual.is_some(), per_channel)?;
+    // Image `image`, its input from element `xo` and its output from `oo` of the image.
+    let image_at = |image, xo, oo| {
+        let xo = k.add(k.mul(image, ci * h * wi)?, xo)?;
+        let oo = k.add(k.mul(image, m * oh * ow)?, oo)?;
+        io.at(&k, xo, oo)
     };
     let all_channels = (k.c(0), k.c(m));
     if sparse_stride.is_some() && !tiling.is_parallel() {
         // Every image whole.
         k.loop_(0, n, &mut |image| {
-            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
-            let at = k.mul(image, m * oh * ow)?;
-            let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
+            let s = image_at(image, k.c(0), k.c(0))?;
             sparse::emit(&k, g.width, &d, oh * ow, all_channels, s)
         })?;
     } else if let Some(sparse::Cut::Channels { bounds, .. }) = &sparse_cut {
@@ -202,45 +169,23 @@ pub(crate) fn conv2d<'a, 'c>(
         };
         let tiles = (range(nargs)?, range(nargs + 1)?);
         sparse::for_channel_tiles(&k, tiles, bounds, &mut |image, ms| {
-            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
-            let at = k.mul(image, m * oh * ow)?;
-            let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
+            let s = image_at(image, k.c(0), k.c(0))?;
             sparse::emit(&k, g.width, &d, oh * ow, ms, s)
         })?;
     } else if sparse_stride.is_some() {
         // Chunks of whole pixel blocks: each tile runs every output channel on its pixels.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
-            let x = k.gep(px, k.add(k.mul(image, ci * h * wi)?, j0)?)?;
-            let at = k.add(k.mul(image, m * oh * ow)?, j0)?;
-            let s = sparse_at(x, k.gep(po, at)?, res_at(at)?);
+            let s = image_at(image, j0, j0)?;
             sparse::emit(&k, g.width, &d, cols, all_channels, s)
         })?;
     } else if !tiling.is_parallel() {
-        emit(
-            &k, g.width, &d, pointwise, None, packed, px, pw, pb, ps, pr, po,
-        )?;
+        emit(&k, g.width, &d, pointwise, None, packed, io)?;
     } else if pointwise && groups == 1 && split_columns(&d, g.width, g.min_tile_flops) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
-            let xo = k.add(k.mul(image, ci * h * wi)?, j0)?;
-            let oo = k.add(k.mul(image, m * h * wi)?, j0)?;
             let sub = Conv { n: 1, ..d };
-            let x = k.gep(px, xo)?;
-            let o = k.gep(po, oo)?;
-            emit(
-                &k,
-                g.width,
-                &sub,
-                true,
-                Some(cols),
-                packed,
-                x,
-                pw,
-                pb,
-                ps,
-                res_at(oo)?,
-                o,
-            )
+            let at = image_at(image, j0, j0)?;
+            emit(&k, g.width, &sub, true, Some(cols), packed, at)
         })?;
     } else if rowpack_pixels(&d, g.width) {
         // Bands of output rows: repetitions of the periodic run (at run time), or ranges of
@@ -248,10 +193,8 @@ pub(crate) fn conv2d<'a, 'c>(
         let (_, periodic) = rowpack::pixel_units(&d, g.width);
         let sub = Conv { n: 1, ..d };
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
-            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
-            let at = k.mul(image, m * oh * ow)?;
-            let (r, o) = (res_at(at)?, k.gep(po, at)?);
-            let body = |part| rowpack::emit(&k, g.width, &sub, part, x, pw, pb, ps, r, o);
+            let at = image_at(image, k.c(0), k.c(0))?;
+            let body = |part| rowpack::emit(&k, g.width, &sub, part, at);
             if periodic {
                 return body(rowpack::Part::Reps {
                     first: u0,
@@ -271,15 +214,13 @@ pub(crate) fn conv2d<'a, 'c>(
         // known at compile time).
         let sub = Conv { n: 1, ..d };
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
-            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
-            let at = k.mul(image, m * oh * ow)?;
-            let (r, o) = (res_at(at)?, k.gep(po, at)?);
+            let at = image_at(image, k.c(0), k.c(0))?;
             for c in (0..tiling.count).filter(|&c| tiling.size(c) == units) {
                 let a = tiling.first(c);
                 let is =
                     llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, u0, k.c(a), "chunk"))?;
                 k.when(is, &mut || {
-                    im2col::emit_rows(&k, g.width, &sub, a..a + units, x, pw, pb, ps, r, o)
+                    im2col::emit_rows(&k, g.width, &sub, a..a + units, at)
                 })?;
             }
             Ok(())
@@ -290,47 +231,25 @@ pub(crate) fn conv2d<'a, 'c>(
         let scratch = panel::scratch(&k, &d, g.width)?;
         let rows = panel::cut_rows(&d);
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
-            let x = k.gep(px, k.mul(image, ci * h * wi)?)?;
-            let at = k.mul(image, m * oh * ow)?;
-            let o = k.gep(po, at)?;
             if rows {
-                let r = res_at(at)?;
-                return panel::emit_rows(&k, g.width, &d, scratch, x, pw, pb, ps, r, o, u0, units);
+                let at = image_at(image, k.c(0), k.c(0))?;
+                return panel::emit_rows(&k, g.width, &d, scratch, at, u0, units);
             }
             let sub = Conv { m: units, ..d };
-            let wt = k.gep(pw, k.mul(u0, ci * kh * kw)?)?;
-            let bias = match pb {
-                Some(p) => Some(k.gep(p, u0)?),
-                None => None,
-            };
-            let sl = match ps {
-                Some(s) => Some(s.at(&k, u0)?),
-                None => None,
-            };
-            let at = k.add(at, k.mul(u0, oh * ow)?)?;
-            let (r, o) = (res_at(at)?, k.gep(po, at)?);
-            panel::emit_rows(
+            let at = image_at(image, k.c(0), k.mul(u0, oh * ow)?)?.channels(
                 &k,
-                g.width,
-                &sub,
-                scratch,
-                x,
-                wt,
-                bias,
-                sl,
-                r,
-                o,
-                k.c(0),
-                oh,
-            )
+                u0,
+                k.mul(u0, ci * kh * kw)?,
+            )?;
+            panel::emit_rows(&k, g.width, &sub, scratch, at, k.c(0), oh)
         })?;
     } else {
         // Chunks of output channels (of groups when there are several): each tile is the
         // convolution of one image by its chunk of filters.
         let (mu, cu) = if groups > 1 { (mg, cg) } else { (1, 0) };
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
-            let xo = k.add(k.mul(image, ci * h * wi)?, k.mul(u0, cu * h * wi)?)?;
-            let oo = k.add(k.mul(image, m * oh * ow)?, k.mul(u0, mu * oh * ow)?)?;
+            let xo = k.mul(u0, cu * h * wi)?;
+            let oo = k.mul(u0, mu * oh * ow)?;
             let sub = Conv {
                 n: 1,
                 c: if groups > 1 { units * cg } else { ci },
@@ -338,31 +257,12 @@ pub(crate) fn conv2d<'a, 'c>(
                 groups: if groups > 1 { units } else { 1 },
                 ..d
             };
-            let bias = match pb {
-                Some(p) => Some(k.gep(p, k.mul(u0, mu)?)?),
-                None => None,
-            };
-            let sl = match ps {
-                Some(s) => Some(s.at(&k, k.mul(u0, mu)?)?),
-                None => None,
-            };
-            let x = k.gep(px, xo)?;
-            let wt = k.gep(pw, k.mul(u0, mu * cg * kh * kw)?)?;
-            let o = k.gep(po, oo)?;
-            emit(
+            let at = image_at(image, xo, oo)?.channels(
                 &k,
-                g.width,
-                &sub,
-                pointwise,
-                None,
-                packed,
-                x,
-                wt,
-                bias,
-                sl,
-                res_at(oo)?,
-                o,
-            )
+                k.mul(u0, mu)?,
+                k.mul(u0, mu * cg * kh * kw)?,
+            )?;
+            emit(&k, g.width, &sub, pointwise, None, packed, at)
         })?;
     }
     llvm(g.builder.build_return(None))?;
@@ -437,20 +337,15 @@ pub(crate) fn conv_transpose<'a, 'c>(
         Tiling::new(n, m, transpose::MR, work, g.min_tile_flops)
     };
     let nargs = args.len() as u32;
-    let f = if tiling.is_parallel() {
-        g.tiled_kernel(name, &args, &writes, tiling.tiles())
-    } else {
-        g.kernel(name, &args, &writes)
-    };
+    let f = kernel_for(g, name, &args, &writes, &tiling);
     let k = g.k(f);
-    let px = g.param(f, 0)?;
-    let pw = g.param(f, 1)?;
-    let pb = if bias.is_some() {
-        Some(g.param(f, 2)?)
-    } else {
-        None
-    };
-    let po = g.param(f, nargs - 1)?;
+    let Io {
+        x: px,
+        w: pw,
+        bias: pb,
+        out: po,
+        ..
+    } = Io::params(g, f, nargs, bias.is_some(), false, None)?;
     if !tiling.is_parallel() {
         transpose::emit(&k, g.width, &d, px, pw, pb, po)?;
     } else if by_rows {
@@ -501,6 +396,22 @@ pub(crate) fn conv_transpose<'a, 'c>(
     }
     llvm(g.builder.build_return(None))?;
     Ok(vec![(f, args.iter().map(|a| a.loc).collect())])
+}
+
+/// The kernel function of a convolution: with the tile range parameters when the threads
+/// cut it.
+fn kernel_for<'a, 'c>(
+    g: &Gen<'a, 'c>,
+    name: &str,
+    args: &[crate::Arg],
+    writes: &[bool],
+    tiling: &Tiling,
+) -> inkwell::values::FunctionValue<'c> {
+    if tiling.is_parallel() {
+        g.tiled_kernel(name, args, writes, tiling.tiles())
+    } else {
+        g.kernel(name, args, writes)
+    }
 }
 
 /// Whether the threads cut a transposed convolution of one group by bands of phase rows
@@ -690,10 +601,7 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
 /// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged).
-/// `packed`: the weights are row panels of this height ([`panel_rows`]). `ps`: a
-/// fused PReLU's slope, at the same channel as `pb`; `pr`: the residual, at the same offsets
-/// as `po`.
-#[allow(clippy::too_many_arguments)]
+/// `packed`: the weights are row panels of this height ([`panel_rows`]).
 fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     width: u32,
@@ -701,13 +609,16 @@ fn emit<'a, 'c>(
     pointwise: bool,
     cols: Option<i64>,
     packed: Option<i64>,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
+    io: Io<'c>,
 ) -> R<()> {
+    let Io {
+        x: px,
+        w: pw,
+        bias: pb,
+        slope: ps,
+        res: pr,
+        out: po,
+    } = io;
     let (n, ci, h, wi, m, groups) = (d.n, d.c, d.h, d.wi, d.m, d.groups);
     let cg = ci / groups.max(1);
     let mg = m / groups.max(1);
@@ -775,13 +686,13 @@ fn emit<'a, 'c>(
             pl: d.pl,
             act: d.act,
         };
-        depthwise::emit(k, width, &dw, px, pw, pb, ps, pr, po)
+        depthwise::emit(k, width, &dw, io)
     } else if panel::applies(d, width) {
-        panel::emit(k, width, d, px, pw, pb, ps, pr, po)
+        panel::emit(k, width, d, io)
     } else if rowpack::applies(d, width) {
-        rowpack::emit(k, width, d, rowpack::Part::All, px, pw, pb, ps, pr, po)
+        rowpack::emit(k, width, d, rowpack::Part::All, io)
     } else {
-        im2col::emit(k, width, d, px, pw, pb, ps, pr, po)
+        im2col::emit(k, width, d, io)
     }
 }
 

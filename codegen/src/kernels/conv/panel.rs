@@ -32,8 +32,7 @@
 //! one channel's rows). A slab tensor would need one panel per concurrent tile planned by
 //! the memory planner for a buffer that lives only inside one kernel call.
 
-use super::geometry::Conv;
-use crate::kernels::common::Slope;
+use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{gemm_part, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
@@ -73,7 +72,10 @@ const MIN_CHANNELS: i64 = 32;
 /// model's 1×1 layers: 6 × 2 tiles load two input vectors and six weights for 12 FMAs,
 /// where the GEMM's 6 × 4 tiles on the packed panel load four for 24. With unit strides the
 /// packing is one (masked) load and store per vector, shared by every output channel.
-/// Depthwise, grouped and 1×1 convolutions keep their kernels.
+/// Kernels of 25 taps or more (5×5) take it on narrow rows too: Inception v3's three 48→64
+/// 5×5 layers at 35×35 ran 2.87–2.90 ms row-packed against 2.56–2.61 here at one thread,
+/// 1.46–1.50 against 1.34 at two (docs/codegen.md, "Inception v3, GoogLeNet and SqueezeNet
+/// under real-time priority"). Depthwise, grouped and 1×1 convolutions keep their kernels.
 pub(super) fn applies(d: &Conv, w: u32) -> bool {
     d.groups == 1
         && d.c > 1
@@ -81,15 +83,27 @@ pub(super) fn applies(d: &Conv, w: u32) -> bool {
         && d.kh * d.kw > 1
         && d.oh >= 1
         && (1..=MAX_OW).contains(&d.ow)
-        && (d.sh > 1 || d.sw > 1 || !super::rowpack::applies(d, w))
+        && (d.sh > 1 || d.sw > 1 || d.kh * d.kw >= 25 || !super::rowpack::applies(d, w))
 }
 
 /// Output rows per pixel block (the granule of the threads' cut along output rows): about
 /// [`BLOCK_PIXELS`], balanced so that the last block is not a sliver (28 rows of 28: 4 × 7).
+/// An image of at most 1.25 blocks is one block: every block streams all the weights, and
+/// Inception v3's 288 → 384 3×3/2 at 17² (4 MiB of weights) ran 3.18 ms for its two 17²
+/// layers as one block of 289 pixels against 3.33 as blocks of 153 and 136 (one thread,
+/// docs/codegen.md "Inception v3 and GoogLeNet, issue 20").
 pub(super) fn block_rows(d: &Conv) -> i64 {
     let oh = d.oh.max(1);
+    if oh * d.ow <= BLOCK_PIXELS * 5 / 4 {
+        return oh;
+    }
     let most = ((BLOCK_PIXELS + d.ow / 2) / d.ow).clamp(1, oh);
-    let blocks = (oh + most - 1) / most;
+    let mut blocks = (oh + most - 1) / most;
+    // A few blocks cut by rows, an odd count, split unequally between two threads (5
+    // blocks: 3 + 2, 60%); one more block evens it (a choice by shape, not thread count).
+    if (MIN_ROW_CUT..8).contains(&blocks) && blocks % 2 == 1 {
+        blocks += 1;
+    }
     (oh + blocks - 1) / blocks
 }
 
@@ -124,65 +138,31 @@ pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue
 }
 
 /// The whole convolution (every image) at the builder's position.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    d: &Conv,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
-) -> R<()> {
+pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, io: Io<'c>) -> R<()> {
     let panel = scratch(k, d, w)?;
     k.loop_(0, d.n, &mut |b| {
-        let x = k.gep(px, k.mul(b, d.c * d.h * d.wi)?)?;
-        let at = k.mul(b, d.m * d.oh * d.ow)?;
-        let o = k.gep(po, at)?;
-        let r = match pr {
-            Some(p) => Some(k.gep(p, at)?),
-            None => None,
-        };
-        emit_rows(k, w, d, panel, x, pw, pb, ps, r, o, k.c(0), d.oh)
+        let xo = k.mul(b, d.c * d.h * d.wi)?;
+        let at = io.at(k, xo, k.mul(b, d.m * d.oh * d.ow)?)?;
+        emit_rows(k, w, d, panel, at, k.c(0), d.oh)
     })
 }
 
-/// Output rows `oy0 .. oy0 + rows` of one image (`x`, `o` at the image), in blocks of
+/// Output rows `oy0 .. oy0 + rows` of one image (`io` at the image), in blocks of
 /// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
-/// the tile's count and `pw`, `pb`, `o` start at its first channel (`d.c` keeps the weights'
-/// row length). `res`, the residual (if any), is laid out as `o` and starts where it does;
-/// `ps`, a fused PReLU's slope, starts at the same channel as `pb`.
-#[allow(clippy::too_many_arguments)]
+/// the tile's count and `io` starts at its first channel (`d.c` keeps the weights' row
+/// length).
 pub(super) fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     d: &Conv,
     panel: PointerValue<'c>,
-    x: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    res: Option<PointerValue<'c>>,
-    o: PointerValue<'c>,
+    io: Io<'c>,
     oy0: IntValue<'c>,
     rows: i64,
 ) -> R<()> {
     let r = block_rows(d);
     let full = rows / r * r;
-    let blk = Block {
-        k,
-        w,
-        d,
-        panel,
-        x,
-        pw,
-        pb,
-        ps,
-        res,
-        o,
-    };
+    let blk = Block { k, w, d, panel, io };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
     if full < rows {
         blk.run(k.add(oy0, k.c(full))?, rows - full)?;
@@ -196,12 +176,7 @@ struct Block<'k, 'a, 'c> {
     w: u32,
     d: &'k Conv,
     panel: PointerValue<'c>,
-    x: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    res: Option<PointerValue<'c>>,
-    o: PointerValue<'c>,
+    io: Io<'c>,
 }
 
 impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
@@ -211,16 +186,16 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         let taps = d.kh * d.kw;
         let (cc, count) = chunks(d, self.w);
         let np = row_stride(d, self.w, rows);
-        let c_at = k.gep(self.o, k.mul(oy0, d.ow)?)?;
+        let c_at = k.gep(self.io.out, k.mul(oy0, d.ow)?)?;
         // The residual is read by the last chunk's epilogue, at the index it stores.
-        let r_at = match self.res {
+        let r_at = match self.io.res {
             Some(p) => Some(k.gep(p, k.mul(oy0, d.ow)?)?),
             None => None,
         };
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
             self.pack(c0, cn, oy0, rows, np)?;
             let gm = Gemm {
-                a: k.gep(self.pw, k.mul(c0, taps)?)?,
+                a: k.gep(self.io.w, k.mul(c0, taps)?)?,
                 a_rs: d.c * taps,
                 a_cs: 1,
                 b: self.panel,
@@ -233,9 +208,9 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             };
             let epi = Epilogue {
                 alpha: 1.0,
-                row_bias: self.pb,
+                row_bias: self.io.bias,
                 act: d.act,
-                row_slope: self.ps,
+                row_slope: self.io.slope,
             };
             gemm_part(k, self.w, &gm, epi, r_at, first, last)
         };
@@ -311,7 +286,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             return Ok(None);
         }
         let at = k.add(xrow, k.c(ix(0)))?;
-        let wide = k.ldv_lanes(self.x, at, &on)?;
+        let wide = k.ldv_lanes(self.io.x, at, &on)?;
         if s == 1 {
             return Ok(Some(wide));
         }

@@ -26,8 +26,8 @@
 //! and runs the middle as a loop over repetitions of one block of vectors ([`Periodic`]).
 //! The channel-tile loop stays a runtime loop.
 
-use super::geometry::Conv;
-use crate::kernels::common::{activation, prelu_vec, vector_registers, Slope};
+use super::geometry::{channel_tiles, Conv, Io};
+use crate::kernels::common::{activation, prelu_vec, vector_registers};
 use crate::nest::{llvm, K, R};
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
@@ -193,24 +193,10 @@ pub(crate) fn pixel_units(d: &Conv, w: u32) -> (i64, bool) {
     }
 }
 
-/// Emits the kernel body at the builder's position for the pixels `part`; `pb` is the
-/// optional bias, `ps` a fused PReLU's slope (indexed as the bias), `pr` the optional
-/// residual (laid out as the output). Every output element is the same chain of FMAs
-/// whatever the part (the K loop of its own accumulator), so a cut by pixels gives the bits
-/// of the whole image.
-#[allow(clippy::too_many_arguments)]
-pub fn emit<'a, 'c>(
-    k: &K<'a, 'c>,
-    w: u32,
-    d: &Conv,
-    part: Part<'c>,
-    px: PointerValue<'c>,
-    pw: PointerValue<'c>,
-    pb: Option<PointerValue<'c>>,
-    ps: Option<Slope<'c>>,
-    pr: Option<PointerValue<'c>>,
-    po: PointerValue<'c>,
-) -> R<()> {
+/// Emits the kernel body at the builder's position for the pixels `part`. Every output
+/// element is the same chain of FMAs whatever the part (the K loop of its own accumulator),
+/// so a cut by pixels gives the bits of the whole image.
+pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, part: Part<'c>, io: Io<'c>) -> R<()> {
     let cg = d.c / d.groups;
     let mg = d.m / d.groups;
     let wl = w as i64;
@@ -281,46 +267,16 @@ pub fn emit<'a, 'c>(
                     w: wl,
                     gw: grid_width(d),
                 },
-                x: k.gep(
-                    px,
-                    k.mul(k.add(k.mul(b, d.c)?, k.mul(gi, cg)?)?, d.h * d.wi)?,
-                )?,
-                o: k.gep(
-                    po,
-                    k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
-                )?,
-                wt: k.gep(pw, k.mul(gi, mg * cg * d.kh * d.kw)?)?,
-                bias: match pb {
-                    Some(p) => Some(k.gep(p, k.mul(gi, mg)?)?),
-                    None => None,
-                },
-                slope: match ps {
-                    Some(s) => Some(s.at(k, k.mul(gi, mg)?)?),
-                    None => None,
-                },
-                res: match pr {
-                    Some(p) => Some(k.gep(
-                        p,
-                        k.mul(k.add(k.mul(b, d.m)?, k.mul(gi, mg)?)?, d.oh * d.ow)?,
-                    )?),
-                    None => None,
-                },
+                io: io.group(k, d, b, gi)?,
             };
-            let mfull = mg / mr * mr;
             // Every channel tile × the pixel tiles `ts`, `shift` the periodic run's offsets.
             let channels = |ts: &[(i64, i64)], shift: Option<Shift<'c>>| -> R<()> {
-                k.loop_step(0, mfull, mr, &mut |m0| {
+                channel_tiles(k, mg, mr, &mut |m0, h| {
                     for &(v0, nv) in ts {
-                        img.tile(m0, mr, v0, nv, shift)?;
+                        img.tile(m0, h, v0, nv, shift)?;
                     }
                     Ok(())
-                })?;
-                if mfull < mg {
-                    for &(v0, nv) in ts {
-                        img.tile(k.c(mfull), mg - mfull, v0, nv, shift)?;
-                    }
-                }
-                Ok(())
+                })
             };
             let run = |f: &dyn Fn(Shift<'c>) -> R<()>| -> R<()> {
                 match (periodic, reps) {
@@ -375,11 +331,7 @@ pub fn emit<'a, 'c>(
                         Ok(())
                     })
                 };
-                k.loop_step(0, mfull, mr, &mut |m0| pixels(m0, mr))?;
-                if mfull < mg {
-                    pixels(k.c(mfull), mg - mfull)?;
-                }
-                Ok(())
+                channel_tiles(k, mg, mr, &mut |m0, h| pixels(m0, h))
             }
         })
     })
@@ -414,14 +366,7 @@ struct Img<'k, 'a, 'c> {
     d: &'k Conv,
     cg: i64,
     grid: Grid,
-    x: PointerValue<'c>,
-    o: PointerValue<'c>,
-    wt: PointerValue<'c>,
-    bias: Option<PointerValue<'c>>,
-    /// A fused PReLU's slope, at the same channel as `bias`.
-    slope: Option<Slope<'c>>,
-    /// The residual, at the same offsets as `o`.
-    res: Option<PointerValue<'c>>,
+    io: Io<'c>,
 }
 
 /// The grid of an image: its points, and what each vector reads and writes (compile-time).
@@ -522,7 +467,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
         let pick = VectorType::const_vector(&pick);
         let mut out: Option<VectorValue<'c>> = None;
         for ld in loads {
-            let wide = k.ldv_lanes(self.x, k.add(xc, k.c(ld.at))?, &ld.wide)?;
+            let wide = k.ldv_lanes(self.io.x, k.add(xc, k.c(ld.at))?, &ld.wide)?;
             let v = if s == 1 {
                 wide
             } else {
@@ -594,7 +539,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                         .collect::<R<_>>()?;
                     let wt = k.add(wc, k.c(*t))?;
                     for (r, &wr) in wrows.iter().enumerate() {
-                        let a = k.splat(k.ld(self.wt, k.add(wr, wt)?)?, w)?;
+                        let a = k.splat(k.ld(self.io.w, k.add(wr, wt)?)?, w)?;
                         for (v, b) in bv.iter().enumerate() {
                             if let Some(b) = b {
                                 acc[r * nvu + v] = k.fma(a, *b, acc[r * nvu + v])?;
@@ -607,11 +552,11 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
         )?;
         for r in 0..mr {
             let m = k.add(m0, k.c(r))?;
-            let bias = match self.bias {
+            let bias = match self.io.bias {
                 Some(p) => k.splat(k.ld(p, m)?, w)?,
                 None => k.vty(w).const_zero(),
             };
-            let slope = match self.slope {
+            let slope = match self.io.slope {
                 Some(s) => Some(s.load(k, m)?),
                 None => None,
             };
@@ -619,7 +564,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             for v in 0..nv {
                 let a = acc[(r * nv + v) as usize].into_vector_value();
                 let biased = llvm(k.b.build_float_add(a, bias, "b"))?;
-                let y = match self.res {
+                let y = match self.io.res {
                     Some(_) => biased,
                     None => self.epilogue(biased, slope)?,
                 };
@@ -633,7 +578,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                     };
                     // With a residual, each segment reads it at the indices it stores to
                     // (its other lanes zero, and not stored) and adds it after the bias.
-                    let y = match self.res {
+                    let y = match self.io.res {
                         Some(p) => {
                             let r = k.ldv_lanes(p, at, &on)?;
                             self.epilogue(llvm(k.b.build_float_add(y, r, "res"))?, slope)?
@@ -641,9 +586,9 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                         None => y,
                     };
                     if on.iter().all(|&b| b) {
-                        k.stv(self.o, at, y)?;
+                        k.stv(self.io.out, at, y)?;
                     } else {
-                        store_lanes(k, self.o, at, y, &on)?;
+                        store_lanes(k, self.io.out, at, y, &on)?;
                     }
                 }
             }

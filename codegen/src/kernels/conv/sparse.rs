@@ -27,13 +27,12 @@
 //! depend on the block or tile it lands in (threads cut large images by pixel blocks, small
 //! ones by output channels: [`cut`]), so every thread count gives the same bits.
 
-use super::geometry::Conv;
-use crate::kernels::common::Slope;
+use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{finish_with, Epilogue};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::CodegenError;
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::{AddressSpace, IntPredicate};
 use tir_ir::{Function, OpData};
 
@@ -203,30 +202,17 @@ pub(crate) fn channel_bounds(per_channel: &[i64], count: i64) -> Vec<i64> {
     bounds
 }
 
-/// Pointers and epilogue of one sparse pointwise convolution tile.
-#[derive(Clone, Copy)]
-pub(crate) struct Sparse<'c> {
-    /// Input at the tile's first pixel (rows `hw` apart).
-    pub x: PointerValue<'c>,
-    /// The CSR weights ([`csr_bytes`]).
-    pub w: PointerValue<'c>,
-    pub bias: Option<PointerValue<'c>>,
-    pub slope: Option<Slope<'c>>,
-    /// Residual and output at the tile's first pixel (rows `hw` apart).
-    pub res: Option<PointerValue<'c>>,
-    pub out: PointerValue<'c>,
-}
-
 /// Output channels `ms.0..ms.1` (known at run time) of the first `cols` pixels of one image
 /// of `d` (rows `d.oh·d.ow` apart) at the builder's position: blocks of [`VECTORS`] vectors,
-/// then one block of the remaining vectors, the last masked.
+/// then one block of the remaining vectors, the last masked. `s` is at the tile's first pixel
+/// (its rows `hw` apart), `s.w` the CSR weights ([`csr_bytes`]).
 pub(crate) fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     d: &Conv,
     cols: i64,
     ms: (IntValue<'c>, IntValue<'c>),
-    s: Sparse<'c>,
+    s: Io<'c>,
 ) -> R<()> {
     let wl = w as i64;
     let block = VECTORS * wl;
@@ -262,7 +248,7 @@ fn emit_block<'a, 'c>(
     nv: i64,
     last: Option<u32>,
     ms: (IntValue<'c>, IntValue<'c>),
-    s: Sparse<'c>,
+    s: Io<'c>,
 ) -> R<()> {
     let wl = w as i64;
     let hw = d.oh * d.ow;

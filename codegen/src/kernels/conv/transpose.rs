@@ -20,7 +20,7 @@
 //! than the kernel) still stores the bias, so every output element is written; the fused
 //! activation then runs over the finished output in one contiguous loop.
 
-use super::geometry::interval;
+use super::geometry::{interval, walk_tiles, Block};
 use crate::kernels::common::activation;
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
@@ -77,23 +77,6 @@ fn phase_len(n: i64, p: i64, s: i64) -> i64 {
     }
 }
 
-/// A block of `nv` vectors of phase columns from `u0`: which lanes exist (`store`), and per
-/// vector and column tap which lanes read inside the input row (`load`).
-struct Block {
-    u0: i64,
-    nv: i64,
-    store: Vec<Vec<bool>>,
-    load: Vec<Vec<Vec<bool>>>,
-}
-
-impl Block {
-    fn clean(&self) -> bool {
-        self.nv == NV
-            && self.store.iter().flatten().all(|&b| b)
-            && self.load.iter().flatten().flatten().all(|&b| b)
-    }
-}
-
 fn blocks(ulen: i64, wi: i64, cols: &[(i64, i64)], w: i64) -> Vec<Block> {
     let mut out = Vec::new();
     let mut u0 = 0;
@@ -118,7 +101,7 @@ fn blocks(ulen: i64, wi: i64, cols: &[(i64, i64)], w: i64) -> Vec<Block> {
             );
         }
         out.push(Block {
-            u0,
+            first: u0,
             nv,
             store,
             load,
@@ -276,44 +259,14 @@ impl<'p, 'a, 'c> Phase<'p, 'a, 'c> {
             .collect::<R<_>>()?;
         // Output row `py + t·sH`.
         let orow = k.mul(k.add(k.mul(t, d.sh)?, k.c(self.py))?, d.ow)?;
-        let mut bi = 0;
-        while bi < self.blocks.len() {
-            let blk = &self.blocks[bi];
-            if blk.clean() {
-                let mut end = bi;
-                while end < self.blocks.len() && self.blocks[end].clean() {
-                    end += 1;
-                }
-                let step = blk.nv * self.w as i64;
-                let last = self.blocks[end - 1].u0;
-                k.loop_step(blk.u0, last + 1, step, &mut |u0| {
-                    self.channels(&rows, orow, u0, blk)
-                })?;
-                bi = end;
-            } else {
-                self.channels(&rows, orow, k.c(blk.u0), blk)?;
-                bi += 1;
-            }
-        }
-        Ok(())
-    }
-
-    fn channels(
-        &self,
-        rows: &[(i64, IntValue<'c>)],
-        orow: IntValue<'c>,
-        u0: IntValue<'c>,
-        blk: &Block,
-    ) -> R<()> {
-        let k = self.k;
-        let mfull = self.mg / MR * MR;
-        k.loop_step(0, mfull, MR, &mut |m0| {
-            self.tile(rows, orow, u0, blk, m0, MR)
-        })?;
-        if mfull < self.mg {
-            self.tile(rows, orow, u0, blk, k.c(mfull), self.mg - mfull)?;
-        }
-        Ok(())
+        walk_tiles(
+            k,
+            self.blocks,
+            self.w,
+            NV,
+            (self.mg, MR),
+            &mut |u0, blk, m0, mr| self.tile(&rows, orow, u0, blk, m0, mr),
+        )
     }
 
     /// `mr` output channels from `m0` × the block's vectors.
