@@ -54,6 +54,9 @@ mod reduce;
 mod shape_ops;
 mod tconv;
 
+/// Which arguments of a two-operand kernel it writes (`a`, `b` read, the result written).
+pub(crate) const TWO_IN_ONE_OUT: [bool; 3] = [false, false, true];
+
 /// The symbolic side of a dynamic compile: the dims (the order of the `dims` array) and every
 /// value's symbolic type, by value name (specialization and bufferization keep the names).
 #[derive(Clone, Debug, Default)]
@@ -873,13 +876,7 @@ fn broadcast_kernel<'a, 'c>(
     let args = args_dyn(func, st, &[a, b, r])?;
     let od = spec.dims(func, r)?;
     let tiles = DynTiles::new(od.clone(), crate::parallel::work(flops, 12), 8);
-    let d = g.dyn_kernel_tiled(
-        name,
-        &args,
-        &[false, false, true],
-        &spec.symbols,
-        Some(tiles),
-    )?;
+    let d = g.dyn_kernel_tiled(name, &args, &TWO_IN_ONE_OUT, &spec.symbols, Some(tiles))?;
     let shape = d.dims_of(&od)?;
     let sa =
         broadcast_strides(&d, &spec.dims(func, a)?, &od).map_err(|w| refuse(spec, func, op, &w))?;
@@ -1343,13 +1340,7 @@ fn matmul<'a, 'c>(
     let mut elems = spec.dims(func, r)?;
     elems.push(ash[ash.len() - 1].clone());
     let tiles = DynTiles::new(elems, 2, 8);
-    let d = g.dyn_kernel_tiled(
-        name,
-        &args,
-        &[false, false, true],
-        &spec.symbols,
-        Some(tiles),
-    )?;
+    let d = g.dyn_kernel_tiled(name, &args, &TWO_IN_ONE_OUT, &spec.symbols, Some(tiles))?;
     let m = d.dim(&ash[ash.len() - 2])?;
     let kk = d.dim(&ash[ash.len() - 1])?;
     let nn = d.dim(&bsh[bsh.len() - 1])?;

@@ -13,6 +13,7 @@
 
 use super::{
     args_dyn, broadcast_strides, dgemm_share, finish_call, refuse, row_share, DynSpec, DynTiles,
+    TWO_IN_ONE_OUT,
 };
 use crate::kernels::common::{activation, Call};
 use crate::kernels::gemm::Epilogue;
@@ -48,13 +49,7 @@ pub(super) fn gemm<'a, 'c>(
     elems.push(ke.clone());
     let tiles = DynTiles::new(elems, 2, 8);
     if gm.trans_b && !b_pre_transposed {
-        let d = g.dyn_kernel_tiled(
-            name,
-            &args,
-            &[false, false, true],
-            &spec.symbols,
-            Some(tiles),
-        )?;
+        let d = g.dyn_kernel_tiled(name, &args, &TWO_IN_ONE_OUT, &spec.symbols, Some(tiles))?;
         let (m, n, kk) = (d.dim(&oe[0])?, d.dim(&oe[1])?, d.dim(ke)?);
         let (lo, hi) = d.split(m, 1)?;
         let (a_rs, a_cs) = if gm.trans_a {
@@ -95,13 +90,7 @@ pub(super) fn gemm<'a, 'c>(
                 "a gemm whose K and N are both run-time",
             ));
         }
-        let d = g.dyn_kernel_tiled(
-            name,
-            &args,
-            &[false, false, true],
-            &spec.symbols,
-            Some(tiles),
-        )?;
+        let d = g.dyn_kernel_tiled(name, &args, &TWO_IN_ONE_OUT, &spec.symbols, Some(tiles))?;
         let (m, n, kk) = (d.dim(&oe[0])?, d.dim(&oe[1])?, d.dim(ke)?);
         let (pa, pb, po) = (d.param(0)?, d.param(1)?, d.param(2)?);
         // A share of whole 6-row tiles; each row summed as the whole product sums it.
