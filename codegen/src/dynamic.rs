@@ -939,25 +939,17 @@ fn binary<'a, 'c>(
         po
     };
     let k = &d.k;
-    let same = spec.dims(func, a)? == od && spec.dims(func, b)? == od;
-    if same
-        && matches!(
-            bop,
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
-        )
-    {
-        // Operands of the result's shape: one flat run of vectors, the last masked (written
-        // out: in place, the vectoriser's run-time overlap check fails and it would run the
-        // scalar loop). Each lane is the scalar kernel's operation and activation.
+    let arith = matches!(
+        bop,
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+    );
+    let runs = pointwise::flat_runs(&spec.dims(func, a)?, &spec.dims(func, b)?, &od);
+    if let Some(runs) = runs.filter(|_| arith) {
+        // Flat runs of vectors (an operand of the result's shape, or one broadcast along the
+        // innermost axes: a scalar, a per-channel vector), the last of each run masked
+        // (written out: in place, the vectoriser's run-time overlap check fails and it would
+        // run the scalar loop). Each lane is the scalar kernel's operation and activation.
         let w = g.width;
-        let wl = w as i64;
-        let n = d.prod(&shape)?;
-        let (lo, hi) = d.split(n, 64)?;
-        let span = llvm(k.b.build_int_sub(hi, lo, "span"))?;
-        let whole = k.add(
-            lo,
-            k.mul(llvm(k.b.build_int_signed_div(span, k.c(wl), "v"))?, wl)?,
-        )?;
         let op = |x: VectorValue<'c>, y: VectorValue<'c>| -> R<VectorValue<'c>> {
             let v = match bop {
                 BinaryOp::Add => k.b.build_float_add(x, y, "a"),
@@ -967,20 +959,7 @@ fn binary<'a, 'c>(
             };
             cnn::vector_activation(&d, w, act, llvm(v)?)
         };
-        d.loop_step(lo, whole, wl, &mut |i| {
-            let v = op(k.ldv(pa, i, w)?, k.ldv(pb, i, w)?)?;
-            k.stv(po, i, v)
-        })?;
-        let rest = llvm(k.b.build_int_sub(hi, whole, "rest"))?;
-        let any = llvm(k.b.build_int_compare(IntPredicate::SGT, rest, k.c(0), "any"))?;
-        k.when(any, &mut || {
-            let mask = d.lanes_below(rest, w)?;
-            let v = op(
-                d.ldv_mask(pa, whole, w, mask)?,
-                d.ldv_mask(pb, whole, w, mask)?,
-            )?;
-            d.stv_mask(po, whole, v, mask)
-        })?;
+        pointwise::binary_runs(&d, w, &shape, [&sa, &sb], runs, [pa, pb, po], &op)?;
         return finish_call(g, d.f, &args);
     }
     d.nest_split(&shape, &[sa, sb, so], &mut |idx| {
