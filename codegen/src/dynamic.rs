@@ -226,7 +226,7 @@ impl DynTiles {
 /// A kernel of this module: `void name(float *args..., const int64_t *dims)` with its dims
 /// loaded once in the entry block; a tiled one also takes `int64_t begin, int64_t end`, the
 /// range of its `count` tiles it computes ([`Dk::split`]).
-struct Dk<'a, 'c> {
+pub(crate) struct Dk<'a, 'c> {
     k: K<'a, 'c>,
     f: FunctionValue<'c>,
     dims: Vec<IntValue<'c>>,
@@ -319,6 +319,19 @@ impl<'a, 'c> Gen<'a, 'c> {
 }
 
 impl<'a, 'c> Dk<'a, 'c> {
+    /// The run-time loops and masks of this module inside a static kernel `k` (no dims, one
+    /// tile: its loops' bounds are the caller's), so that a static kernel can share a body
+    /// written for run-time extents ([`softmax_rows`]).
+    pub(crate) fn over(k: &K<'a, 'c>) -> Dk<'a, 'c> {
+        Dk {
+            k: K::new(k.ctx, k.module, k.b, k.func),
+            f: k.func,
+            dims: Vec::new(),
+            syms: &[],
+            tiles: None,
+        }
+    }
+
     fn param(&self, i: u32) -> R<PointerValue<'c>> {
         self.f
             .get_nth_param(i)
@@ -1101,8 +1114,10 @@ fn softmax<'a, 'c>(
 /// sum is taken from the stored values in row order; the f64 quotients run in vectors of f64
 /// lanes. Each element gets the scalar kernel's operations, so the bits are the same. The
 /// static kernel's row of constant length is unrolled and vectorised by LLVM; the scalar loop
-/// over a run-time length was not (4× the static time at length 8, issue 18).
-fn softmax_rows<'a, 'c>(
+/// over a run-time length was not (4× the static time at length 8, issue 18), nor was its
+/// loop of exponentials and their f64 sum in one over a long row (PP-OCR's 6625 classes:
+/// 3× this one), so the static kernel runs this one too (`kernels::norm::softmax`).
+pub(crate) fn softmax_rows<'a, 'c>(
     g: &Gen<'a, 'c>,
     d: &Dk<'a, 'c>,
     (px, po): (PointerValue<'c>, PointerValue<'c>),

@@ -883,6 +883,11 @@ fn layout_ops_and_softmax() {
         "pad(%x) {pads = [0, 1, 2, 1, 0, 1], mode = constant, value = 0.5}",
     ));
     check(&model(&[("x", vec![3, 7])], &[], "softmax(%x) {axis = -1}"));
+    // Rows along the last axis of whole vectors, of vectors and a tail, and a long one
+    // (PP-OCR's 6625 classes): the vector passes of `dynamic::softmax_rows`.
+    for shape in [vec![2, 32], vec![3, 37], vec![2, 6625]] {
+        check(&model(&[("x", shape)], &[], "softmax(%x) {axis = -1}"));
+    }
     check(&model(
         &[("x", vec![2, 5, 3])],
         &[],

@@ -40,6 +40,14 @@ pub(crate) fn softmax<'a, 'c>(
         work,
         &mut |k, ps, u0, count| {
             let (px, po) = (ps[0], ps[1]);
+            if !log && inner == 1 {
+                // Rows along the last axis: the run-time kernel's passes (the same operations
+                // per element), vectors of exponentials apart from their f64 sum.
+                let d = crate::dynamic::Dk::over(k);
+                let rows = (u0, k.add(u0, k.c(count))?);
+                let in_place = args[0].loc == args[1].loc;
+                return crate::dynamic::softmax_rows(g, &d, (px, po), rows, k.c(len), in_place);
+            }
             let d = k.ctx.f64_type();
             k.loop_(0, count, &mut |o| {
                 let o = k.add(o, u0)?;
