@@ -707,7 +707,8 @@ fn erf_gelu_pattern() {
 }
 
 /// The math functions of opset 22 (Sqrt … Softsign), Pow with an integer constant exponent
-/// (converted to f32), and Max/Min of one, two and three inputs (a chain of binary ops).
+/// (converted to f32), Pow with a constant exponent of 2 (`x · x`, integer or f32, a scalar or
+/// one element), and Max/Min of one, two and three inputs (a chain of binary ops).
 #[test]
 fn math_functions() {
     let unary = [
@@ -741,28 +742,43 @@ fn math_functions() {
         .zip(&outs)
         .map(|(u, o)| node(u, &["x"], &[o], vec![]))
         .collect();
-    nodes.push(node("Pow", &["x", "two"], &["pw"], vec![]));
+    nodes.push(node("Pow", &["x", "three"], &["pw"], vec![]));
+    nodes.push(node("Pow", &["x", "two"], &["sq"], vec![]));
+    nodes.push(node("Pow", &["x", "two_f"], &["sqf"], vec![]));
+    // An exponent of 2 that broadcasts `x` to a higher rank stays a `pow`.
+    nodes.push(node("Pow", &["x", "two_3d"], &["sq3"], vec![]));
     nodes.push(node("Max", &["x", "y", "z"], &["mx"], vec![]));
     nodes.push(node("Min", &["x", "y"], &["mn"], vec![]));
     nodes.push(node("Max", &["x"], &["m1"], vec![]));
     let mut names: Vec<&str> = outs.iter().map(String::as_str).collect();
-    names.extend(["pw", "mx", "mn", "m1"]);
+    names.extend(["pw", "sq", "sqf", "sq3", "mx", "mn", "m1"]);
     let m = model(
         22,
         vec![input("x", &[2, 3]), input("y", &[3]), input("z", &[2, 1])],
         &names,
-        vec![ti64("two", &[], &[2])],
+        vec![
+            ti64("three", &[], &[3]),
+            ti64("two", &[], &[2]),
+            tf32("two_f", &[1], &[2.0]),
+            tf32("two_3d", &[1, 1, 1], &[2.0]),
+        ],
         nodes,
     );
     let t = text(&m);
     for o in &outs {
         assert!(t.contains(&format!("= {o}(%x)")), "{o} missing:\n{t}");
     }
-    assert!(t.contains("pow(%x, %two$f32) : tensor<2x3xf32>"), "{t}");
+    assert!(t.contains("pow(%x, %three$f32) : tensor<2x3xf32>"), "{t}");
     assert!(
-        t.contains("const {name = \"two$f32\"} : tensor<f32>"),
+        t.contains("const {name = \"three$f32\"} : tensor<f32>"),
         "{t}"
     );
+    assert_eq!(
+        t.matches("= mul(%x, %x) : tensor<2x3xf32>").count(),
+        2,
+        "{t}"
+    );
+    assert!(t.contains("pow(%x, %two_3d) : tensor<1x2x3xf32>"), "{t}");
     assert_eq!(t.matches("= max(").count(), 2, "{t}");
     assert!(t.contains("min(%x, %y) : tensor<2x3xf32>"), "{t}");
     // Max of one input is that input: the last result returned is `%x` itself.

@@ -20,6 +20,22 @@ impl Importer {
             _ => BinaryOp::Div,
         };
         let x = self.in_value(node, 0)?;
+        if op == BinaryOp::Pow && self.em.sym_ty(x).dtype == DType::F32 {
+            // `x ^ 2` with a constant exponent of one element (the variance of a decomposed
+            // LayerNorm, PyTorch's exports before opset 17): `x · x`, which is what LLVM makes
+            // of `powf(x, 2.0)` once it sees the constant (the static kernel's bits), and
+            // what a kernel with run-time extents, which reads its exponent, cannot.
+            if let Val::Const(t) = self.req_in(node, 1)? {
+                let rank = self.em.sym_ty(x).shape.len();
+                if t.shape.len() <= rank && t.floats() == [2.0] {
+                    let mul = Op::Binary {
+                        op: BinaryOp::Mul,
+                        activation: None,
+                    };
+                    return self.emit(node, mul, &[x, x]);
+                }
+            }
+        }
         let y = match self.req_in(node, 1)? {
             // Pow's exponent may be an integer tensor; a constant one is the same f32 exponent.
             Val::Const(t)
