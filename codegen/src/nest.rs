@@ -181,6 +181,17 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         i: IntValue<'ctx>,
         on: &[bool],
     ) -> R<VectorValue<'ctx>> {
+        self.ldv_lanes_or(p, i, on, 0.0)
+    }
+
+    /// [`Self::ldv_lanes`] with `fill` in the lanes that are off.
+    pub fn ldv_lanes_or(
+        &self,
+        p: PointerValue<'ctx>,
+        i: IntValue<'ctx>,
+        on: &[bool],
+        fill: f64,
+    ) -> R<VectorValue<'ctx>> {
         let vt = self.vty(on.len() as u32);
         if on.iter().all(|&b| b) {
             return self.ldv(p, i, on.len() as u32);
@@ -201,7 +212,7 @@ impl<'a, 'ctx> K<'a, 'ctx> {
                 vp.into(),
                 self.ctx.i32_type().const_int(4, false).into(),
                 self.lane_mask(on).into(),
-                vt.const_zero().into(),
+                VectorType::const_vector(&vec![self.f32t.const_float(fill); on.len()]).into(),
             ],
             "ml",
         ))?;

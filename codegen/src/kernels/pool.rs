@@ -24,6 +24,10 @@ use tir_ir::{Function, OpData};
 /// kernel rows) runs every row in one loop with the row test.
 const MAX_BORDER_ROWS: i64 = 8;
 
+/// Taps a plane computed flat ([`Window::flat`]) unrolls at most: a 3×3 window over a
+/// 28×28 plane (49 vectors of 16 lanes, 441 taps) is one.
+const FLAT_TAPS: i64 = 512;
+
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
 pub(crate) fn pool<'a, 'c>(
@@ -81,6 +85,12 @@ pub(crate) fn pool<'a, 'c>(
                 let pl_ = k.add(pl_, p0)?;
                 let xp = k.gep(px, k.mul(pl_, h * w)?)?;
                 let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
+                if let Some(nv) = geo.flat(oh, width as i64) {
+                    for v in 0..nv {
+                        geo.flat_vector(k, width, xp, op_, oh, v)?;
+                    }
+                    return Ok(());
+                }
                 // Rows whose every kernel row lies in the plane run in a loop with no
                 // per-tap row test; the others are unrolled (their tests fold away).
                 let (r0, r1) = geo.inner_rows(oh);
@@ -206,6 +216,97 @@ impl Window {
             };
             k.st(op, k.add(k.mul(oy, self.ow)?, ox)?, out)
         })
+    }
+
+    /// How many `W`-lane vectors of flat output indices cover a plane, when a plane is
+    /// computed that way ([`Self::flat_vector`]): stride 1 and rows as wide as the input's,
+    /// so that every tap of output `o` reads input `o + (i − pt)·w + (j − pl)` whatever its
+    /// row, with at most [`FLAT_TAPS`] taps unrolled per plane. GoogLeNet's 3×3/1 pools on
+    /// 28², 14² and 7² planes (rows of 1.75, 0.875 and 0.44 vectors) ran as border vectors
+    /// only, every one masked and part empty; flat, every lane but a plane's last works.
+    fn flat(&self, oh: i64, wl: i64) -> Option<i64> {
+        let nv = (oh * self.ow + wl - 1) / wl;
+        let flat = self.sh == 1
+            && self.sw == 1
+            && self.ow == self.w
+            && self.vectorise(wl)
+            && nv * self.kh * self.kw <= FLAT_TAPS;
+        flat.then_some(nv)
+    }
+
+    /// Vector `v` of a plane's flat outputs ([`Self::flat`]): per tap a load of the lanes
+    /// whose cell lies in the plane (a compile-time mask: a lane's row and column are
+    /// known), combined in `(i, j)` order as in [`Row::vector`], so the same bits.
+    fn flat_vector<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        xp: PointerValue<'c>,
+        op: PointerValue<'c>,
+        oh: i64,
+        v: i64,
+    ) -> R<()> {
+        let wl = w as i64;
+        let o0 = v * wl;
+        let lanes = (oh * self.ow - o0).min(wl);
+        let cell = |l: i64, i: i64, j: i64| {
+            let (oy, ox) = ((o0 + l) / self.ow, (o0 + l) % self.ow);
+            (oy + i - self.pt, ox + j - self.pl)
+        };
+        let start = if self.is_max { f64::NEG_INFINITY } else { 0.0 };
+        let mut acc = k.splat(k.f(start), w)?;
+        // The max's taps per kernel row, padded lanes −∞ (which never wins, anywhere).
+        let mut rows = Vec::new();
+        for i in 0..self.kh {
+            let mut taps = Vec::new();
+            for j in 0..self.kw {
+                let on: Vec<bool> = (0..wl)
+                    .map(|l| {
+                        let (iy, ix) = cell(l, i, j);
+                        l < lanes && (0..self.h).contains(&iy) && (0..self.w).contains(&ix)
+                    })
+                    .collect();
+                if !on.contains(&true) {
+                    continue;
+                }
+                let at = k.c(o0 + (i - self.pt) * self.w + j - self.pl);
+                if self.is_max {
+                    taps.push(k.ldv_lanes_or(xp, at, &on, f64::NEG_INFINITY)?);
+                } else {
+                    acc = combine(k, false, acc, k.ldv_lanes(xp, at, &on)?, &on)?;
+                }
+            }
+            if !taps.is_empty() {
+                rows.push(max_tree(k, &taps)?);
+            }
+        }
+        let out = if self.is_max {
+            max_tree(k, &rows)?
+        } else {
+            let counted = |l: i64| {
+                (0..self.kh * self.kw)
+                    .filter(|&t| {
+                        let (iy, ix) = cell(l, t / self.kw, t % self.kw);
+                        if self.include_pad {
+                            (-self.pt..self.h + self.pb).contains(&iy)
+                                && (-self.pl..self.w + self.pr).contains(&ix)
+                        } else {
+                            (0..self.h).contains(&iy) && (0..self.w).contains(&ix)
+                        }
+                    })
+                    .count() as f64
+            };
+            // Lanes past the plane's end are not stored.
+            let cnt: Vec<_> = (0..wl)
+                .map(|l| k.f32t.const_float(if l < lanes { counted(l) } else { 1.0 }))
+                .collect();
+            llvm(k.b.build_float_div(acc, VectorType::const_vector(&cnt), "avg"))?
+        };
+        if lanes == wl {
+            k.stv(op, k.c(o0), out)
+        } else {
+            k.stv_masked(op, k.c(o0), out, lanes as u32)
+        }
     }
 
     /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
@@ -359,20 +460,11 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                         "every",
                     ))?
                 };
-                let next = if win.is_max {
-                    // NaN wins, as in the scalar window (`max_nan`); padded lanes
-                    // (zero-filled) must not: one select on the lanes that are greater (or
-                    // unordered) and in the row.
-                    let mut take =
-                        llvm(k.b.build_float_compare(FloatPredicate::UGT, v, acc, "ugt"))?;
-                    if let Some(on) = &on {
-                        let mask: Vec<bool> = (0..wl).map(|l| on[(l * s) as usize]).collect();
-                        take = llvm(k.b.build_and(take, lane_mask(k, &mask), "in"))?;
-                    }
-                    llvm(k.b.build_select(take, v, acc, "max"))?.into_vector_value()
-                } else {
-                    llvm(k.b.build_float_add(acc, v, "sum"))?
+                let mask: Vec<bool> = match &on {
+                    Some(on) => (0..wl).map(|l| on[(l * s) as usize]).collect(),
+                    None => vec![true; wl as usize],
                 };
+                let next = combine(k, win.is_max, acc, v, &mask)?;
                 // A kernel row outside the plane leaves the window as it was.
                 acc = match inside {
                     Some(inside) => {
@@ -420,6 +512,42 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             k.stv_masked(self.op, at, out, lanes as u32)
         }
     }
+}
+
+/// One tap `v` into the window `acc`: added, or maxed with NaN winning as in the scalar
+/// window (`max_nan`); for the max, the lanes off in `on` (zero-filled padding) must not
+/// win: one select on the lanes that are greater (or unordered) and on.
+fn combine<'c>(
+    k: &K<'_, 'c>,
+    is_max: bool,
+    acc: VectorValue<'c>,
+    v: VectorValue<'c>,
+    on: &[bool],
+) -> R<VectorValue<'c>> {
+    if !is_max {
+        return llvm(k.b.build_float_add(acc, v, "sum"));
+    }
+    let mut take = llvm(k.b.build_float_compare(FloatPredicate::UGT, v, acc, "ugt"))?;
+    if on.contains(&false) {
+        take = llvm(k.b.build_and(take, lane_mask(k, on), "in"))?;
+    }
+    Ok(llvm(k.b.build_select(take, v, acc, "max"))?.into_vector_value())
+}
+
+/// The max of `v` (not empty) as a balanced tree of [`combine`]s that keeps the order
+/// (left operands before right ones). The scalar window's fold `m ← v if v > m or v is NaN`
+/// yields the last NaN of its cells if any, else the first of them equal to their maximum
+/// (so `−0` before `+0` gives `−0`); the max of two parts' results taken the same way
+/// yields exactly that again, so any grouping that keeps the order gives the fold's bits,
+/// with a dependency chain of `log₂` taps instead of one per tap (and a −∞ lane is never
+/// taken over another value, nor changes it when taken first).
+fn max_tree<'c>(k: &K<'_, 'c>, v: &[VectorValue<'c>]) -> R<VectorValue<'c>> {
+    if v.len() == 1 {
+        return Ok(v[0]);
+    }
+    let (a, b) = v.split_at(v.len() / 2);
+    let all = vec![true; v[0].get_type().get_size() as usize];
+    combine(k, true, max_tree(k, a)?, max_tree(k, b)?, &all)
 }
 
 /// How many of the cells `b .. b + n` lie in `lo .. hi`, as an `f32` (exact: a small integer).
