@@ -273,7 +273,8 @@ impl Window {
                 if self.is_max {
                     taps.push(k.ldv_lanes_or(xp, at, &on, f64::NEG_INFINITY)?);
                 } else {
-                    acc = combine(k, false, acc, k.ldv_lanes(xp, at, &on)?, &on)?;
+                    let x = k.ldv_lanes(xp, at, &on)?;
+                    acc = llvm(k.b.build_float_add(acc, x, "sum"))?;
                 }
             }
             if !taps.is_empty() {
@@ -424,7 +425,11 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             .map(|l| i32t.const_int((l as i64 * s) as u64, false))
             .collect();
         let every = VectorType::const_vector(&every);
+        // The max's row maxima (a row outside the plane −∞, which never wins).
+        let mut maxima = Vec::new();
+        let fill = if win.is_max { f64::NEG_INFINITY } else { 0.0 };
         for &(inside, at) in self.rows {
+            let mut taps = Vec::new();
             for j in 0..win.kw {
                 let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j - win.pl))?;
                 // Per loaded lane `q = l·s + t`: whether output lane `l` exists and its cell
@@ -446,8 +451,9 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                         continue;
                     }
                 }
+                // Padded lanes read as −∞ for the max, `+0` for the sum.
                 let wide = match &on {
-                    Some(on) => k.ldv_lanes(self.xp, base, on)?,
+                    Some(on) => k.ldv_lanes_or(self.xp, base, on, fill)?,
                     None => k.ldv(self.xp, base, (wl * s) as u32)?,
                 };
                 let v = if s == 1 {
@@ -460,11 +466,11 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                         "every",
                     ))?
                 };
-                let mask: Vec<bool> = match &on {
-                    Some(on) => (0..wl).map(|l| on[(l * s) as usize]).collect(),
-                    None => vec![true; wl as usize],
-                };
-                let next = combine(k, win.is_max, acc, v, &mask)?;
+                if win.is_max {
+                    taps.push(v);
+                    continue;
+                }
+                let next = llvm(k.b.build_float_add(acc, v, "sum"))?;
                 // A kernel row outside the plane leaves the window as it was.
                 acc = match inside {
                     Some(inside) => {
@@ -473,9 +479,18 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                     None => next,
                 };
             }
+            if taps.is_empty() {
+                continue;
+            }
+            let m = max_tree(k, &taps)?;
+            // (`acc` is still the max's start, −∞.)
+            maxima.push(match inside {
+                Some(inside) => llvm(k.b.build_select(inside, m, acc, "row"))?.into_vector_value(),
+                None => m,
+            });
         }
         let out = if win.is_max {
-            acc
+            max_tree(k, &maxima)?
         } else {
             // The window's count: its rows' (run-time) times its columns' (per lane).
             let cnt_x: Vec<_> = (0..wl)
@@ -514,24 +529,10 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
     }
 }
 
-/// One tap `v` into the window `acc`: added, or maxed with NaN winning as in the scalar
-/// window (`max_nan`); for the max, the lanes off in `on` (zero-filled padding) must not
-/// win: one select on the lanes that are greater (or unordered) and on.
-fn combine<'c>(
-    k: &K<'_, 'c>,
-    is_max: bool,
-    acc: VectorValue<'c>,
-    v: VectorValue<'c>,
-    on: &[bool],
-) -> R<VectorValue<'c>> {
-    if !is_max {
-        return llvm(k.b.build_float_add(acc, v, "sum"));
-    }
-    let mut take = llvm(k.b.build_float_compare(FloatPredicate::UGT, v, acc, "ugt"))?;
-    if on.contains(&false) {
-        take = llvm(k.b.build_and(take, lane_mask(k, on), "in"))?;
-    }
-    Ok(llvm(k.b.build_select(take, v, acc, "max"))?.into_vector_value())
+/// `v` if it is greater than `m` or NaN, else `m` (the scalar window's `max_nan`).
+fn max2<'c>(k: &K<'_, 'c>, m: VectorValue<'c>, v: VectorValue<'c>) -> R<VectorValue<'c>> {
+    let take = llvm(k.b.build_float_compare(FloatPredicate::UGT, v, m, "ugt"))?;
+    Ok(llvm(k.b.build_select(take, v, m, "max"))?.into_vector_value())
 }
 
 /// The max of `v` (not empty) as a balanced tree of [`combine`]s that keeps the order
@@ -546,8 +547,7 @@ fn max_tree<'c>(k: &K<'_, 'c>, v: &[VectorValue<'c>]) -> R<VectorValue<'c>> {
         return Ok(v[0]);
     }
     let (a, b) = v.split_at(v.len() / 2);
-    let all = vec![true; v[0].get_type().get_size() as usize];
-    combine(k, true, max_tree(k, a)?, max_tree(k, b)?, &all)
+    max2(k, max_tree(k, a)?, max_tree(k, b)?)
 }
 
 /// How many of the cells `b .. b + n` lie in `lo .. hi`, as an `f32` (exact: a small integer).
@@ -555,16 +555,6 @@ fn counted<'c>(k: &K<'_, 'c>, b: IntValue<'c>, n: i64, lo: i64, hi: i64) -> R<Fl
     let end = k.iclamp(k.add(b, k.c(n))?, lo, hi)?;
     let cnt = llvm(k.b.build_int_sub(end, k.iclamp(b, lo, hi)?, "cnt"))?;
     llvm(k.b.build_signed_int_to_float(cnt, k.f32t, "cntf"))
-}
-
-/// The constant `<n x i1>` vector of `on`.
-fn lane_mask<'c>(k: &K<'_, 'c>, on: &[bool]) -> VectorValue<'c> {
-    let i1 = k.ctx.bool_type();
-    let bits: Vec<_> = on
-        .iter()
-        .map(|&b| i1.const_int(u64::from(b), false))
-        .collect();
-    VectorType::const_vector(&bits)
 }
 
 /// Independent vector accumulators per plane (each `W` lanes of `f64`: two AVX-512 registers).
