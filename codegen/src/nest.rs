@@ -9,7 +9,7 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Module;
 use inkwell::types::{FloatType, IntType, VectorType};
 use inkwell::values::{
-    BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue,
+    BasicValue, BasicValueEnum, FloatMathValue, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue,
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
@@ -597,8 +597,22 @@ impl<'a, 'ctx> K<'a, 'ctx> {
 
     /// Max that lets NaN through (`v > m || v is NaN ? v : m`).
     pub fn max_nan(&self, m: FloatValue<'ctx>, v: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
-        let c = llvm(self.b.build_float_compare(FloatPredicate::UGT, v, m, "ugt"))?;
-        Ok(llvm(self.b.build_select(c, v, m, "max"))?.into_float_value())
+        Ok(self.max_nan_of(m, v)?.into_float_value())
+    }
+
+    /// [`Self::max_nan`] of scalars or lane by lane of vectors: the reference's step
+    /// `v > m || v is NaN ? v : m`, so a NaN `m` stays against a number and a later NaN
+    /// replaces it (issue 20: one `fcmp ugt` select, true when `m` is NaN, let the next
+    /// number replace a NaN, which the interpreter keeps). `v > m ? v : m` (ordered) is
+    /// `vmaxps v, m`; the NaN select depends on `v` alone.
+    pub fn max_nan_of<T>(&self, m: T, v: T) -> R<BasicValueEnum<'ctx>>
+    where
+        T: FloatMathValue<'ctx> + BasicValue<'ctx> + Copy,
+    {
+        let gt = llvm(self.b.build_float_compare(FloatPredicate::OGT, v, m, "gt"))?;
+        let max = llvm(self.b.build_select(gt, v, m, "max"))?;
+        let nan = llvm(self.b.build_float_compare(FloatPredicate::UNO, v, v, "nan"))?;
+        llvm(self.b.build_select(nan, v.as_basic_value_enum(), max, "max"))
     }
 
     /// `min(max(x, lo), hi)` with NaN kept, as the reference's `clip`.

@@ -15,7 +15,6 @@ use crate::storage::Storage;
 use crate::Gen;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
-use inkwell::FloatPredicate;
 use tir_ir::op::Pool2d;
 use tir_ir::{Function, OpData};
 
@@ -529,12 +528,6 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
     }
 }
 
-/// `v` if it is greater than `m` or NaN, else `m` (the scalar window's `max_nan`).
-fn max2<'c>(k: &K<'_, 'c>, m: VectorValue<'c>, v: VectorValue<'c>) -> R<VectorValue<'c>> {
-    let take = llvm(k.b.build_float_compare(FloatPredicate::UGT, v, m, "ugt"))?;
-    Ok(llvm(k.b.build_select(take, v, m, "max"))?.into_vector_value())
-}
-
 /// The max of `v` (not empty) as a balanced tree of [`combine`]s that keeps the order
 /// (left operands before right ones). The scalar window's fold `m ← v if v > m or v is NaN`
 /// yields the last NaN of its cells if any, else the first of them equal to their maximum
@@ -547,7 +540,7 @@ fn max_tree<'c>(k: &K<'_, 'c>, v: &[VectorValue<'c>]) -> R<VectorValue<'c>> {
         return Ok(v[0]);
     }
     let (a, b) = v.split_at(v.len() / 2);
-    max2(k, max_tree(k, a)?, max_tree(k, b)?)
+    Ok(k.max_nan_of(max_tree(k, a)?, max_tree(k, b)?)?.into_vector_value())
 }
 
 /// How many of the cells `b .. b + n` lie in `lo .. hi`, as an `f32` (exact: a small integer).
