@@ -9,7 +9,8 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Module;
 use inkwell::types::{FloatType, IntType, VectorType};
 use inkwell::values::{
-    BasicValue, BasicValueEnum, FloatMathValue, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue,
+    BasicValue, BasicValueEnum, FloatMathValue, FloatValue, FunctionValue, IntValue, PointerValue,
+    VectorValue,
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
@@ -612,7 +613,10 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         let gt = llvm(self.b.build_float_compare(FloatPredicate::OGT, v, m, "gt"))?;
         let max = llvm(self.b.build_select(gt, v, m, "max"))?;
         let nan = llvm(self.b.build_float_compare(FloatPredicate::UNO, v, v, "nan"))?;
-        llvm(self.b.build_select(nan, v.as_basic_value_enum(), max, "max"))
+        llvm(
+            self.b
+                .build_select(nan, v.as_basic_value_enum(), max, "max"),
+        )
     }
 
     /// `min(max(x, lo), hi)` with NaN kept, as the reference's `clip`.

@@ -856,8 +856,10 @@ fn pools_border_rows_unrolled_inner_rows_looped() {
 }
 
 /// The max pool's bits are the interpreter's when windows hold NaNs (each with its own
-/// payload: the last in `(i, j)` order wins) and zeros of both signs (the first of equal
-/// maxima wins): the maxima taken as an order-keeping tree, padded lanes −∞, on the flat
+/// payload: the last in `(i, j)` order wins, a later number never replaces one) and zeros
+/// of both signs (the first of equal maxima wins), on inputs with NaNs (nearly every vector
+/// takes the exact step) and without (the `vmaxps` step, ties of `±0` and `−∞`): the maxima
+/// taken as an order-keeping tree, padded lanes −∞, on the flat
 /// planes of GoogLeNet's 3×3/1 pools (28², 14², 7²), a plane too large to be flat (row
 /// vectors, clean and border), its 3×3/2 ceil-mode pools (every other loaded lane) and a
 /// window too large to unroll (one window at a time).
@@ -874,11 +876,11 @@ fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
         (14, 3, 2, 0, 3, ", ceil_mode = true"),
         (12, 9, 1, 4, 2, ""),
     ];
-    for (hw, k, s, p, c, extra) in cases {
+    for ((hw, k, s, p, c, extra), nans) in cases.iter().flat_map(|&c| [(c, true), (c, false)]) {
         let n = (c * hw * hw) as usize;
         // Few distinct values, so that windows tie: ±0, ±1, −∞ and 1 in 12 a NaN.
         let xs: Vec<f32> = (0..n)
-            .map(|i| match rng.r(0, 11) {
+            .map(|i| match rng.r(u64::from(!nans), 11) {
                 0 => f32::from_bits(0x7fc0_0000 | i as u32),
                 1 | 2 => -0.0,
                 3 | 4 => 0.0,

@@ -15,6 +15,7 @@ use crate::storage::Storage;
 use crate::Gen;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
+use inkwell::FloatPredicate;
 use tir_ir::op::Pool2d;
 use tir_ir::{Function, OpData};
 
@@ -277,12 +278,20 @@ impl Window {
                 }
             }
             if !taps.is_empty() {
-                rows.push(max_tree(k, &taps)?);
+                rows.push((None, taps));
             }
         }
-        let out = if self.is_max {
-            max_tree(k, &rows)?
-        } else {
+        let store = |out: VectorValue<'c>| {
+            if lanes == wl {
+                k.stv(op, k.c(o0), out)
+            } else {
+                k.stv_masked(op, k.c(o0), out, lanes as u32)
+            }
+        };
+        if self.is_max {
+            return window_max(k, w, &rows, &store);
+        }
+        let out = {
             let counted = |l: i64| {
                 (0..self.kh * self.kw)
                     .filter(|&t| {
@@ -302,11 +311,7 @@ impl Window {
                 .collect();
             llvm(k.b.build_float_div(acc, VectorType::const_vector(&cnt), "avg"))?
         };
-        if lanes == wl {
-            k.stv(op, k.c(o0), out)
-        } else {
-            k.stv_masked(op, k.c(o0), out, lanes as u32)
-        }
+        store(out)
     }
 
     /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
@@ -424,7 +429,7 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             .map(|l| i32t.const_int((l as i64 * s) as u64, false))
             .collect();
         let every = VectorType::const_vector(&every);
-        // The max's row maxima (a row outside the plane −∞, which never wins).
+        // The max's taps per kernel row, with the row's test.
         let mut maxima = Vec::new();
         let fill = if win.is_max { f64::NEG_INFINITY } else { 0.0 };
         for &(inside, at) in self.rows {
@@ -478,19 +483,22 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                     None => next,
                 };
             }
-            if taps.is_empty() {
-                continue;
+            if !taps.is_empty() {
+                maxima.push((inside, taps));
             }
-            let m = max_tree(k, &taps)?;
-            // (`acc` is still the max's start, −∞.)
-            maxima.push(match inside {
-                Some(inside) => llvm(k.b.build_select(inside, m, acc, "row"))?.into_vector_value(),
-                None => m,
-            });
         }
-        let out = if win.is_max {
-            max_tree(k, &maxima)?
-        } else {
+        let at = k.add(k.mul(self.oy, win.ow)?, col0)?;
+        let store = |out: VectorValue<'c>| {
+            if lanes == wl {
+                k.stv(self.op, at, out)
+            } else {
+                k.stv_masked(self.op, at, out, lanes as u32)
+            }
+        };
+        if win.is_max {
+            return window_max(k, w, &maxima, &store);
+        }
+        let out = {
             // The window's count: its rows' (run-time) times its columns' (per lane).
             let cnt_x: Vec<_> = (0..wl)
                 .map(|l| {
@@ -519,28 +527,83 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             ))?;
             llvm(k.b.build_float_div(acc, cnt, "avg"))?
         };
-        let at = k.add(k.mul(self.oy, win.ow)?, col0)?;
-        if lanes == wl {
-            k.stv(self.op, at, out)
-        } else {
-            k.stv_masked(self.op, at, out, lanes as u32)
-        }
+        store(out)
     }
 }
 
-/// The max of `v` (not empty) as a balanced tree of [`combine`]s that keeps the order
-/// (left operands before right ones). The scalar window's fold `m ← v if v > m or v is NaN`
-/// yields the last NaN of its cells if any, else the first of them equal to their maximum
-/// (so `−0` before `+0` gives `−0`); the max of two parts' results taken the same way
-/// yields exactly that again, so any grouping that keeps the order gives the fold's bits,
-/// with a dependency chain of `log₂` taps instead of one per tap (and a −∞ lane is never
-/// taken over another value, nor changes it when taken first).
-fn max_tree<'c>(k: &K<'_, 'c>, v: &[VectorValue<'c>]) -> R<VectorValue<'c>> {
+/// A window's kernel rows for the max: each row's test of lying in the plane (`None`:
+/// known to) and its taps in `(i, j)` order, padded lanes −∞.
+type MaxRows<'c> = [(Option<IntValue<'c>>, Vec<VectorValue<'c>>)];
+
+/// The max of a vector of windows, given to `store`, with the reference's bits.
+///
+/// The reference folds `m ← v if v > m or v is NaN, else m` from −∞ over the window's cells
+/// in `(i, j)` order: the result is the last NaN among them if any, else the first of them
+/// equal to their maximum (`−0` before `+0` gives `−0`). The same step applied to two
+/// consecutive parts' results gives exactly that again, so any grouping that keeps the
+/// order (left operands before right ones) gives the fold's bits: the taps are maxed as a
+/// balanced tree, rows first, a chain of `log₂` taps instead of one per tap (a −∞ lane is
+/// never taken over another value, nor changes one). Without NaNs the step is `v > m ? v :
+/// m`, one `vmaxps v, m`; with them it needs a NaN test and a second select (twice the
+/// work), so the taps are also summed (one add each: the sum is NaN when a tap is, or for
+/// `∞ − ∞`) and only a vector whose sum is NaN takes the exact step.
+fn window_max<'c>(
+    k: &K<'_, 'c>,
+    w: u32,
+    rows: &MaxRows<'c>,
+    store: &dyn Fn(VectorValue<'c>) -> R<()>,
+) -> R<()> {
+    let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+    let max = |exact: bool| -> R<VectorValue<'c>> {
+        let maxima = rows
+            .iter()
+            .map(|(inside, taps)| {
+                let m = tree(taps, &|a, b| max_step(k, a, b, exact))?;
+                Ok(match inside {
+                    Some(c) => llvm(k.b.build_select(*c, m, ninf, "row"))?.into_vector_value(),
+                    None => m,
+                })
+            })
+            .collect::<R<Vec<_>>>()?;
+        tree(&maxima, &|a, b| max_step(k, a, b, exact))
+    };
+    let taps: Vec<VectorValue<'c>> = rows.iter().flat_map(|r| r.1.iter().copied()).collect();
+    let sum = tree(&taps, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?;
+    let nan = llvm(k.b.build_float_compare(FloatPredicate::UNO, sum, sum, "nan"))?;
+    let or = k.intrinsic("llvm.vector.reduce.or", &[nan.get_type().into()])?;
+    let any = llvm(k.b.build_call(or, &[nan.into()], "nan"))?
+        .try_as_basic_value()
+        .basic()
+        .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
+        .into_int_value();
+    k.if_else(any, &mut |exact| store(max(exact)?))
+}
+
+/// One step of the max: the reference's ([`K::max_nan_of`]) when `exact`, else `v > m ? v :
+/// m`, the same when neither is NaN.
+fn max_step<'c>(
+    k: &K<'_, 'c>,
+    m: VectorValue<'c>,
+    v: VectorValue<'c>,
+    exact: bool,
+) -> R<VectorValue<'c>> {
+    if exact {
+        return Ok(k.max_nan_of(m, v)?.into_vector_value());
+    }
+    let gt = llvm(k.b.build_float_compare(FloatPredicate::OGT, v, m, "gt"))?;
+    Ok(llvm(k.b.build_select(gt, v, m, "max"))?.into_vector_value())
+}
+
+/// `v` (not empty) reduced by `op` as a balanced tree that keeps the order.
+fn tree<'c>(
+    v: &[VectorValue<'c>],
+    op: &dyn Fn(VectorValue<'c>, VectorValue<'c>) -> R<VectorValue<'c>>,
+) -> R<VectorValue<'c>> {
     if v.len() == 1 {
         return Ok(v[0]);
     }
     let (a, b) = v.split_at(v.len() / 2);
-    Ok(k.max_nan_of(max_tree(k, a)?, max_tree(k, b)?)?.into_vector_value())
+    op(tree(a, op)?, tree(b, op)?)
 }
 
 /// How many of the cells `b .. b + n` lie in `lo .. hi`, as an `f32` (exact: a small integer).
