@@ -119,11 +119,12 @@ pub(crate) fn pool<'a, 'c>(
 /// `sw·W` input lanes its columns read and keeps every `sw`-th; columns whose taps all lie
 /// inside the row (the middle of the row) run in a loop of full-width loads, the border
 /// vectors are unrolled with compile-time lane masks (`llvm.masked.load`: padded cells read
-/// as zero and are not touched). Kernel rows above or below the plane are a run-time select
-/// per row. Each output is the same chain as the scalar window's — cells added (or maxed)
-/// in `(i, j)` order from `+0` (`−∞`), padded cells skipped (a zero lane added to a sum that
-/// started at `+0` leaves it unchanged: it is never `−0`), divided by the same count — so
-/// the bits are the old kernel's.
+/// as zero, or −∞ for the max, and are not touched). Kernel rows above or below the plane
+/// are a run-time select per row. A sum is the same chain as the scalar window's — cells
+/// added in `(i, j)` order from `+0`, padded cells skipped (a zero lane added to a sum that
+/// started at `+0` leaves it unchanged: it is never `−0`), divided by the same count; a max
+/// is an order-keeping tree with the reference's bits ([`window_max`]). Stride-1 pools whose
+/// rows are as wide as the input's on small planes run flat ([`Window::flat`]).
 struct Window {
     h: i64,
     w: i64,
@@ -170,10 +171,10 @@ impl Window {
         self.kh * self.kw <= 64 && self.sw * wl <= 64
     }
 
-    /// Output row `oy` one window at a time, its taps in run-time loops: the same chain per
-    /// output as the vector path (cells added, or maxed, in `(i, j)` order from `+0` or `−∞`,
-    /// cells outside the plane skipped, divided by rows counted × columns counted), so the
-    /// same bits.
+    /// Output row `oy` one window at a time, its taps in run-time loops: cells added, or
+    /// maxed by the reference's step, in `(i, j)` order from `+0` or `−∞`, cells outside the
+    /// plane skipped, divided by rows counted × columns counted: the same bits as the vector
+    /// paths.
     fn scalar_row<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
@@ -236,7 +237,7 @@ impl Window {
 
     /// Vector `v` of a plane's flat outputs ([`Self::flat`]): per tap a load of the lanes
     /// whose cell lies in the plane (a compile-time mask: a lane's row and column are
-    /// known), combined in `(i, j)` order as in [`Row::vector`], so the same bits.
+    /// known), combined as in [`Row::vector`], so the same bits.
     fn flat_vector<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
