@@ -282,13 +282,7 @@ impl Window {
                 rows.push((None, taps));
             }
         }
-        let store = |out: VectorValue<'c>| {
-            if lanes == wl {
-                k.stv(op, k.c(o0), out)
-            } else {
-                k.stv_masked(op, k.c(o0), out, lanes as u32)
-            }
-        };
+        let store = |out: VectorValue<'c>| store_lanes(k, op, k.c(o0), out, lanes);
         if self.is_max {
             return window_max(k, w, &rows, &store);
         }
@@ -489,13 +483,7 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             }
         }
         let at = k.add(k.mul(self.oy, win.ow)?, col0)?;
-        let store = |out: VectorValue<'c>| {
-            if lanes == wl {
-                k.stv(self.op, at, out)
-            } else {
-                k.stv_masked(self.op, at, out, lanes as u32)
-            }
-        };
+        let store = |out: VectorValue<'c>| store_lanes(k, self.op, at, out, lanes);
         if win.is_max {
             return window_max(k, w, &maxima, &store);
         }
@@ -529,6 +517,22 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             llvm(k.b.build_float_div(acc, cnt, "avg"))?
         };
         store(out)
+    }
+}
+
+/// The first `lanes` lanes of `out` stored at element `at` of `op` (all of them: a plain
+/// store).
+fn store_lanes<'c>(
+    k: &K<'_, 'c>,
+    op: PointerValue<'c>,
+    at: IntValue<'c>,
+    out: VectorValue<'c>,
+    lanes: i64,
+) -> R<()> {
+    if lanes == i64::from(out.get_type().get_size()) {
+        k.stv(op, at, out)
+    } else {
+        k.stv_masked(op, at, out, lanes as u32)
     }
 }
 
