@@ -9,7 +9,8 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Module;
 use inkwell::types::{FloatType, IntType, VectorType};
 use inkwell::values::{
-    BasicValue, BasicValueEnum, FloatValue, FunctionValue, IntValue, PointerValue, VectorValue,
+    BasicValue, BasicValueEnum, FloatMathValue, FloatValue, FunctionValue, IntValue, PointerValue,
+    VectorValue,
 };
 use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
 
@@ -181,6 +182,17 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         i: IntValue<'ctx>,
         on: &[bool],
     ) -> R<VectorValue<'ctx>> {
+        self.ldv_lanes_or(p, i, on, 0.0)
+    }
+
+    /// [`Self::ldv_lanes`] with `fill` in the lanes that are off.
+    pub fn ldv_lanes_or(
+        &self,
+        p: PointerValue<'ctx>,
+        i: IntValue<'ctx>,
+        on: &[bool],
+        fill: f64,
+    ) -> R<VectorValue<'ctx>> {
         let vt = self.vty(on.len() as u32);
         if on.iter().all(|&b| b) {
             return self.ldv(p, i, on.len() as u32);
@@ -201,7 +213,7 @@ impl<'a, 'ctx> K<'a, 'ctx> {
                 vp.into(),
                 self.ctx.i32_type().const_int(4, false).into(),
                 self.lane_mask(on).into(),
-                vt.const_zero().into(),
+                VectorType::const_vector(&vec![self.f32t.const_float(fill); on.len()]).into(),
             ],
             "ml",
         ))?;
@@ -586,8 +598,25 @@ impl<'a, 'ctx> K<'a, 'ctx> {
 
     /// Max that lets NaN through (`v > m || v is NaN ? v : m`).
     pub fn max_nan(&self, m: FloatValue<'ctx>, v: FloatValue<'ctx>) -> R<FloatValue<'ctx>> {
-        let c = llvm(self.b.build_float_compare(FloatPredicate::UGT, v, m, "ugt"))?;
-        Ok(llvm(self.b.build_select(c, v, m, "max"))?.into_float_value())
+        Ok(self.max_nan_of(m, v)?.into_float_value())
+    }
+
+    /// [`Self::max_nan`] of scalars or lane by lane of vectors: the reference's step
+    /// `v > m || v is NaN ? v : m`, so a NaN `m` stays against a number and a later NaN
+    /// replaces it (issue 20: one `fcmp ugt` select, true when `m` is NaN, let the next
+    /// number replace a NaN, which the interpreter keeps). `v > m ? v : m` (ordered) is
+    /// `vmaxps v, m`; the NaN select depends on `v` alone.
+    pub fn max_nan_of<T>(&self, m: T, v: T) -> R<BasicValueEnum<'ctx>>
+    where
+        T: FloatMathValue<'ctx> + BasicValue<'ctx> + Copy,
+    {
+        let gt = llvm(self.b.build_float_compare(FloatPredicate::OGT, v, m, "gt"))?;
+        let max = llvm(self.b.build_select(gt, v, m, "max"))?;
+        let nan = llvm(self.b.build_float_compare(FloatPredicate::UNO, v, v, "nan"))?;
+        llvm(
+            self.b
+                .build_select(nan, v.as_basic_value_enum(), max, "max"),
+        )
     }
 
     /// `min(max(x, lo), hi)` with NaN kept, as the reference's `clip`.

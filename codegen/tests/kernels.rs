@@ -855,6 +855,59 @@ fn pools_border_rows_unrolled_inner_rows_looped() {
     check_pools(&cases);
 }
 
+/// The max pool's bits are the interpreter's when windows hold NaNs (each with its own
+/// payload: the last in `(i, j)` order wins, a later number never replaces one) and zeros
+/// of both signs (the first of equal maxima wins), on inputs with NaNs (nearly every vector
+/// takes the exact step) and without (the `vmaxps` step, ties of `±0` and `−∞`): the maxima
+/// taken as an order-keeping tree, padded lanes −∞, on the flat
+/// planes of GoogLeNet's 3×3/1 pools (28², 14², 7²), a plane too large to be flat (row
+/// vectors, clean and border), its 3×3/2 ceil-mode pools (every other loaded lane) and a
+/// window too large to unroll (one window at a time).
+#[test]
+fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
+    let mut rng = Rng::new(20);
+    let cases: [(u64, u64, u64, u64, u64, &str); 7] = [
+        // (h = w, kernel, stride, pad, channels, extra)
+        (28, 3, 1, 1, 2, ""),
+        (14, 3, 1, 1, 3, ", ceil_mode = true"),
+        (7, 3, 1, 1, 5, ", ceil_mode = true"),
+        (40, 3, 1, 1, 2, ""),
+        (56, 3, 2, 0, 2, ", ceil_mode = true"),
+        (14, 3, 2, 0, 3, ", ceil_mode = true"),
+        (12, 9, 1, 4, 2, ""),
+    ];
+    for ((hw, k, s, p, c, extra), nans) in cases.iter().flat_map(|&c| [(c, true), (c, false)]) {
+        let n = (c * hw * hw) as usize;
+        // Few distinct values, so that windows tie: ±0, ±1, −∞ and 1 in 12 a NaN.
+        let xs: Vec<f32> = (0..n)
+            .map(|i| match rng.r(u64::from(!nans), 11) {
+                0 => f32::from_bits(0x7fc0_0000 | i as u32),
+                1 | 2 => -0.0,
+                3 | 4 => 0.0,
+                5 => f32::NEG_INFINITY,
+                6 | 7 => 1.0,
+                _ => -1.0,
+            })
+            .collect();
+        let text = model(
+            &[("x", vec![1, c, hw, hw])],
+            &[],
+            &format!(
+                "max_pool(%x) {{kernel = [{k}, {k}], strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}]{extra}}}"
+            ),
+        );
+        let given = vec![Tensor::f32(vec![1, c, hw, hw], xs).unwrap()];
+        let (expected, got) = both_with(&text, "sharing=true", Some(given));
+        for (e, g) in expected.iter().zip(&got) {
+            assert_eq!(
+                e.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                g.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{text}"
+            );
+        }
+    }
+}
+
 #[test]
 fn layout_ops_and_softmax() {
     check(&model(

@@ -24,6 +24,10 @@ use tir_ir::{Function, OpData};
 /// kernel rows) runs every row in one loop with the row test.
 const MAX_BORDER_ROWS: i64 = 8;
 
+/// Taps a plane computed flat ([`Window::flat`]) unrolls at most: a 3×3 window over a
+/// 28×28 plane (49 vectors of 16 lanes, 441 taps) is one.
+const FLAT_TAPS: i64 = 512;
+
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
 pub(crate) fn pool<'a, 'c>(
@@ -81,6 +85,12 @@ pub(crate) fn pool<'a, 'c>(
                 let pl_ = k.add(pl_, p0)?;
                 let xp = k.gep(px, k.mul(pl_, h * w)?)?;
                 let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
+                if let Some(nv) = geo.flat(oh, width as i64) {
+                    for v in 0..nv {
+                        geo.flat_vector(k, width, xp, op_, oh, v)?;
+                    }
+                    return Ok(());
+                }
                 // Rows whose every kernel row lies in the plane run in a loop with no
                 // per-tap row test; the others are unrolled (their tests fold away).
                 let (r0, r1) = geo.inner_rows(oh);
@@ -109,11 +119,12 @@ pub(crate) fn pool<'a, 'c>(
 /// `sw·W` input lanes its columns read and keeps every `sw`-th; columns whose taps all lie
 /// inside the row (the middle of the row) run in a loop of full-width loads, the border
 /// vectors are unrolled with compile-time lane masks (`llvm.masked.load`: padded cells read
-/// as zero and are not touched). Kernel rows above or below the plane are a run-time select
-/// per row. Each output is the same chain as the scalar window's — cells added (or maxed)
-/// in `(i, j)` order from `+0` (`−∞`), padded cells skipped (a zero lane added to a sum that
-/// started at `+0` leaves it unchanged: it is never `−0`), divided by the same count — so
-/// the bits are the old kernel's.
+/// as zero, or −∞ for the max, and are not touched). Kernel rows above or below the plane
+/// are a run-time select per row. A sum is the same chain as the scalar window's — cells
+/// added in `(i, j)` order from `+0`, padded cells skipped (a zero lane added to a sum that
+/// started at `+0` leaves it unchanged: it is never `−0`), divided by the same count; a max
+/// is an order-keeping tree with the reference's bits ([`window_max`]). Stride-1 pools whose
+/// rows are as wide as the input's on small planes run flat ([`Window::flat`]).
 struct Window {
     h: i64,
     w: i64,
@@ -160,10 +171,10 @@ impl Window {
         self.kh * self.kw <= 64 && self.sw * wl <= 64
     }
 
-    /// Output row `oy` one window at a time, its taps in run-time loops: the same chain per
-    /// output as the vector path (cells added, or maxed, in `(i, j)` order from `+0` or `−∞`,
-    /// cells outside the plane skipped, divided by rows counted × columns counted), so the
-    /// same bits.
+    /// Output row `oy` one window at a time, its taps in run-time loops: cells added, or
+    /// maxed by the reference's step, in `(i, j)` order from `+0` or `−∞`, cells outside the
+    /// plane skipped, divided by rows counted × columns counted: the same bits as the vector
+    /// paths.
     fn scalar_row<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
@@ -206,6 +217,96 @@ impl Window {
             };
             k.st(op, k.add(k.mul(oy, self.ow)?, ox)?, out)
         })
+    }
+
+    /// How many `W`-lane vectors of flat output indices cover a plane, when a plane is
+    /// computed that way ([`Self::flat_vector`]): stride 1 and rows as wide as the input's,
+    /// so that every tap of output `o` reads input `o + (i − pt)·w + (j − pl)` whatever its
+    /// row, with at most [`FLAT_TAPS`] taps unrolled per plane. GoogLeNet's 3×3/1 pools on
+    /// 28², 14² and 7² planes (rows of 1.75, 0.875 and 0.44 vectors) ran as border vectors
+    /// only, every one masked and part empty; flat, every lane but a plane's last works.
+    fn flat(&self, oh: i64, wl: i64) -> Option<i64> {
+        let nv = (oh * self.ow + wl - 1) / wl;
+        let flat = self.sh == 1
+            && self.sw == 1
+            && self.ow == self.w
+            && self.vectorise(wl)
+            && nv * self.kh * self.kw <= FLAT_TAPS;
+        flat.then_some(nv)
+    }
+
+    /// Vector `v` of a plane's flat outputs ([`Self::flat`]): per tap a load of the lanes
+    /// whose cell lies in the plane (a compile-time mask: a lane's row and column are
+    /// known), combined as in [`Row::vector`], so the same bits.
+    fn flat_vector<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        xp: PointerValue<'c>,
+        op: PointerValue<'c>,
+        oh: i64,
+        v: i64,
+    ) -> R<()> {
+        let wl = w as i64;
+        let o0 = v * wl;
+        let lanes = (oh * self.ow - o0).min(wl);
+        let cell = |l: i64, i: i64, j: i64| {
+            let (oy, ox) = ((o0 + l) / self.ow, (o0 + l) % self.ow);
+            (oy + i - self.pt, ox + j - self.pl)
+        };
+        let start = if self.is_max { f64::NEG_INFINITY } else { 0.0 };
+        let mut acc = k.splat(k.f(start), w)?;
+        // The max's taps per kernel row, padded lanes −∞ (which never wins, anywhere).
+        let mut rows = Vec::new();
+        for i in 0..self.kh {
+            let mut taps = Vec::new();
+            for j in 0..self.kw {
+                let on: Vec<bool> = (0..wl)
+                    .map(|l| {
+                        let (iy, ix) = cell(l, i, j);
+                        l < lanes && (0..self.h).contains(&iy) && (0..self.w).contains(&ix)
+                    })
+                    .collect();
+                if !on.contains(&true) {
+                    continue;
+                }
+                let at = k.c(o0 + (i - self.pt) * self.w + j - self.pl);
+                if self.is_max {
+                    taps.push(k.ldv_lanes_or(xp, at, &on, f64::NEG_INFINITY)?);
+                } else {
+                    let x = k.ldv_lanes(xp, at, &on)?;
+                    acc = llvm(k.b.build_float_add(acc, x, "sum"))?;
+                }
+            }
+            if !taps.is_empty() {
+                rows.push((None, taps));
+            }
+        }
+        let store = |out: VectorValue<'c>| store_lanes(k, op, k.c(o0), out, lanes);
+        if self.is_max {
+            return window_max(k, w, &rows, &store);
+        }
+        let out = {
+            let counted = |l: i64| {
+                (0..self.kh * self.kw)
+                    .filter(|&t| {
+                        let (iy, ix) = cell(l, t / self.kw, t % self.kw);
+                        if self.include_pad {
+                            (-self.pt..self.h + self.pb).contains(&iy)
+                                && (-self.pl..self.w + self.pr).contains(&ix)
+                        } else {
+                            (0..self.h).contains(&iy) && (0..self.w).contains(&ix)
+                        }
+                    })
+                    .count() as f64
+            };
+            // Lanes past the plane's end are not stored.
+            let cnt: Vec<_> = (0..wl)
+                .map(|l| k.f32t.const_float(if l < lanes { counted(l) } else { 1.0 }))
+                .collect();
+            llvm(k.b.build_float_div(acc, VectorType::const_vector(&cnt), "avg"))?
+        };
+        store(out)
     }
 
     /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
@@ -323,7 +424,11 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             .map(|l| i32t.const_int((l as i64 * s) as u64, false))
             .collect();
         let every = VectorType::const_vector(&every);
+        // The max's taps per kernel row, with the row's test.
+        let mut maxima = Vec::new();
+        let fill = if win.is_max { f64::NEG_INFINITY } else { 0.0 };
         for &(inside, at) in self.rows {
+            let mut taps = Vec::new();
             for j in 0..win.kw {
                 let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j - win.pl))?;
                 // Per loaded lane `q = l·s + t`: whether output lane `l` exists and its cell
@@ -345,8 +450,9 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                         continue;
                     }
                 }
+                // Padded lanes read as −∞ for the max, `+0` for the sum.
                 let wide = match &on {
-                    Some(on) => k.ldv_lanes(self.xp, base, on)?,
+                    Some(on) => k.ldv_lanes_or(self.xp, base, on, fill)?,
                     None => k.ldv(self.xp, base, (wl * s) as u32)?,
                 };
                 let v = if s == 1 {
@@ -359,20 +465,11 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                         "every",
                     ))?
                 };
-                let next = if win.is_max {
-                    // NaN wins, as in the scalar window (`max_nan`); padded lanes
-                    // (zero-filled) must not: one select on the lanes that are greater (or
-                    // unordered) and in the row.
-                    let mut take =
-                        llvm(k.b.build_float_compare(FloatPredicate::UGT, v, acc, "ugt"))?;
-                    if let Some(on) = &on {
-                        let mask: Vec<bool> = (0..wl).map(|l| on[(l * s) as usize]).collect();
-                        take = llvm(k.b.build_and(take, lane_mask(k, &mask), "in"))?;
-                    }
-                    llvm(k.b.build_select(take, v, acc, "max"))?.into_vector_value()
-                } else {
-                    llvm(k.b.build_float_add(acc, v, "sum"))?
-                };
+                if win.is_max {
+                    taps.push(v);
+                    continue;
+                }
+                let next = llvm(k.b.build_float_add(acc, v, "sum"))?;
                 // A kernel row outside the plane leaves the window as it was.
                 acc = match inside {
                     Some(inside) => {
@@ -381,10 +478,16 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                     None => next,
                 };
             }
+            if !taps.is_empty() {
+                maxima.push((inside, taps));
+            }
         }
-        let out = if win.is_max {
-            acc
-        } else {
+        let at = k.add(k.mul(self.oy, win.ow)?, col0)?;
+        let store = |out: VectorValue<'c>| store_lanes(k, self.op, at, out, lanes);
+        if win.is_max {
+            return window_max(k, w, &maxima, &store);
+        }
+        let out = {
             // The window's count: its rows' (run-time) times its columns' (per lane).
             let cnt_x: Vec<_> = (0..wl)
                 .map(|l| {
@@ -413,13 +516,99 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
             ))?;
             llvm(k.b.build_float_div(acc, cnt, "avg"))?
         };
-        let at = k.add(k.mul(self.oy, win.ow)?, col0)?;
-        if lanes == wl {
-            k.stv(self.op, at, out)
-        } else {
-            k.stv_masked(self.op, at, out, lanes as u32)
-        }
+        store(out)
     }
+}
+
+/// The first `lanes` lanes of `out` stored at element `at` of `op` (all of them: a plain
+/// store).
+fn store_lanes<'c>(
+    k: &K<'_, 'c>,
+    op: PointerValue<'c>,
+    at: IntValue<'c>,
+    out: VectorValue<'c>,
+    lanes: i64,
+) -> R<()> {
+    if lanes == i64::from(out.get_type().get_size()) {
+        k.stv(op, at, out)
+    } else {
+        k.stv_masked(op, at, out, lanes as u32)
+    }
+}
+
+/// A window's kernel rows for the max: each row's test of lying in the plane (`None`:
+/// known to) and its taps in `(i, j)` order, padded lanes −∞.
+type MaxRows<'c> = [(Option<IntValue<'c>>, Vec<VectorValue<'c>>)];
+
+/// The max of a vector of windows, given to `store`, with the reference's bits.
+///
+/// The reference folds `m ← v if v > m or v is NaN, else m` from −∞ over the window's cells
+/// in `(i, j)` order: the result is the last NaN among them if any, else the first of them
+/// equal to their maximum (`−0` before `+0` gives `−0`). The same step applied to two
+/// consecutive parts' results gives exactly that again, so any grouping that keeps the
+/// order (left operands before right ones) gives the fold's bits: the taps are maxed as a
+/// balanced tree, rows first, a chain of `log₂` taps instead of one per tap (a −∞ lane is
+/// never taken over another value, nor changes one). Without NaNs the step is `v > m ? v :
+/// m`, one `vmaxps v, m`; with them it needs a NaN test and a second select (twice the
+/// work), so the taps are also summed (one add each: the sum is NaN when a tap is, or for
+/// `∞ − ∞`) and only a vector whose sum is NaN takes the exact step.
+fn window_max<'c>(
+    k: &K<'_, 'c>,
+    w: u32,
+    rows: &MaxRows<'c>,
+    store: &dyn Fn(VectorValue<'c>) -> R<()>,
+) -> R<()> {
+    let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+    let max = |exact: bool| -> R<VectorValue<'c>> {
+        let maxima = rows
+            .iter()
+            .map(|(inside, taps)| {
+                let m = tree(taps, &|a, b| max_step(k, a, b, exact))?;
+                Ok(match inside {
+                    Some(c) => llvm(k.b.build_select(*c, m, ninf, "row"))?.into_vector_value(),
+                    None => m,
+                })
+            })
+            .collect::<R<Vec<_>>>()?;
+        tree(&maxima, &|a, b| max_step(k, a, b, exact))
+    };
+    let taps: Vec<VectorValue<'c>> = rows.iter().flat_map(|r| r.1.iter().copied()).collect();
+    let sum = tree(&taps, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?;
+    let nan = llvm(k.b.build_float_compare(FloatPredicate::UNO, sum, sum, "nan"))?;
+    let or = k.intrinsic("llvm.vector.reduce.or", &[nan.get_type().into()])?;
+    let any = llvm(k.b.build_call(or, &[nan.into()], "nan"))?
+        .try_as_basic_value()
+        .basic()
+        .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
+        .into_int_value();
+    k.if_else(any, &mut |exact| store(max(exact)?))
+}
+
+/// One step of the max: the reference's ([`K::max_nan_of`]) when `exact`, else `v > m ? v :
+/// m`, the same when neither is NaN.
+fn max_step<'c>(
+    k: &K<'_, 'c>,
+    m: VectorValue<'c>,
+    v: VectorValue<'c>,
+    exact: bool,
+) -> R<VectorValue<'c>> {
+    if exact {
+        return Ok(k.max_nan_of(m, v)?.into_vector_value());
+    }
+    let gt = llvm(k.b.build_float_compare(FloatPredicate::OGT, v, m, "gt"))?;
+    Ok(llvm(k.b.build_select(gt, v, m, "max"))?.into_vector_value())
+}
+
+/// `v` (not empty) reduced by `op` as a balanced tree that keeps the order.
+fn tree<'c>(
+    v: &[VectorValue<'c>],
+    op: &dyn Fn(VectorValue<'c>, VectorValue<'c>) -> R<VectorValue<'c>>,
+) -> R<VectorValue<'c>> {
+    if v.len() == 1 {
+        return Ok(v[0]);
+    }
+    let (a, b) = v.split_at(v.len() / 2);
+    op(tree(a, op)?, tree(b, op)?)
 }
 
 /// How many of the cells `b .. b + n` lie in `lo .. hi`, as an `f32` (exact: a small integer).
@@ -427,16 +616,6 @@ fn counted<'c>(k: &K<'_, 'c>, b: IntValue<'c>, n: i64, lo: i64, hi: i64) -> R<Fl
     let end = k.iclamp(k.add(b, k.c(n))?, lo, hi)?;
     let cnt = llvm(k.b.build_int_sub(end, k.iclamp(b, lo, hi)?, "cnt"))?;
     llvm(k.b.build_signed_int_to_float(cnt, k.f32t, "cntf"))
-}
-
-/// The constant `<n x i1>` vector of `on`.
-fn lane_mask<'c>(k: &K<'_, 'c>, on: &[bool]) -> VectorValue<'c> {
-    let i1 = k.ctx.bool_type();
-    let bits: Vec<_> = on
-        .iter()
-        .map(|&b| i1.const_int(u64::from(b), false))
-        .collect();
-    VectorType::const_vector(&bits)
 }
 
 /// Independent vector accumulators per plane (each `W` lanes of `f64`: two AVX-512 registers).
