@@ -227,9 +227,9 @@ const CHANVEC_CASE: Case = Case {
 };
 
 /// The channel-vector tiles at a run-time pixel count, on both sides of the static rule
-/// (`gemm::chanvec_rows`, at 16 lanes: 2–64 pixels but 48 and 64): one pixel (the
-/// matrix-vector branch), 2 and 7 (one tile of every pixel), 9, 10, 25 and 63 (tiles of 8
-/// and a shorter last one), 36 and 49 (tiles of 6 and 7: `chanvec::pixels`), 48 and 64 (the
+/// (`gemm::chanvec_rows`, at 16 lanes: 2–64 pixels but 48): one pixel (the matrix-vector
+/// branch), 2 and 7 (one tile of every pixel), 9, 10, 25 and 63 (tiles of 8 and a shorter
+/// last one), 36 and 49 (tiles of 6 and 7: `chanvec::pixels`), 64 (8 tiles of 8), 48 (the
 /// pixel-vector tiles, full there), 65 (above the rule).
 /// Every weight matrix has rows past its last whole 48-row panel or fewer than one. A
 /// kernel that read the copy at the wrong place, or the first layout, fails these sizes.

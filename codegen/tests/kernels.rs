@@ -1343,15 +1343,16 @@ fn pointwise_narrow_packed_panels() {
 
 #[test]
 fn pointwise_channel_vectors() {
-    // 1×1 convolutions on small images (2..=289 pixels, not whole vectors from 48 on) with
-    // K >= 128 run with vectors along the output channels (`kernels/gemm/chanvec.rs`): 49
+    // 1×1 convolutions on small images (2..=289 pixels, not whole vectors from 48 on but 64)
+    // with K >= 128 run with vectors along the output channels (`kernels/gemm/chanvec.rs`): 49
     // pixels (7-pixel tiles), 36 (6), 25 (8 and a 1-pixel tail), 21, 2; M tails of 5 lanes
     // (53 = 48 + 5), of a full vector and 6 lanes (70 = 48 + 22), M below 16, two full panels
     // with a batch, odd K; every fused activation, with and without a bias. 14×14 (7-pixel
     // tiles; 260 = 5·48 + 20 channels) and 17×17 (8 and a 1-pixel tail; 190 = 3·48 + 46,
     // fewer channels than pixels: cut by channels, not pixel columns). The neighbours: 99
     // pixels with 49 channels and 14×14 with 100 (past 8×8 with too uneven a 2-thread cut
-    // of 48-channel panels: the pixel-vector tiles), N = 64 and 256 (whole vectors), N = 306
+    // of 48-channel panels: the pixel-vector tiles), N = 64 (8×8, whole vectors but on the
+    // channel vectors: 8-pixel tiles, 100 = 2·48 + 4 channels), N = 256 (whole vectors), N = 306
     // (past 17×17: cut by pixel columns) and N = 1 (the gemv). Cut into 48-channel chunks on 0–3 threads
     // (`check`).
     for (n, c, m, h, w, act, bias) in [
@@ -1395,6 +1396,7 @@ fn pointwise_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (160, 70, 6, "sigmoid"),
         (256, 260, 14, "relu"),
         (130, 190, 17, "relu"),
+        (192, 100, 8, "relu"),
     ] {
         let x = t(&[1, c, hw, hw]);
         let o = t(&[1, m, hw, hw]);

@@ -1,13 +1,13 @@
 //! What the convolution kernels share: a convolution's constant extents, and the interval
 //! of rows or columns whose every tap lies inside the input (the kernels peel the borders
 //! around it instead of testing each element); the tensors a kernel reads and writes
-//! ([`Io`]); the column blocks and the walk over them and the channel tiles that the
-//! implicit-im2col and transposed kernels share.
+//! ([`Io`]); the column blocks and the walk over them, the channel tiles and one tap's FMAs
+//! that the implicit-im2col and transposed kernels share.
 
 use crate::kernels::common::Slope;
 use crate::nest::{K, R};
 use crate::Gen;
-use inkwell::values::{FunctionValue, IntValue, PointerValue};
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
 
 /// A convolution's constant extents (NCHW, weight `[M, C/groups, KH, KW]`).
@@ -186,6 +186,85 @@ pub(super) fn walk_tiles<'a, 'c>(
         } else {
             channels(k.c(blk.first))?;
             bi += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Output channels per tile of the implicit-im2col and transposed kernels.
+pub(super) const ROW_MR: i64 = 6;
+/// Vectors of output (or phase) columns per tile of those kernels.
+pub(super) const ROW_NV: i64 = 2;
+
+/// One tile of an output row of the implicit-im2col and transposed kernels: the row's
+/// kernel rows with their input-row offsets, the row's first output index, the block's
+/// first column and the block, the tile's first output channel and its height.
+pub(super) struct RowTile<'b, 'c> {
+    pub rows: &'b [(i64, IntValue<'c>)],
+    pub orow: IntValue<'c>,
+    pub x0: IntValue<'c>,
+    pub blk: &'b Block,
+    pub m0: IntValue<'c>,
+    pub mr: i64,
+}
+
+impl<'c> RowTile<'_, 'c> {
+    /// The tile's accumulators before its K loop: `mr × nv` zero vectors of `w` lanes.
+    pub fn zeros(&self, k: &K<'_, 'c>, w: u32) -> Vec<BasicValueEnum<'c>> {
+        vec![k.vty(w).const_zero().into(); self.mr as usize * self.blk.nv as usize]
+    }
+}
+
+/// An output row of those kernels: [`walk_tiles`] in [`ROW_MR`] × [`ROW_NV`] tiles over
+/// `mg` output channels, each handed to `tile` with the row's `rows` and `orow`.
+pub(super) fn row_tiles<'a, 'c>(
+    k: &K<'a, 'c>,
+    (blocks, w, mg): (&[Block], u32, i64),
+    rows: &[(i64, IntValue<'c>)],
+    orow: IntValue<'c>,
+    tile: &mut dyn FnMut(RowTile<'_, 'c>) -> R<()>,
+) -> R<()> {
+    walk_tiles(
+        k,
+        blocks,
+        w,
+        ROW_NV,
+        (mg, ROW_MR),
+        &mut |x0, blk, m0, mr| {
+            tile(RowTile {
+                rows,
+                orow,
+                x0,
+                blk,
+                m0,
+                mr,
+            })
+        },
+    )
+}
+
+/// One kernel tap of a tile's K step in the implicit-im2col and transposed kernels: `load(v)`
+/// is vector `v` of the tap's input (`None` where every lane is off); then each tile row `r`
+/// broadcasts its weight at `wrows[r] + t` in `wt` and adds its products into
+/// `acc[r·nv + v]`, rows outer, vectors inner. Nothing when no vector reads.
+pub(super) fn tap_fmas<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    acc: &mut [VectorValue<'c>],
+    load: &mut dyn FnMut(usize) -> R<Option<VectorValue<'c>>>,
+    (wt, wrows, t): (PointerValue<'c>, &[IntValue<'c>], IntValue<'c>),
+) -> R<()> {
+    let nv = acc.len() / wrows.len().max(1);
+    let bv: Vec<Option<VectorValue<'c>>> = (0..nv).map(&mut *load).collect::<R<_>>()?;
+    if bv.iter().all(|b| b.is_none()) {
+        return Ok(());
+    }
+    for (r, &wr) in wrows.iter().enumerate() {
+        let a = k.splat(k.ld(wt, k.add(wr, t)?)?, w)?;
+        for (v, b) in bv.iter().enumerate() {
+            if let Some(b) = b {
+                acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
+            }
         }
     }
     Ok(())

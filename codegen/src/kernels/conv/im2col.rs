@@ -13,21 +13,16 @@
 //! past the row's end). A stride `s` along the width loads `s·W` contiguous inputs and keeps
 //! every `s`-th lane. Bias and activation are applied in the epilogue.
 
-use super::geometry::{interval, walk_tiles, Block, Conv, Io};
+use super::geometry::{interval, row_tiles, tap_fmas, Block, Conv, Io, RowTile, ROW_NV};
 use crate::kernels::common::{activation, prelu};
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, IntValue, VectorValue};
-
-/// Output channels per tile.
-const MR: i64 = 6;
-/// Vectors of output columns per tile.
-const NV: i64 = 2;
+use inkwell::values::{IntValue, VectorValue};
 
 fn blocks(d: &Conv, w: i64) -> Vec<Block> {
     let mut out = Vec::new();
     let mut ox0 = 0;
     while ox0 < d.ow {
-        let nv = ((d.ow - ox0 + w - 1) / w).min(NV);
+        let nv = ((d.ow - ox0 + w - 1) / w).min(ROW_NV);
         let mut store = Vec::new();
         let mut load = Vec::new();
         for v in 0..nv {
@@ -129,80 +124,44 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
             })
             .collect::<R<_>>()?;
         let orow = k.mul(oy, d.ow)?;
-        walk_tiles(
-            k,
-            self.blocks,
-            self.w,
-            NV,
-            (self.mg, MR),
-            &mut |ox0, blk, m0, mr| self.tile(&rows, orow, ox0, blk, m0, mr),
-        )
+        let at = (self.blocks, self.w, self.mg);
+        row_tiles(k, at, &rows, orow, &mut |t| self.tile(t))
     }
 
     /// `mr` output channels from `m0` × the block's vectors: the K loop over input channels
     /// with the taps unrolled, then bias, activation and the (masked) stores.
-    #[allow(clippy::too_many_arguments)]
-    fn tile(
-        &self,
-        rows: &[(i64, IntValue<'c>)],
-        orow: IntValue<'c>,
-        ox0: IntValue<'c>,
-        blk: &Block,
-        m0: IntValue<'c>,
-        mr: i64,
-    ) -> R<()> {
+    fn tile(&self, t: RowTile<'_, 'c>) -> R<()> {
+        let (rows, orow, ox0, blk, m0, mr) = (t.rows, t.orow, t.x0, t.blk, t.m0, t.mr);
         let (k, d, w) = (self.k, self.d, self.w);
-        let wl = w as i64;
-        let taps = d.kh * d.kw;
-        let nv = blk.nv as usize;
-        let zero: BasicValueEnum = k.vty(w).const_zero().into();
+        let (wl, taps, nv) = (w as i64, d.kh * d.kw, blk.nv as usize);
         let wrows: Vec<IntValue<'c>> = (0..mr)
             .map(|r| k.mul(k.add(m0, k.c(r))?, self.cg * taps))
             .collect::<R<_>>()?;
         let ix0 = k.mul(ox0, d.sw)?;
-        let acc = k.loop_carry(
-            0,
-            self.cg,
-            1,
-            vec![zero; mr as usize * nv],
-            &mut |c, cur| {
-                let mut acc: Vec<VectorValue<'c>> =
-                    cur.iter().map(|v| v.into_vector_value()).collect();
-                let xc = k.mul(c, d.h * d.wi)?;
-                let wc = k.mul(c, taps)?;
-                for &(i, rowoff) in rows {
-                    let xrow = k.add(xc, rowoff)?;
-                    for j in 0..d.kw {
-                        let mut bv: Vec<Option<VectorValue<'c>>> = Vec::with_capacity(nv);
-                        for v in 0..nv {
-                            let on = &blk.load[v][j as usize];
-                            if !on.iter().any(|&b| b) {
-                                bv.push(None);
-                                continue;
-                            }
-                            let at = k.add(
-                                k.add(xrow, ix0)?,
-                                k.c(v as i64 * wl * d.sw + j * d.dw - d.pl),
-                            )?;
-                            bv.push(Some(self.load(at, on)?));
+        let acc = k.loop_carry(0, self.cg, 1, t.zeros(k, w), &mut |c, cur| {
+            let mut acc: Vec<VectorValue<'c>> = cur.iter().map(|v| v.into_vector_value()).collect();
+            let xc = k.mul(c, d.h * d.wi)?;
+            let wc = k.mul(c, taps)?;
+            for &(i, rowoff) in rows {
+                let xrow = k.add(xc, rowoff)?;
+                for j in 0..d.kw {
+                    let t = k.add(wc, k.c(i * d.kw + j))?;
+                    let mut load = |v: usize| {
+                        let on = &blk.load[v][j as usize];
+                        if !on.iter().any(|&b| b) {
+                            return Ok(None);
                         }
-                        if bv.iter().all(|b| b.is_none()) {
-                            continue;
-                        }
-                        let t = k.add(wc, k.c(i * d.kw + j))?;
-                        for (r, &wr) in wrows.iter().enumerate() {
-                            let a = k.splat(k.ld(self.io.w, k.add(wr, t)?)?, w)?;
-                            for (v, b) in bv.iter().enumerate() {
-                                if let Some(b) = b {
-                                    acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
-                                }
-                            }
-                        }
-                    }
+                        let at = k.add(
+                            k.add(xrow, ix0)?,
+                            k.c(v as i64 * wl * d.sw + j * d.dw - d.pl),
+                        )?;
+                        Ok(Some(self.load(at, on)?))
+                    };
+                    tap_fmas(k, w, &mut acc, &mut load, (self.io.w, &wrows, t))?;
                 }
-                Ok(acc.into_iter().map(|v| v.into()).collect())
-            },
-        )?;
+            }
+            Ok(acc.into_iter().map(|v| v.into()).collect())
+        })?;
         for r in 0..mr {
             let m = k.add(m0, k.c(r))?;
             let bias = match self.io.bias {

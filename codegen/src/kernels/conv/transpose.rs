@@ -20,16 +20,14 @@
 //! than the kernel) still stores the bias, so every output element is written; the fused
 //! activation then runs over the finished output in one contiguous loop.
 
-use super::geometry::{interval, walk_tiles, Block};
+use super::geometry::{interval, row_tiles, tap_fmas, Block, RowTile, ROW_MR, ROW_NV};
 use crate::kernels::common::activation;
 use crate::nest::{llvm, K, R};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
 
-/// Output channels per tile.
-pub(super) const MR: i64 = 6;
-/// Vectors of phase columns per tile.
-const NV: i64 = 2;
+/// Output channels per tile (the threads cut at multiples of it).
+pub(super) const MR: i64 = ROW_MR;
 
 /// A transposed convolution's constant extents for one kernel body: `n` images of `c` input
 /// channels in `groups` groups, computing `m` output channels (`m / groups` per group) out of
@@ -81,7 +79,7 @@ fn blocks(ulen: i64, wi: i64, cols: &[(i64, i64)], w: i64) -> Vec<Block> {
     let mut out = Vec::new();
     let mut u0 = 0;
     while u0 < ulen {
-        let nv = ((ulen - u0 + w - 1) / w).min(NV);
+        let nv = ((ulen - u0 + w - 1) / w).min(ROW_NV);
         let mut store = Vec::new();
         let mut load = Vec::new();
         for v in 0..nv {
@@ -259,33 +257,16 @@ impl<'p, 'a, 'c> Phase<'p, 'a, 'c> {
             .collect::<R<_>>()?;
         // Output row `py + t·sH`.
         let orow = k.mul(k.add(k.mul(t, d.sh)?, k.c(self.py))?, d.ow)?;
-        walk_tiles(
-            k,
-            self.blocks,
-            self.w,
-            NV,
-            (self.mg, MR),
-            &mut |u0, blk, m0, mr| self.tile(&rows, orow, u0, blk, m0, mr),
-        )
+        let at = (self.blocks, self.w, self.mg);
+        row_tiles(k, at, &rows, orow, &mut |t| self.tile(t))
     }
 
     /// `mr` output channels from `m0` × the block's vectors.
-    #[allow(clippy::too_many_arguments)]
-    fn tile(
-        &self,
-        rows: &[(i64, IntValue<'c>)],
-        orow: IntValue<'c>,
-        u0: IntValue<'c>,
-        blk: &Block,
-        m0: IntValue<'c>,
-        mr: i64,
-    ) -> R<()> {
+    fn tile(&self, t: RowTile<'_, 'c>) -> R<()> {
+        let (rows, orow, u0, blk, m0, mr) = (t.rows, t.orow, t.x0, t.blk, t.m0, t.mr);
         let (k, d, w) = (self.k, self.d, self.w);
-        let wl = w as i64;
-        let taps = d.kh * d.kw;
-        let nv = blk.nv as usize;
-        let zero: BasicValueEnum = k.vty(w).const_zero().into();
-        let init = vec![zero; mr as usize * nv];
+        let (wl, taps, nv) = (w as i64, d.kh * d.kw, blk.nv as usize);
+        let init = t.zeros(k, w);
         let reads =
             !rows.is_empty() && (0..nv).any(|v| blk.load[v].iter().any(|on| on.iter().any(|&b| b)));
         let acc = if !reads {
@@ -303,28 +284,16 @@ impl<'p, 'a, 'c> Phase<'p, 'a, 'c> {
                 for &(i, rowoff) in rows {
                     let xrow = k.add(k.add(xc, rowoff)?, u0)?;
                     for (jx, &(j, cj)) in self.cols.iter().enumerate() {
-                        let mut bv: Vec<Option<VectorValue<'c>>> = Vec::with_capacity(nv);
-                        for v in 0..nv {
+                        let t = k.add(wc, k.c(i * d.kw + j))?;
+                        let mut load = |v: usize| {
                             let on = &blk.load[v][jx];
                             if !on.iter().any(|&b| b) {
-                                bv.push(None);
-                                continue;
+                                return Ok(None);
                             }
                             let at = k.add(xrow, k.c(v as i64 * wl + cj))?;
-                            bv.push(Some(k.ldv_lanes(self.x, at, on)?));
-                        }
-                        if bv.iter().all(|b| b.is_none()) {
-                            continue;
-                        }
-                        let t = k.add(wc, k.c(i * d.kw + j))?;
-                        for (r, &wr) in wrows.iter().enumerate() {
-                            let a = k.splat(k.ld(self.wt, k.add(wr, t)?)?, w)?;
-                            for (v, b) in bv.iter().enumerate() {
-                                if let Some(b) = b {
-                                    acc[r * nv + v] = k.fma(a, *b, acc[r * nv + v])?;
-                                }
-                            }
-                        }
+                            Ok(Some(k.ldv_lanes(self.x, at, on)?))
+                        };
+                        tap_fmas(k, w, &mut acc, &mut load, (self.wt, &wrows, t))?;
                     }
                 }
                 Ok(acc.into_iter().map(|v| v.into()).collect())

@@ -18,7 +18,7 @@
 //! channels at a panel.
 
 use super::spec::{finish_with, step_tiles, Job};
-use super::tile::{k_blocks, KBlock};
+use super::tile::{k_blocks, KBlock, NARROW};
 use crate::kernels::common::{entry_scratch, vector_registers};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
@@ -38,7 +38,7 @@ const PIXELS: i64 = 8;
 /// threads, whose tiles are 64 pixels.
 const MAX_PIXELS: i64 = 289;
 /// The narrow tiles' reach at 16 lanes (4 vectors), the kernel's first range.
-const NARROW_PIXELS: i64 = 64;
+const NARROW_PIXELS: i64 = NARROW * 16;
 /// K from which it is chosen. Measured (docs/codegen.md, "Vectors along output channels for
 /// small images"): 96→576 and 96→200 at 7×7 ran 5–17% slower than the pixel-vector tiles,
 /// K = 160 and more 5–27% faster.
@@ -47,12 +47,19 @@ const MIN_K: i64 = 128;
 /// The panel height of the weights when a GEMM of `n` columns and `kk` steps runs on this
 /// kernel at `w`-lane vectors, else `None`. Only with 32 vector registers (the tile needs
 /// 28), at least two pixels (one is the matrix–vector product), at most [`MAX_PIXELS`], and
-/// not where the pixel-vector tiles are full and at least 3 vectors wide (48, 64, …, 288
-/// pixels: tiles with no idle lane; 1280→320 at 8×8 ran 5–7% slower here).
+/// not where the pixel-vector tiles are full and at least 3 vectors wide (48, 80, …, 288
+/// pixels: tiles with no idle lane) — but for 4 vectors (8×8, Inception v3's last stage):
+/// there the narrow 6 × 4 tiles run the whole K per row tile, so each re-reads the whole
+/// `K × 64` input (320–512 KiB at K = 1280–2048) from L2, where these tiles' [`KC`] chunks
+/// keep a chunk of the weights and of the input in L1. Inception's eight 1×1 layers at 8×8
+/// took 2.37 ms here against 2.96 on the narrow tiles at one thread, 1.37 against 1.58 at two
+/// (Zen 5, docs/codegen.md "The 8×8 pointwise layers on the channel vectors"; on the Zen 4
+/// host 1280→320 at 8×8 had measured 5–7% slower here, so 48 pixels, unmeasured, keeps the
+/// narrow tiles).
 pub(crate) fn panel_rows(w: u32, n: i64, kk: i64) -> Option<i64> {
     let wl = w as i64;
-    let full_narrow = n % wl == 0 && n / wl >= 3;
-    (vector_registers(w) >= 32 && (2..=MAX_PIXELS).contains(&n) && !full_narrow && kk >= MIN_K)
+    let full = n % wl == 0 && n / wl >= 3 && n != NARROW * wl;
+    (vector_registers(w) >= 32 && (2..=MAX_PIXELS).contains(&n) && !full && kk >= MIN_K)
         .then_some(VECTORS * wl)
 }
 
@@ -276,6 +283,21 @@ mod tests {
     }
 
     #[test]
+    fn eight_by_eight_takes_the_channel_vectors() {
+        // Inception v3's last stage: 1280 and 2048 input channels on 64 pixels, whole
+        // vectors, yet here (any 2-thread cut of the panels: 8×8 is within the narrow reach).
+        for kk in [1280, 2048] {
+            assert_eq!(panel_rows(16, 64, kk), Some(48));
+            for m in [192, 320, 384, 448] {
+                assert_eq!(conv_panel_rows(16, 64, kk, m), Some(48));
+            }
+        }
+        // Below MIN_K and with AVX2's 16 registers, still the pixel-vector tiles.
+        assert_eq!(panel_rows(16, 64, 96), None);
+        assert_eq!(panel_rows(8, 64, 1280), None);
+    }
+
+    #[test]
     fn the_tile_fits_the_register_file() {
         // Accumulators, the weight vectors of one K step and the broadcast input value.
         let used = VECTORS * PIXELS + VECTORS + 1;
@@ -283,7 +305,6 @@ mod tests {
         assert_eq!(panel_rows(16, 49, 512), Some(48));
         assert_eq!(panel_rows(16, 36, 128), Some(48));
         assert_eq!(panel_rows(16, 49, 96), None);
-        assert_eq!(panel_rows(16, 64, 512), None);
         assert_eq!(panel_rows(16, 48, 512), None);
         assert_eq!(panel_rows(16, 1, 512), None);
         // 14×14 and 17×17 (ResNet-50, GoogLeNet, Inception v3); 12×12 and 16×16 fill

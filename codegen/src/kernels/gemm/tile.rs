@@ -133,7 +133,7 @@ pub(super) fn emit_packed(j: Job) -> R<()> {
 }
 
 /// At most this many vectors of columns make a GEMM narrow (one column block).
-const NARROW: i64 = 4;
+pub(super) const NARROW: i64 = 4;
 /// Vector accumulators a tile may hold: three quarters of the register file (24 of AVX-512's
 /// 32, 12 of AVX2's 16), the rest holding B vectors and the broadcast A element. Every row
 /// count `acc / nv` (nv = 1..=4) divides it, so it is also the row granule of a tiling.
