@@ -33,7 +33,7 @@
 //! the memory planner for a buffer that lives only inside one kernel call.
 
 use super::geometry::{Conv, Io};
-use crate::kernels::gemm::{gemm_part, Epilogue, Gemm};
+use crate::kernels::gemm::{chanvec_conv_rows, gemm_packed_part, gemm_part, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 
@@ -114,6 +114,27 @@ pub(super) fn cut_rows(d: &Conv) -> bool {
     (d.oh + r - 1) / r >= MIN_ROW_CUT
 }
 
+/// Bytes of partial sums the channel-vector tiles may keep between K chunks
+/// ([`packed_rows`]): every output of the layer (`M · OH·OW` floats) waits in a stack buffer
+/// while the next chunk of the image is packed, so it must stay in L2 beside the panel.
+const SUMS_BYTES: i64 = 512 * 1024;
+
+/// The panel height the weights of `d` are packed with at compile time (`[M/MR][K][MR]`,
+/// `K = C·KH·KW` in `(c, i, j)` order, the pointwise layers' layout), if they are: `d` runs on
+/// the panel as one pixel block (a small output: ResNet's 3×3/2 onto 14×14 and 7×7,
+/// Inception v3's onto 17×17) whose GEMM the channel-vector tiles take
+/// ([`chanvec_conv_rows`]: 3 vectors of output channels × up to 8 pixels, every lane an
+/// output), with its partial sums within [`SUMS_BYTES`]. On the pixel-vector tiles such a
+/// block (196 = 3·64 + 4 pixels) ended in a 12 × 1 tile with 4 live lanes, and read the
+/// unpacked weights as 6 row streams `C·9` floats apart.
+pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
+    let n = d.oh * d.ow;
+    if !applies(d, w) || block_rows(d) != d.oh || d.n < 1 || d.m * n * 4 > SUMS_BYTES {
+        return None;
+    }
+    chanvec_conv_rows(w, n, d.c * d.kh * d.kw, d.m)
+}
+
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
 fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
     let wl = w as i64;
@@ -128,41 +149,76 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
     ((d.c + count - 1) / count, count)
 }
 
-/// The scratch panel of a kernel function: a fixed `alloca` at the top of its entry block,
-/// whatever the builder's position (a loop body), so the stack frame does not grow per call.
-/// Its size depends on the shape only (not on `d.m`: a channel tile packs the same panel).
-pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue<'c>> {
+/// A kernel function's scratch: the panel (a fixed `alloca` at the top of its entry block,
+/// whatever the builder's position (a loop body), so the stack frame does not grow per
+/// call; its size depends on the shape only, not on `d.m`: a channel tile packs the same
+/// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums.
+#[derive(Clone, Copy)]
+pub(super) struct Scratch<'c> {
+    panel: PointerValue<'c>,
+    sums: Option<PointerValue<'c>>,
+}
+
+/// The [`Scratch`] of `d`; `packed`: its weights' panel height ([`packed_rows`]), if packed.
+pub(super) fn scratch<'a, 'c>(
+    k: &K<'a, 'c>,
+    d: &Conv,
+    w: u32,
+    packed: Option<i64>,
+) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
     let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
-    crate::kernels::common::entry_scratch(k, floats, "panel")
+    let panel = crate::kernels::common::entry_scratch(k, floats, "panel")?;
+    let sums = match packed {
+        Some(_) => Some(crate::kernels::common::entry_scratch(
+            k,
+            d.m * d.oh * d.ow,
+            "sums",
+        )?),
+        None => None,
+    };
+    Ok(Scratch { panel, sums })
 }
 
 /// The whole convolution (every image) at the builder's position.
-pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, io: Io<'c>) -> R<()> {
-    let panel = scratch(k, d, w)?;
+pub(super) fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &Conv,
+    packed: Option<i64>,
+    io: Io<'c>,
+) -> R<()> {
+    let scratch = scratch(k, d, w, packed)?;
     k.loop_(0, d.n, &mut |b| {
         let xo = k.mul(b, d.c * d.h * d.wi)?;
         let at = io.at(k, xo, k.mul(b, d.m * d.oh * d.ow)?)?;
-        emit_rows(k, w, d, panel, at, k.c(0), d.oh)
+        emit_rows(k, w, d, scratch, at, k.c(0), d.oh)
     })
 }
 
 /// Output rows `oy0 .. oy0 + rows` of one image (`io` at the image), in blocks of
 /// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
 /// the tile's count and `io` starts at its first channel (`d.c` keeps the weights' row
-/// length).
+/// length; packed weights start at the tile's first panel).
 pub(super) fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     d: &Conv,
-    panel: PointerValue<'c>,
+    scratch: Scratch<'c>,
     io: Io<'c>,
     oy0: IntValue<'c>,
     rows: i64,
 ) -> R<()> {
     let r = block_rows(d);
     let full = rows / r * r;
-    let blk = Block { k, w, d, panel, io };
+    let blk = Block {
+        k,
+        w,
+        d,
+        panel: scratch.panel,
+        sums: scratch.sums,
+        io,
+    };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
     if full < rows {
         blk.run(k.add(oy0, k.c(full))?, rows - full)?;
@@ -176,6 +232,8 @@ struct Block<'k, 'a, 'c> {
     w: u32,
     d: &'k Conv,
     panel: PointerValue<'c>,
+    /// The partial sums of the channel-vector tiles when the weights are packed.
+    sums: Option<PointerValue<'c>>,
     io: Io<'c>,
 }
 
@@ -194,6 +252,30 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         };
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
             self.pack(c0, cn, oy0, rows, np)?;
+            let epi = Epilogue {
+                alpha: 1.0,
+                row_bias: self.io.bias,
+                act: d.act,
+                row_slope: self.io.slope,
+            };
+            if let Some(sums) = self.sums {
+                // Packed panels hold every K step of their rows: A is the whole of them, and
+                // the chunk is K steps `c0·taps ..` of it.
+                let gm = Gemm {
+                    a: self.io.w,
+                    a_rs: d.c * taps,
+                    a_cs: 1,
+                    b: self.panel,
+                    b_rs: np,
+                    c: c_at,
+                    c_rs: d.oh * d.ow,
+                    m: d.m,
+                    n: rows * d.ow,
+                    k: d.c * taps,
+                };
+                let steps = (k.mul(c0, taps)?, cn * taps);
+                return gemm_packed_part(k, self.w, &gm, epi, r_at, sums, steps, (first, last));
+            }
             let gm = Gemm {
                 a: k.gep(self.io.w, k.mul(c0, taps)?)?,
                 a_rs: d.c * taps,
@@ -205,12 +287,6 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 m: d.m,
                 n: rows * d.ow,
                 k: cn * taps,
-            };
-            let epi = Epilogue {
-                alpha: 1.0,
-                row_bias: self.io.bias,
-                act: d.act,
-                row_slope: self.io.slope,
             };
             gemm_part(k, self.w, &gm, epi, r_at, first, last)
         };
