@@ -129,10 +129,11 @@ const SUMS_BYTES: i64 = 512 * 1024;
 /// unpacked weights as 6 row streams `C·9` floats apart.
 pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
     let n = d.oh * d.ow;
-    if !applies(d, w) || block_rows(d) != d.oh || d.n < 1 || d.m * n * 4 > SUMS_BYTES {
+    if !applies(d, w) || block_rows(d) != d.oh || d.n < 1 {
         return None;
     }
     chanvec_conv_rows(w, n, d.c * d.kh * d.kw, d.m)
+        .filter(|&mr| (d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES)
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -169,12 +170,14 @@ pub(super) fn scratch<'a, 'c>(
     let (cc, _) = chunks(d, w);
     let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
     let panel = crate::kernels::common::entry_scratch(k, floats, "panel")?;
+    // One slot of `mr` floats per pixel for every panel, the last one's too (it may be
+    // fewer than `mr` rows: its slots are whole vectors).
     let sums = match packed {
-        Some(_) => Some(crate::kernels::common::entry_scratch(
-            k,
-            d.m * d.oh * d.ow,
-            "sums",
-        )?),
+        Some(mr) => {
+            let panels = (d.m + mr - 1) / mr;
+            let floats = panels * mr * d.oh * d.ow;
+            Some(crate::kernels::common::entry_scratch(k, floats, "sums")?)
+        }
         None => None,
     };
     Ok(Scratch { panel, sums })
@@ -367,5 +370,55 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             return Ok(Some(wide));
         }
         Ok(Some(k.every(wide, s, w)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `k`×`k` stride-2 convolution with padding `k / 2` of a `c`×`h`×`h` image into `m`
+    /// channels.
+    fn strided(c: i64, m: i64, h: i64, k: i64) -> Conv {
+        let o = (h + 2 * (k / 2) - k) / 2 + 1;
+        Conv {
+            n: 1,
+            c,
+            h,
+            wi: h,
+            m,
+            groups: 1,
+            kh: k,
+            kw: k,
+            oh: o,
+            ow: o,
+            sh: 2,
+            sw: 2,
+            dh: 1,
+            dw: 1,
+            pt: k / 2,
+            pl: k / 2,
+            act: None,
+        }
+    }
+
+    #[test]
+    fn small_strided_outputs_pack_their_weights_for_the_channel_vectors() {
+        // ResNet's 3×3/2 onto 14×14 and 7×7 (ResNet-50's and ResNet-18's).
+        for (c, m, h) in [(256, 256, 28), (512, 512, 14), (128, 256, 28), (256, 512, 14)] {
+            assert_eq!(packed_rows(&strided(c, m, h, 3), 16), Some(48), "{c}->{m} at {h}");
+        }
+        // Inception v3's 288 → 384 onto 17×17 ("valid": 35 → 17).
+        let mut d = strided(288, 384, 35, 3);
+        (d.pt, d.pl, d.oh, d.ow) = (0, 0, 17, 17);
+        assert_eq!(packed_rows(&d, 16), Some(48));
+        // Onto 28×28 (several pixel blocks, cut by rows), the stem, AVX2's 16 registers,
+        // K below 128, and partial sums past SUMS_BYTES (2048 channels at 14×14) keep
+        // their weights as stored.
+        assert_eq!(packed_rows(&strided(128, 128, 56, 3), 16), None);
+        assert_eq!(packed_rows(&strided(3, 64, 224, 7), 16), None);
+        assert_eq!(packed_rows(&strided(256, 256, 28, 3), 8), None);
+        assert_eq!(packed_rows(&strided(8, 64, 14, 3), 16), None);
+        assert_eq!(packed_rows(&strided(256, 2048, 28, 3), 16), None);
     }
 }

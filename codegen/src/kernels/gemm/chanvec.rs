@@ -108,7 +108,8 @@ pub(crate) fn emit(j: Job) -> R<()> {
 /// [`emit`] as one part of a longer K, for callers that cut K themselves (the packed im2col
 /// panels of `kernels::conv::panel`): K steps `k0 .. k0 + len` of A (panels of `gm.k`
 /// steps), B holding only those rows (step `kk` at row `kk − k0`). The partial sums wait in
-/// `sums` between parts, one slot per channel panel and pixel tile (`gm.m · gm.n` floats):
+/// `sums` between parts, one slot per channel panel and pixel tile (`MR · gm.n` floats per
+/// panel, the last one's too):
 /// `first` starts from zero, `last` applies the epilogue, as in `gemm_part`.
 pub(crate) fn emit_part<'c>(
     j: Job<'_, '_, 'c>,

@@ -93,7 +93,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
 
 /// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
 /// of `gm.k` per panel): the channel-vector tiles on K steps `k0 .. k0 + len`, B holding only
-/// those rows; the partial sums wait in `sums` (`gm.m · gm.n` floats) between parts.
+/// those rows; the partial sums wait in `sums` (`MR · gm.n` floats per panel) between parts.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_packed_part<'a, 'c>(
     k: &K<'a, 'c>,
