@@ -1349,7 +1349,8 @@ fn pointwise_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
 
 #[test]
 fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
-    // A 3×3/2 convolution onto 7×7, 14×14 and 17×17 twice on the same values: `%wa` is
+    // A 3×3/2 convolution onto 7×7, 14×14, 17×17 and 28×28 (blocks of 7 rows cut by rows)
+    // twice on the same values: `%wa` is
     // packed in 48-row channel panels (the channel-vector tiles on the packed im2col
     // panel, partial sums kept between K chunks), `%wb` has a second use and runs the
     // pixel-vector GEMM on the same panel. Same chains, so the same bits, on 0–3 threads.
@@ -1357,6 +1358,7 @@ fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (100, 100, 13, 1, 7, "relu"),
         (96, 96, 28, 1, 14, "relu6"),
         (40, 96, 35, 0, 17, "relu"),
+        (16, 40, 56, 1, 28, "relu"),
     ] {
         packed_and_row_major_weights_agree_bitwise(
             [c, h, h],
@@ -1424,7 +1426,9 @@ fn packed_and_row_major_weights_agree_bitwise(
 /// sums kept between K chunks: 7×7 (7-pixel tiles) with two K chunks and a 4-row tail panel,
 /// with a bias and without, 14×14 with a batch and four chunks, 17×17 (8-pixel tiles and a
 /// 1-pixel tail) in one chunk, 5×5 (25 pixels), a 5-row tail panel below 48 channels;
-/// cut into 48-channel chunks on 0–3 threads (`check`).
+/// cut into 48-channel chunks on 0–3 threads (`check`). Bigger outputs cut by rows run the
+/// same tiles per pixel block: 28×28 in blocks of 7 rows (196 pixels); 26×26 is three
+/// blocks (9, 9 and an 8-row tail block) cut by channel panels.
 #[test]
 fn conv2d_strided_packed_panel_channel_vectors() {
     for (n, c, h, m, pad, act, bias) in [
@@ -1434,6 +1438,8 @@ fn conv2d_strided_packed_panel_channel_vectors() {
         (1, 40, 35, 96, 0, "relu6", true),
         (1, 128, 9, 40, 1, "relu", true),
         (1, 20, 14, 53, 1, "sigmoid", false),
+        (1, 16, 56, 40, 1, "relu", true),
+        (1, 17, 52, 96, 1, "relu", false),
     ] {
         let (operands, consts) = if bias {
             ("%x, %w, %b", vec![("w", vec![m, c, 3, 3]), ("b", vec![m])])

@@ -33,7 +33,9 @@
 //! the memory planner for a buffer that lives only inside one kernel call.
 
 use super::geometry::{Conv, Io};
-use crate::kernels::gemm::{chanvec_conv_rows, gemm_packed_part, gemm_part, Epilogue, Gemm};
+use crate::kernels::gemm::{
+    chanvec_conv_rows, chanvec_rows, gemm_packed_part, gemm_part, Epilogue, Gemm,
+};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 
@@ -120,20 +122,27 @@ pub(super) fn cut_rows(d: &Conv) -> bool {
 const SUMS_BYTES: i64 = 512 * 1024;
 
 /// The panel height the weights of `d` are packed with at compile time (`[M/MR][K][MR]`,
-/// `K = C·KH·KW` in `(c, i, j)` order, the pointwise layers' layout), if they are: `d` runs on
-/// the panel as one pixel block (a small output: ResNet's 3×3/2 onto 14×14 and 7×7,
-/// Inception v3's onto 17×17) whose GEMM the channel-vector tiles take
-/// ([`chanvec_conv_rows`]: 3 vectors of output channels × up to 8 pixels, every lane an
-/// output), with its partial sums within [`SUMS_BYTES`]. On the pixel-vector tiles such a
-/// block (196 = 3·64 + 4 pixels) ended in a 12 × 1 tile with 4 live lanes, and read the
-/// unpacked weights as 6 row streams `C·9` floats apart.
+/// `K = C·KH·KW` in `(c, i, j)` order, the pointwise layers' layout), if they are: `d` is
+/// strided and its pixel blocks are small images whose GEMM the channel-vector tiles take
+/// (3 vectors of output channels × up to 8 pixels, every lane an output): one block cut by
+/// channel panels for the threads ([`chanvec_conv_rows`]: ResNet's 3×3/2 onto 14×14 and
+/// 7×7, Inception v3's onto 17×17), or blocks cut by rows, each running every channel
+/// ([`chanvec_rows`]: ResNet's onto 28×28, blocks of 7 rows), with the partial sums within
+/// [`SUMS_BYTES`]. On the pixel-vector tiles a 196-pixel block (3·64 + 4) ended in a 12 × 1
+/// tile with 4 live lanes, and read the unpacked weights as 6 row streams `C·9` floats
+/// apart. Stride-1 convolutions on the panel (Inception's stem rows, the 5×5 layers) keep
+/// their weights as stored (not measured here).
 pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
-    let n = d.oh * d.ow;
-    if !applies(d, w) || block_rows(d) != d.oh || d.n < 1 {
+    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) {
         return None;
     }
-    chanvec_conv_rows(w, n, d.c * d.kh * d.kw, d.m)
-        .filter(|&mr| (d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES)
+    let n = block_rows(d) * d.ow;
+    let kk = d.c * d.kh * d.kw;
+    let mr = match cut_rows(d) {
+        true => chanvec_rows(w, n, kk),
+        false => chanvec_conv_rows(w, n, kk, d.m),
+    }?;
+    ((d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES).then_some(mr)
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -175,7 +184,7 @@ pub(super) fn scratch<'a, 'c>(
     let sums = match packed {
         Some(mr) => {
             let panels = (d.m + mr - 1) / mr;
-            let floats = panels * mr * d.oh * d.ow;
+            let floats = panels * mr * block_rows(d) * d.ow;
             Some(crate::kernels::common::entry_scratch(k, floats, "sums")?)
         }
         None => None,
@@ -412,13 +421,22 @@ mod tests {
         let mut d = strided(288, 384, 35, 3);
         (d.pt, d.pl, d.oh, d.ow) = (0, 0, 17, 17);
         assert_eq!(packed_rows(&d, 16), Some(48));
-        // Onto 28×28 (several pixel blocks, cut by rows), the stem, AVX2's 16 registers,
-        // K below 128, and partial sums past SUMS_BYTES (2048 channels at 14×14) keep
-        // their weights as stored.
-        assert_eq!(packed_rows(&strided(128, 128, 56, 3), 16), None);
+        // Onto 28×28: blocks of 7 rows (196 pixels) cut by rows, whatever the channels'
+        // panels (ResNet-18's 64 → 128, three panels).
+        assert_eq!(block_rows(&strided(128, 128, 56, 3)), 7);
+        assert_eq!(packed_rows(&strided(128, 128, 56, 3), 16), Some(48));
+        assert_eq!(packed_rows(&strided(64, 128, 56, 3), 16), Some(48));
+        // The stem (blocks of 224 pixels: whole vectors), AVX2's 16 registers, K below 128,
+        // partial sums past SUMS_BYTES (2048 channels at 14×14) and stride 1 keep their
+        // weights as stored.
         assert_eq!(packed_rows(&strided(3, 64, 224, 7), 16), None);
         assert_eq!(packed_rows(&strided(256, 256, 28, 3), 8), None);
         assert_eq!(packed_rows(&strided(8, 64, 14, 3), 16), None);
         assert_eq!(packed_rows(&strided(256, 2048, 28, 3), 16), None);
+        // (A 5×5 stride-1 layer at 14×14 is on the panel, one block.)
+        let mut d = strided(256, 256, 14, 5);
+        (d.sh, d.sw, d.oh, d.ow) = (1, 1, 14, 14);
+        assert!(applies(&d, 16) && !cut_rows(&d));
+        assert_eq!(packed_rows(&d, 16), None);
     }
 }
