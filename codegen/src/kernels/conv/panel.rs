@@ -414,8 +414,17 @@ mod tests {
     #[test]
     fn small_strided_outputs_pack_their_weights_for_the_channel_vectors() {
         // ResNet's 3×3/2 onto 14×14 and 7×7 (ResNet-50's and ResNet-18's).
-        for (c, m, h) in [(256, 256, 28), (512, 512, 14), (128, 256, 28), (256, 512, 14)] {
-            assert_eq!(packed_rows(&strided(c, m, h, 3), 16), Some(48), "{c}->{m} at {h}");
+        for (c, m, h) in [
+            (256, 256, 28),
+            (512, 512, 14),
+            (128, 256, 28),
+            (256, 512, 14),
+        ] {
+            assert_eq!(
+                packed_rows(&strided(c, m, h, 3), 16),
+                Some(48),
+                "{c}->{m} at {h}"
+            );
         }
         // Inception v3's 288 → 384 onto 17×17 ("valid": 35 → 17).
         let mut d = strided(288, 384, 35, 3);
