@@ -21,6 +21,12 @@
 //! order from zero, and only the last chunk adds the bias and applies the activation — the
 //! same instructions per output whatever the pixel blocks or threads.
 //!
+//! Where a pixel block is a small image (ResNet's 3×3/2 onto 28×28, 14×14 and 7×7), the
+//! weights are stored at compile time as the channel-vector tiles' 48-row panels
+//! ([`packed_rows`]) and each K chunk runs on those tiles instead (vectors along output
+//! channels, every lane an output), the partial sums of the whole block kept between chunks
+//! in a second stack buffer; the FMA chain per output is the same.
+//!
 //! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
 //! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
 //! every tile packing the panel for its own channels. Either way each output is the same FMA
@@ -117,7 +123,8 @@ pub(super) fn cut_rows(d: &Conv) -> bool {
 }
 
 /// Bytes of partial sums the channel-vector tiles may keep between K chunks
-/// ([`packed_rows`]): every output of the layer (`M · OH·OW` floats) waits in a stack buffer
+/// ([`packed_rows`]): every output of a pixel block (`M ·` its pixels floats, `M` rounded up
+/// to whole panels) waits in a stack buffer
 /// while the next chunk of the image is packed, so it must stay in L2 beside the panel.
 const SUMS_BYTES: i64 = 512 * 1024;
 
