@@ -58,6 +58,9 @@ const FLAT_GROUPS: i64 = 2;
 const FLAT_VECS: i64 = 2;
 /// Interior output rows per depthwise block ([`Spatial::rows_block`]).
 const DW_ROWS: i64 = 4;
+/// Interior output rows per depthwise block when a row has no block of `NV_DEPTHWISE`
+/// vectors ([`Spatial::rows_block`]).
+const DW_ROWS_NARROW: i64 = 8;
 /// Vectors of output points up to which the other convolutions run flat (the static
 /// row-packed kernel's bound).
 const FLAT_VECTORS: i64 = 100;
@@ -919,21 +922,34 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         },
                         ..img
                     };
-                    let rows = || -> R<()> {
-                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                    // Depthwise: blocks of `n` interior rows, then the rest alone.
+                    let interior = |n: i64| -> R<()> {
                         let from = if img.taps.is_some() {
-                            // Depthwise: blocks of `DW_ROWS` interior rows, then the rest alone.
-                            let n = d.sub(self.r1, self.r0)?;
-                            let n = llvm(k.b.build_int_signed_div(n, k.c(DW_ROWS), "blocks"))?;
-                            let end = k.add(self.r0, k.mul(n, DW_ROWS)?)?;
-                            d.loop_step(self.r0, end, DW_ROWS, &mut |oy| {
-                                self.rows_block(&img, oy)
+                            let q = d.sub(self.r1, self.r0)?;
+                            let q = llvm(k.b.build_int_signed_div(q, k.c(n), "blocks"))?;
+                            let end = k.add(self.r0, k.mul(q, n)?)?;
+                            d.loop_step(self.r0, end, n, &mut |oy| {
+                                self.rows_block(&img, oy, n)
                             })?;
                             end
                         } else {
                             self.r0
                         };
-                        d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
+                        d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))
+                    };
+                    let rows = || -> R<()> {
+                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                        if img.taps.is_some() {
+                            // Rows without blocks of `NV_DEPTHWISE` vectors (up to about 5
+                            // vectors wide) in taller blocks: more independent chains per
+                            // column position.
+                            let narrow = d.icmp(IntPredicate::EQ, self.big, self.lead)?;
+                            k.if_else(narrow, &mut |yes| {
+                                interior(if yes { DW_ROWS_NARROW } else { DW_ROWS })
+                            })?;
+                        } else {
+                            interior(1)?;
+                        }
                         d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
                     };
                     match flat {
@@ -1393,11 +1409,11 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     /// group): at each masked or single-vector column position one tile of a vector in each
     /// row, `DW_ROWS` independent chains (a row alone has one FMA chain there, latency-bound
     /// on narrow planes); the blocks of `NV_DEPTHWISE` vectors row by row as [`Spatial::row`].
-    fn rows_block(&self, img: &Img<'c>, oy0: IntValue<'c>) -> R<()> {
+    fn rows_block(&self, img: &Img<'c>, oy0: IntValue<'c>, nrows: i64) -> R<()> {
         let (d, geo, w) = (self.d, self.geo, self.w);
         let k = &d.k;
         let wl = w as i64;
-        let rows: Vec<(Vec<TapRow<'c>>, IntValue<'c>)> = (0..DW_ROWS)
+        let rows: Vec<(Vec<TapRow<'c>>, IntValue<'c>)> = (0..nrows)
             .map(|r| {
                 let oy = k.add(oy0, k.c(r))?;
                 let taps = (0..geo.kh)
