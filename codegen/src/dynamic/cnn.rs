@@ -939,16 +939,18 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                     };
                     let rows = || -> R<()> {
                         d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
-                        if img.taps.is_some() {
+                        if img.taps.is_some() && geo.sh == 1 {
                             // Rows without blocks of `NV_DEPTHWISE` vectors (up to about 5
                             // vectors wide) in taller blocks: more independent chains per
-                            // column position.
+                            // column position, and with unit row strides 8 rows read 10 input
+                            // rows (4 rows read 6). With stride 2, 8 rows read 17 input
+                            // rows and were slower than 4 (session 20).
                             let narrow = d.icmp(IntPredicate::EQ, self.big, self.lead)?;
                             k.if_else(narrow, &mut |yes| {
                                 interior(if yes { DW_ROWS_NARROW } else { DW_ROWS })
                             })?;
                         } else {
-                            interior(1)?;
+                            interior(DW_ROWS)?;
                         }
                         d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
                     };
