@@ -284,6 +284,18 @@ pub(super) fn global_avg_pool<'a, 'c>(
 }
 
 /// The output channels of the flat dense kernel's tile ([`Spatial::flat_dense`]).
+/// Output channels per tile of the dense kernel's rows: 8 with 32 vector registers when
+/// they divide a group's channels (16 accumulators; MobileNet v2's 32-channel stem is then 4
+/// tiles, not 5 and a 2-channel one, each tap's input vectors loaded for 8 channels), else
+/// `MR`.
+fn dense_mr(w: u32, mg: i64) -> i64 {
+    if vector_registers(w) >= 32 && mg % 8 == 0 {
+        8
+    } else {
+        MR
+    }
+}
+
 fn flat_mr(w: u32) -> i64 {
     if vector_registers(w) >= 32 {
         8
@@ -420,9 +432,9 @@ pub(super) fn conv2d<'a, 'c>(
     } else if pointwise {
         wide(g.width).0
     } else if sh == 1 && sw == 1 && kh * kw <= 49 {
-        lcm(MR, flat_mr(g.width))
+        lcm(dense_mr(g.width, m / groups), flat_mr(g.width))
     } else {
-        MR
+        dense_mr(g.width, m / groups)
     };
     let units = if groups > 1 { groups } else { m };
     let cg = ci / groups;
@@ -1521,7 +1533,11 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         nv: u32,
         masked: bool,
     ) -> R<()> {
-        let mr = if self.depthwise { 1 } else { MR };
+        let mr = if self.depthwise {
+            1
+        } else {
+            dense_mr(self.w, self.geo.mg())
+        };
         let masks = if masked {
             Some(self.masks(rows, ox0)?)
         } else {
