@@ -12,7 +12,8 @@
 //! the output channels at the pixel counts where the static compile does, on 1–3 threads;
 //! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row;
 //! `tests/dynamic/depthwise_flat.tir`, flat depthwise planes in blocks of two groups and two
-//! vectors; `tests/dynamic/depthwise_rows.tir`, interior depthwise rows in blocks of 8 and 4.
+//! vectors; `tests/dynamic/depthwise_rows.tir`, interior depthwise rows in blocks of 8 and 4;
+//! `tests/dynamic/dense_tiles.tir`, dense convolutions in tiles of 8 output channels.
 
 mod common;
 
@@ -29,6 +30,7 @@ const CHANVEC: &str = "tests/dynamic/pointwise_chanvec.tir";
 const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
 const FLAT: &str = "tests/dynamic/depthwise_flat.tir";
 const ROWS: &str = "tests/dynamic/depthwise_rows.tir";
+const DENSE: &str = "tests/dynamic/dense_tiles.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -353,6 +355,31 @@ fn depthwise_row_blocks_of_eight_and_four_match_the_static_compile() {
         (40, 150),
     ] {
         check_threads(&dir, &ROWS_CASE, rows_exe(), &["b.npy", "c.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn dense_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(DENSE, &EXE)
+}
+
+const DENSE_CASE: Case = Case {
+    model: DENSE,
+    input: "x",
+    channels: 4,
+    interpret: true,
+};
+
+/// Dense convolutions in tiles of 8 output channels: a 2×2 image (one pixel after the stride,
+/// every tap of the next convolution masked but its centre),
+/// small planes (the unit-stride one flat), large ones (rows; masked column ends at widths
+/// off the vector), on 1–3 threads.
+#[test]
+fn dense_tiles_of_eight_channels_match_the_static_compile() {
+    let dir = scratch("dense");
+    for (h, w) in [(2, 2), (5, 7), (12, 12), (30, 41), (64, 70)] {
+        check_threads(&dir, &DENSE_CASE, dense_exe(), &["b.npy", "c.npy"], h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -283,11 +283,11 @@ pub(super) fn global_avg_pool<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
-/// The output channels of the flat dense kernel's tile ([`Spatial::flat_dense`]).
-/// Output channels per tile of the dense kernel's rows: 8 with 32 vector registers when
-/// they divide a group's channels (16 accumulators; MobileNet v2's 32-channel stem is then 4
-/// tiles, not 5 and a 2-channel one, each tap's input vectors loaded for 8 channels), else
-/// `MR`.
+/// Output channels per tile of the dense kernel's rows ([`Spatial::tile`]): 8 with 32
+/// vector registers when they divide a group's channels (16 accumulators; MobileNet v2's
+/// 32-channel stem is then 4 tiles, not 5 and a 2-channel one, each tap's input vectors
+/// loaded for 8 channels instead of 6: its stem alone 0.112 against 0.123 ms, static 0.105,
+/// at 224, session 20), else `MR`. Each output's chain is the same whatever the tile.
 fn dense_mr(w: u32, mg: i64) -> i64 {
     if vector_registers(w) >= 32 && mg % 8 == 0 {
         8
@@ -296,6 +296,7 @@ fn dense_mr(w: u32, mg: i64) -> i64 {
     }
 }
 
+/// The output channels of the flat dense kernel's tile ([`Spatial::flat_dense`]).
 fn flat_mr(w: u32) -> i64 {
     if vector_registers(w) >= 32 {
         8
@@ -940,9 +941,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                             let q = d.sub(self.r1, self.r0)?;
                             let q = llvm(k.b.build_int_signed_div(q, k.c(n), "blocks"))?;
                             let end = k.add(self.r0, k.mul(q, n)?)?;
-                            d.loop_step(self.r0, end, n, &mut |oy| {
-                                self.rows_block(&img, oy, n)
-                            })?;
+                            d.loop_step(self.r0, end, n, &mut |oy| self.rows_block(&img, oy, n))?;
                             end
                         } else {
                             self.r0
@@ -952,11 +951,12 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                     let rows = || -> R<()> {
                         d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
                         if img.taps.is_some() && geo.sh == 1 {
-                            // Rows without blocks of `NV_DEPTHWISE` vectors (up to about 5
-                            // vectors wide) in taller blocks: more independent chains per
-                            // column position, and with unit row strides 8 rows read 10 input
-                            // rows (4 rows read 6). With stride 2, 8 rows read 17 input
-                            // rows and were slower than 4 (session 20).
+                            // Rows without blocks of `NV_DEPTHWISE` vectors (a 3×3 "same"
+                            // row of at most 80 outputs at 16 lanes) in taller blocks: more
+                            // independent chains per column position, and with unit row
+                            // strides 8 rows read 10 input rows (4 rows read 6). With stride
+                            // 2, 8 rows read 17 input rows and were slower than 4; rows with
+                            // blocks were slower in blocks of 8 (session 20, docs/codegen.md).
                             let narrow = d.icmp(IntPredicate::EQ, self.big, self.lead)?;
                             k.if_else(narrow, &mut |yes| {
                                 interior(if yes { DW_ROWS_NARROW } else { DW_ROWS })
@@ -1419,9 +1419,9 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         masked(single)
     }
 
-    /// `DW_ROWS` interior output rows from `oy0` of a depthwise plane (one output channel per
+    /// `nrows` interior output rows from `oy0` of a depthwise plane (one output channel per
     /// group): at each masked or single-vector column position one tile of a vector in each
-    /// row, `DW_ROWS` independent chains (a row alone has one FMA chain there, latency-bound
+    /// row, `nrows` independent chains (a row alone has one FMA chain there, latency-bound
     /// on narrow planes); the blocks of `NV_DEPTHWISE` vectors row by row as [`Spatial::row`].
     fn rows_block(&self, img: &Img<'c>, oy0: IntValue<'c>, nrows: i64) -> R<()> {
         let (d, geo, w) = (self.d, self.geo, self.w);
