@@ -559,6 +559,11 @@ fn window_max<'c>(
     store: &dyn Fn(VectorValue<'c>) -> R<()>,
 ) -> R<()> {
     let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+    if rows.is_empty() {
+        // A window with no cell in the plane (an empty input under padding): the reference's
+        // start value, −∞.
+        return store(ninf);
+    }
     let max = |exact: bool| -> R<VectorValue<'c>> {
         let maxima = rows
             .iter()
@@ -604,8 +609,10 @@ fn tree<'c>(
     v: &[VectorValue<'c>],
     op: &dyn Fn(VectorValue<'c>, VectorValue<'c>) -> R<VectorValue<'c>>,
 ) -> R<VectorValue<'c>> {
-    if v.len() == 1 {
-        return Ok(v[0]);
+    match v {
+        [] => return Err(crate::CodegenError::Llvm("a max over no taps".into())),
+        [x] => return Ok(*x),
+        _ => {}
     }
     let (a, b) = v.split_at(v.len() / 2);
     op(tree(a, op)?, tree(b, op)?)
