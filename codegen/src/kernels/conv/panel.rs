@@ -135,8 +135,7 @@ fn in_place(d: &Conv) -> bool {
 /// KW − 1` columns, rounded up to whole vectors so every copied row starts aligned.
 fn in_place_stride(d: &Conv, w: u32) -> i64 {
     let wl = w as i64;
-    let _ = wl;
-    d.ow
+    (d.ow + d.kw - 1 + wl - 1) / wl * wl
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -148,7 +147,7 @@ fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
 /// Floats one input channel fills in the panel of a block of `rows` output rows.
 fn channel_floats(d: &Conv, w: u32, rows: i64) -> i64 {
     if in_place(d) {
-        d.kw * (rows + d.kh - 1) * in_place_stride(d, w)
+        (rows + d.kh - 1) * in_place_stride(d, w)
     } else {
         d.kh * d.kw * row_stride(d, w, rows)
     }
@@ -277,29 +276,34 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         let stride = in_place_stride(d, w);
         let copied = rows + d.kh - 1;
         self.copy_rows(c0, cn, oy0, copied, stride)?;
-        // Tap `(i, j)` of output row `dy` is row `dy + i` of the copy shifted by `j`.
-        let offsets: Vec<i64> = (0..taps)
-            .map(|t| (t % d.kw * copied + t / d.kw) * stride)
-            .collect();
+        // Tap `(i, j)` of output row `dy` is the copy's row `dy + i`, column `j`.
+        let offsets: Vec<i64> = (0..taps).map(|t| t / d.kw * stride + t % d.kw).collect();
         let epi = Epilogue {
             alpha: 1.0,
             row_bias: self.io.bias,
             act: d.act,
             row_slope: self.io.slope,
         };
-        let gm = Gemm {
-            a: k.gep(self.io.w, k.mul(c0, taps)?)?,
-            a_rs: d.c * taps,
-            a_cs: 1,
-            b: self.panel,
-            b_rs: d.kw * copied * stride,
-            c: c_at,
-            c_rs: d.oh * d.ow,
-            m: d.m,
-            n: rows * d.ow,
-            k: cn * taps,
-        };
-        gemm_part_taps(k, w, &gm, Some(&offsets), epi, r_at, ends)
+        k.loop_(0, rows, &mut |dy| {
+            let px = k.mul(dy, d.ow)?;
+            let gm = Gemm {
+                a: k.gep(self.io.w, k.mul(c0, taps)?)?,
+                a_rs: d.c * taps,
+                a_cs: 1,
+                b: k.gep(self.panel, k.mul(dy, stride)?)?,
+                b_rs: copied * stride,
+                c: k.gep(c_at, px)?,
+                c_rs: d.oh * d.ow,
+                m: d.m,
+                n: d.ow,
+                k: cn * taps,
+            };
+            let res = match r_at {
+                Some(p) => Some(k.gep(p, px)?),
+                None => None,
+            };
+            gemm_part_taps(k, w, &gm, Some(&offsets), epi, res, ends)
+        })
     }
 
     /// Copies input rows `oy0 − pt .. oy0 − pt + copied` of channels `c0 .. c0 + cn` into the
@@ -315,33 +319,27 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     ) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
+        let width = d.ow + d.kw - 1;
         let zero = k.vty(w).const_zero();
         k.loop_(0, cn, &mut |c| {
             let xc = k.mul(k.add(c0, c)?, d.h * d.wi)?;
-            let row_c = k.mul(c, d.kw * copied)?;
+            let row_c = k.mul(c, copied)?;
             let iy0 = k.add(oy0, k.c(-d.pt))?;
             k.loop_(0, copied, &mut |q| {
                 let iy = k.add(iy0, q)?;
                 let inside = k.in_range(iy, 0, d.h)?;
                 let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
-                for j in 0..d.kw {
-                    let prow = k.mul(k.add(row_c, k.add(k.c(j * copied), q)?)?, stride)?;
-                    for v in 0..(d.ow + wl - 1) / wl {
-                        // Column `v·W + l` is kernel column `j`'s tap of output column `v·W +
-                        // l` (lanes past the row read zero).
-                        let lanes = (d.ow - v * wl).min(wl);
-                        let val = match self.tap(xrow, j, v, lanes)? {
-                            Some(vec) => llvm(k.b.build_select(inside, vec, zero, "pad"))?
-                                .into_vector_value(),
-                            None => zero,
-                        };
-                        let at = k.add(prow, k.c(v * wl))?;
-                        if lanes == wl {
-                            k.stv(self.panel, at, val)?;
-                        } else {
-                            k.stv_masked(self.panel, at, val, lanes as u32)?;
-                        }
-                    }
+                let prow = k.mul(k.add(row_c, q)?, stride)?;
+                for v in 0..(width + wl - 1) / wl {
+                    // Column `v·W + l` is the input's `v·W + l − pl`: kernel column 0's tap
+                    // of output column `v·W + l` (lanes past the padded row read zero).
+                    let lanes = (width - v * wl).min(wl);
+                    let val = match self.tap(xrow, 0, v, lanes)? {
+                        Some(vec) => llvm(k.b.build_select(inside, vec, zero, "pad"))?
+                            .into_vector_value(),
+                        None => zero,
+                    };
+                    k.stv(self.panel, k.add(prow, k.c(v * wl))?, val)?;
                 }
                 Ok(())
             })
