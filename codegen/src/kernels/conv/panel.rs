@@ -33,7 +33,7 @@
 //! the memory planner for a buffer that lives only inside one kernel call.
 
 use super::geometry::{Conv, Io};
-use crate::kernels::gemm::{gemm_part, gemm_part_taps, Epilogue, Gemm};
+use crate::kernels::gemm::{gemm_part, Epilogue, Gemm};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 
@@ -114,48 +114,15 @@ pub(super) fn cut_rows(d: &Conv) -> bool {
     (d.oh + r - 1) / r >= MIN_ROW_CUT
 }
 
-/// Narrowest output row whose stride-1 blocks read the taps in place ([`in_place`]).
-const IN_PLACE_OW: i64 = 128;
-
-/// Whether the block's taps are read in place from one copy of its input rows instead of
-/// one shifted copy per tap: unit strides and dilations, rows of at least [`IN_PLACE_OW`].
-/// The block's `rows + KH − 1` input rows of each channel are copied once, padding included
-/// (`OW + KW − 1` columns), and tap `(c, i, j)` of output row `dy` is that copy at row
-/// `dy + i`, column `j` ([`crate::kernels::gemm::gemm_part_taps`]), one GEMM per output
-/// row of `OW` columns. Inception v3's 32→32 and 32→64 3×3 stems at 147² spent ~20% and
-/// ~11% of their time (`perf`) in the per-tap copies (18 row copies per channel for a
-/// 2-row block, here 4); a per-row GEMM runs ⌈147/16⌉·16 = 160 lanes for 147 columns
-/// where the whole block's ran 304 for 294, so narrower rows (the 71² stem: 80 for 71)
-/// keep the per-tap copies.
-fn in_place(d: &Conv) -> bool {
-    d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1 && d.ow >= IN_PLACE_OW
-}
-
-/// The row stride of an in-place block's copy ([`in_place`]): the padded input row, `OW +
-/// KW − 1` columns, rounded up to whole vectors so every copied row starts aligned.
-fn in_place_stride(d: &Conv, w: u32) -> i64 {
-    let wl = w as i64;
-    (d.ow + d.kw - 1 + wl - 1) / wl * wl
-}
-
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
 fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
     let wl = w as i64;
     (rows * d.ow + wl - 1) / wl * wl
 }
 
-/// Floats one input channel fills in the panel of a block of `rows` output rows.
-fn channel_floats(d: &Conv, w: u32, rows: i64) -> i64 {
-    if in_place(d) {
-        (rows + d.kh - 1) * in_place_stride(d, w)
-    } else {
-        d.kh * d.kw * row_stride(d, w, rows)
-    }
-}
-
 /// Input channels per K chunk (balanced: equal chunks but the last) and the chunk count.
 fn chunks(d: &Conv, w: u32) -> (i64, i64) {
-    let per_channel = channel_floats(d, w, block_rows(d)) * 4;
+    let per_channel = d.kh * d.kw * row_stride(d, w, block_rows(d)) * 4;
     let most = (PANEL_BYTES / per_channel).max(1);
     let count = (d.c + most - 1) / most;
     ((d.c + count - 1) / count, count)
@@ -166,7 +133,7 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 /// Its size depends on the shape only (not on `d.m`: a channel tile packs the same panel).
 pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue<'c>> {
     let (cc, _) = chunks(d, w);
-    let floats = cc * channel_floats(d, w, block_rows(d));
+    let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
     crate::kernels::common::entry_scratch(k, floats, "panel")
 }
 
@@ -226,9 +193,6 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             None => None,
         };
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
-            if in_place(d) {
-                return self.in_place(c0, cn, oy0, rows, (c_at, r_at), (first, last));
-            }
             self.pack(c0, cn, oy0, rows, np)?;
             let gm = Gemm {
                 a: k.gep(self.io.w, k.mul(c0, taps)?)?,
@@ -257,93 +221,6 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         chunk(k.c(0), cc, true, false)?;
         k.loop_step(cc, last, cc, &mut |c0| chunk(c0, cc, false, false))?;
         chunk(k.c(last), d.c - last, false, true)
-    }
-
-    /// The K chunk of input channels `c0 .. c0 + cn` for output rows `oy0 .. oy0 + rows`
-    /// ([`in_place`]): their input rows copied once, then one GEMM per output row reading
-    /// the taps in place. `c_at`, `r_at`: the output and residual at the block's first pixel.
-    fn in_place(
-        &self,
-        c0: IntValue<'c>,
-        cn: i64,
-        oy0: IntValue<'c>,
-        rows: i64,
-        (c_at, r_at): (PointerValue<'c>, Option<PointerValue<'c>>),
-        ends: (bool, bool),
-    ) -> R<()> {
-        let (k, d, w) = (self.k, self.d, self.w);
-        let taps = d.kh * d.kw;
-        let stride = in_place_stride(d, w);
-        let copied = rows + d.kh - 1;
-        self.copy_rows(c0, cn, oy0, copied, stride)?;
-        // Tap `(i, j)` of output row `dy` is the copy's row `dy + i`, column `j`.
-        let offsets: Vec<i64> = (0..taps).map(|t| t / d.kw * stride + t % d.kw).collect();
-        let epi = Epilogue {
-            alpha: 1.0,
-            row_bias: self.io.bias,
-            act: d.act,
-            row_slope: self.io.slope,
-        };
-        k.loop_(0, rows, &mut |dy| {
-            let px = k.mul(dy, d.ow)?;
-            let gm = Gemm {
-                a: k.gep(self.io.w, k.mul(c0, taps)?)?,
-                a_rs: d.c * taps,
-                a_cs: 1,
-                b: k.gep(self.panel, k.mul(dy, stride)?)?,
-                b_rs: copied * stride,
-                c: k.gep(c_at, px)?,
-                c_rs: d.oh * d.ow,
-                m: d.m,
-                n: d.ow,
-                k: cn * taps,
-            };
-            let res = match r_at {
-                Some(p) => Some(k.gep(p, px)?),
-                None => None,
-            };
-            gemm_part_taps(k, w, &gm, Some(&offsets), epi, res, ends)
-        })
-    }
-
-    /// Copies input rows `oy0 − pt .. oy0 − pt + copied` of channels `c0 .. c0 + cn` into the
-    /// panel, channel `c` row `q` at `(c·copied + q)·stride`, column `x` holding input
-    /// column `x − pl` (zero in the padding, and rows outside the image all zero).
-    fn copy_rows(
-        &self,
-        c0: IntValue<'c>,
-        cn: i64,
-        oy0: IntValue<'c>,
-        copied: i64,
-        stride: i64,
-    ) -> R<()> {
-        let (k, d, w) = (self.k, self.d, self.w);
-        let wl = w as i64;
-        let width = d.ow + d.kw - 1;
-        let zero = k.vty(w).const_zero();
-        k.loop_(0, cn, &mut |c| {
-            let xc = k.mul(k.add(c0, c)?, d.h * d.wi)?;
-            let row_c = k.mul(c, copied)?;
-            let iy0 = k.add(oy0, k.c(-d.pt))?;
-            k.loop_(0, copied, &mut |q| {
-                let iy = k.add(iy0, q)?;
-                let inside = k.in_range(iy, 0, d.h)?;
-                let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
-                let prow = k.mul(k.add(row_c, q)?, stride)?;
-                for v in 0..(width + wl - 1) / wl {
-                    // Column `v·W + l` is the input's `v·W + l − pl`: kernel column 0's tap
-                    // of output column `v·W + l` (lanes past the padded row read zero).
-                    let lanes = (width - v * wl).min(wl);
-                    let val = match self.tap(xrow, 0, v, lanes)? {
-                        Some(vec) => llvm(k.b.build_select(inside, vec, zero, "pad"))?
-                            .into_vector_value(),
-                        None => zero,
-                    };
-                    k.stv(self.panel, k.add(prow, k.c(v * wl))?, val)?;
-                }
-                Ok(())
-            })
-        })
     }
 
     /// Packs input channels `c0 .. c0 + cn` for output rows `oy0 .. oy0 + rows`: panel row
