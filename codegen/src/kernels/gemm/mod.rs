@@ -53,9 +53,9 @@ pub(crate) fn gemm_residual<'a, 'c>(
         return Ok(());
     }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv::emit(Job { k, w, gm, epi, res });
+        return gemv::emit(Job { k, w, gm, epi, res, taps: None });
     }
-    tile::emit(Job { k, w, gm, epi, res })
+    tile::emit(Job { k, w, gm, epi, res, taps: None })
 }
 
 /// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
@@ -75,7 +75,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
         return Ok(());
     }
     if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
-        return chanvec::emit(Job { k, w, gm, epi, res });
+        return chanvec::emit(Job { k, w, gm, epi, res, taps: None });
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {
@@ -88,7 +88,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
             ),
         });
     }
-    tile::emit_packed(Job { k, w, gm, epi, res })
+    tile::emit_packed(Job { k, w, gm, epi, res, taps: None })
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
@@ -105,8 +105,25 @@ pub(crate) fn gemm_part<'a, 'c>(
     first: bool,
     last: bool,
 ) -> R<()> {
+    gemm_part_taps(k, w, gm, None, epi, res, (first, last))
+}
+
+/// [`gemm_part`] whose B rows come in groups of `taps.len()` (the taps of one input channel
+/// read in place from a copy of its input rows: `conv::panel`'s stride-1 blocks): B row
+/// `kk = c·T + t` at `c·gm.b_rs + taps[t]`, `gm.k` a multiple of `T`. The K loop runs over
+/// the groups with the taps unrolled and K blocks are cut at whole groups, so each output is
+/// still one FMA chain in `kk` order. `None`: rows `gm.b_rs` apart ([`gemm_part`]).
+pub(crate) fn gemm_part_taps<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    taps: Option<&[i64]>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    (first, last): (bool, bool),
+) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    tile::emit_part(Job { k, w, gm, epi, res }, first, last)
+    tile::emit_part(Job { k, w, gm, epi, res, taps }, first, last)
 }

@@ -32,6 +32,9 @@ pub(crate) struct Gemm<'c> {
 
 /// One GEMM being emitted: the builder, the vector width, what to multiply, the epilogue and
 /// the residual added in it (laid out as C) — what every tile shape hands down to its tiles.
+/// `taps`: B's rows are not `b_rs` apart but come in groups of `taps.len()` (the taps of one
+/// input channel of a stride-1 convolution, read in place from one copy of its input rows,
+/// [`super::gemm_part_taps`]): row `(c, t)`, `kk = c·T + t`, at `c·b_rs + taps[t]`.
 #[derive(Clone, Copy)]
 pub(super) struct Job<'x, 'a, 'c> {
     pub k: &'x K<'a, 'c>,
@@ -39,6 +42,7 @@ pub(super) struct Job<'x, 'a, 'c> {
     pub gm: &'x Gemm<'c>,
     pub epi: Epilogue<'c>,
     pub res: Option<PointerValue<'c>>,
+    pub taps: Option<&'x [i64]>,
 }
 
 /// Tiles of `step` over `0..n` as a loop from 0, then one tile of the `n mod step` left
