@@ -413,8 +413,9 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                     // of output column `v·W + l` (lanes past the padded row not stored).
                     let lanes = (wp - v * wl).min(wl);
                     let val = match self.tap(xrow, 0, v, lanes)? {
-                        Some(vec) => llvm(k.b.build_select(inside, vec, zero, "pad"))?
-                            .into_vector_value(),
+                        Some(vec) => {
+                            llvm(k.b.build_select(inside, vec, zero, "pad"))?.into_vector_value()
+                        }
                         None => zero,
                     };
                     let at = k.add(prow, k.c(v * wl))?;
@@ -497,5 +498,50 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             return Ok(Some(wide));
         }
         Ok(Some(k.every(wide, s, w)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv(c: i64, m: i64, hw: i64, k: i64, s: i64) -> Conv {
+        let o = (hw + 2 * (k / 2) - k) / s + 1;
+        Conv {
+            n: 1,
+            c,
+            h: hw,
+            wi: hw,
+            m,
+            groups: 1,
+            kh: k,
+            kw: k,
+            oh: o,
+            ow: o,
+            sh: s,
+            sw: s,
+            dh: 1,
+            dw: 1,
+            pt: k / 2,
+            pl: k / 2,
+            act: None,
+        }
+    }
+
+    #[test]
+    fn inception_stems_at_147_read_their_taps_in_place() {
+        // The 32→32 and 32→64 3×3/1 stems: 32 channels of 4 padded rows of 149 floats (76
+        // KiB) in one chunk, the sums of 64 channels beside them.
+        for m in [32, 64] {
+            let d = conv(32, m, 147, 3, 1);
+            assert!(applies(&d, 16) && in_place(&d));
+            assert_eq!(chunks(&d, 16), (32, 1));
+            assert_eq!(in_place_cols(&d, block_rows(&d)), 2 * 149 - 2);
+        }
+        // The 71-wide 80→192 stem keeps the per-tap copies (measured slower in place), as do
+        // strided layers and inputs whose copy would not fit one chunk.
+        assert!(!in_place(&conv(80, 192, 71, 3, 1)));
+        assert!(!in_place(&conv(32, 32, 299, 3, 2)));
+        assert!(!in_place(&conv(90, 32, 147, 3, 1)));
     }
 }

@@ -53,9 +53,23 @@ pub(crate) fn gemm_residual<'a, 'c>(
         return Ok(());
     }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv::emit(Job { k, w, gm, epi, res, taps: None });
+        return gemv::emit(Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        });
     }
-    tile::emit(Job { k, w, gm, epi, res, taps: None })
+    tile::emit(Job {
+        k,
+        w,
+        gm,
+        epi,
+        res,
+        taps: None,
+    })
 }
 
 /// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
@@ -75,7 +89,14 @@ pub(crate) fn gemm_packed<'a, 'c>(
         return Ok(());
     }
     if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
-        return chanvec::emit(Job { k, w, gm, epi, res, taps: None });
+        return chanvec::emit(Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        });
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {
@@ -88,7 +109,14 @@ pub(crate) fn gemm_packed<'a, 'c>(
             ),
         });
     }
-    tile::emit_packed(Job { k, w, gm, epi, res, taps: None })
+    tile::emit_packed(Job {
+        k,
+        w,
+        gm,
+        epi,
+        res,
+        taps: None,
+    })
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
@@ -125,5 +153,16 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    tile::emit_part(Job { k, w, gm, epi, res, taps }, first, last)
+    tile::emit_part(
+        Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps,
+        },
+        first,
+        last,
+    )
 }
