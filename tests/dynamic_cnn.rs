@@ -12,7 +12,8 @@
 //! the output channels at the pixel counts where the static compile does, on 1–3 threads;
 //! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row;
 //! `tests/dynamic/depthwise_flat.tir`, flat depthwise planes in blocks of two groups and two
-//! vectors.
+//! vectors; `tests/dynamic/depthwise_rows.tir`, interior depthwise rows in blocks of 8 and 4;
+//! `tests/dynamic/dense_tiles.tir`, dense convolutions in tiles of 8 output channels.
 
 mod common;
 
@@ -28,6 +29,8 @@ const PANELS: &str = "tests/dynamic/pointwise_panels.tir";
 const CHANVEC: &str = "tests/dynamic/pointwise_chanvec.tir";
 const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
 const FLAT: &str = "tests/dynamic/depthwise_flat.tir";
+const ROWS: &str = "tests/dynamic/depthwise_rows.tir";
+const DENSE: &str = "tests/dynamic/dense_tiles.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -318,6 +321,65 @@ fn flat_depthwise_blocks_of_two_vectors_match_the_static_compile() {
     let dir = scratch("flat");
     for (h, w) in [(1, 1), (3, 5), (4, 8), (5, 7), (6, 8), (16, 16), (17, 15)] {
         check_threads(&dir, &FLAT_CASE, flat_exe(), &["b.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn rows_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(ROWS, &EXE)
+}
+
+const ROWS_CASE: Case = Case {
+    model: ROWS,
+    input: "x",
+    channels: 5,
+    interpret: true,
+};
+
+/// Interior depthwise rows in blocks: at 16 lanes, rows of 20, 30, 33 and 80 outputs have no
+/// block of 4 whole vectors and go 8 rows at a time (16 interior rows: two blocks; 19: two
+/// and 3 alone; 11: one and 3; 8: one), rows of 81 and 100 go 4 at a time (12 rows: three
+/// blocks; 9: two and one alone), and 40×150 both ways in its three convolutions; on 1–3
+/// threads.
+#[test]
+fn depthwise_row_blocks_of_eight_and_four_match_the_static_compile() {
+    let dir = scratch("rows");
+    for (h, w) in [
+        (18, 20),
+        (21, 33),
+        (13, 80),
+        (10, 30),
+        (14, 81),
+        (11, 100),
+        (40, 150),
+    ] {
+        check_threads(&dir, &ROWS_CASE, rows_exe(), &["b.npy", "c.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn dense_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(DENSE, &EXE)
+}
+
+const DENSE_CASE: Case = Case {
+    model: DENSE,
+    input: "x",
+    channels: 4,
+    interpret: true,
+};
+
+/// Dense convolutions in tiles of 8 output channels: a 2×2 image (one pixel after the stride,
+/// every tap of the next convolution masked but its centre),
+/// small planes (the unit-stride one flat), large ones (rows; masked column ends at widths
+/// off the vector), on 1–3 threads.
+#[test]
+fn dense_tiles_of_eight_channels_match_the_static_compile() {
+    let dir = scratch("dense");
+    for (h, w) in [(2, 2), (5, 7), (12, 12), (30, 41), (64, 70)] {
+        check_threads(&dir, &DENSE_CASE, dense_exe(), &["b.npy", "c.npy"], h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -287,6 +287,17 @@ fn packed_panels() {
         "relu6",
     );
     check(&[1, 64, 32, 32], &[32, 64, 3, 3], 2, 1, [1; 4], 1, "relu");
+    // Onto 7×7 with K = 900 (two chunks): weights packed in 48-row channel panels (a 4-row
+    // tail), the channel-vector tiles reading the residual lane by lane in the last chunk.
+    check(
+        &[1, 100, 13, 13],
+        &[100, 100, 3, 3],
+        2,
+        1,
+        [1; 4],
+        1,
+        "relu",
+    );
     // A stride-1 layer on 147-wide rows reads its taps in place and adds the residual when
     // its sums are copied out (70 channels: a group of 64 and a tail of 6).
     check(&[1, 4, 9, 147], &[70, 4, 3, 3], 1, 1, [1; 4], 1, "relu");

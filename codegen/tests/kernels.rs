@@ -1404,44 +1404,121 @@ fn pointwise_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (130, 190, 17, "relu"),
         (192, 100, 8, "relu"),
     ] {
-        let x = t(&[1, c, hw, hw]);
-        let o = t(&[1, m, hw, hw]);
-        let text = format!(
-            "module @k {{\n  func @main(%x: {x}, %y: {y}) -> ({o}, {o}, {wide}) {{\n    %wa = const {{name = \"wa\"}} : {wt}\n    %wb = const {{name = \"wb\"}} : {wt}\n    %ba = const {{name = \"ba\"}} : {bt}\n    %bb = const {{name = \"bb\"}} : {bt}\n    %a = conv2d(%x, %wa, %ba) {{activation = {act}}} : {o}\n    %b = conv2d(%x, %wb, %bb) {{activation = {act}}} : {o}\n    %d = conv2d(%y, %wb) : {wide}\n    return %a, %b, %d\n  }}\n}}\n",
-            y = t(&[1, c, 10, 10]),
-            wide = t(&[1, m, 10, 10]),
-            wt = t(&[m, c, 1, 1]),
-            bt = t(&[m]),
+        packed_and_row_major_weights_agree_bitwise(
+            [c, hw, hw],
+            [m, 1],
+            &format!("activation = {act}"),
+            [hw, hw],
         );
-        let module = tir_ir::parse_and_verify(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
-        let func = module.entry().expect("entry");
-        let mut weights = Weights::generate(&module, 7).expect("weights");
-        let wa = weights.get("wa").expect("wa").clone();
-        let ba = weights.get("ba").expect("ba").clone();
-        weights.insert("wb", wa);
-        weights.insert("bb", ba);
-        let inputs: Vec<Tensor> = func
-            .params
-            .iter()
-            .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
-            .collect();
-        let mut md = module.clone();
-        let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
-        run_pipeline(&mut md, &passes, true, |_, _| {}).expect("pipeline");
-        let proof = Bufferized::new(&mut md).expect("bufferized");
-        let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
-        let mut runs = vec![jit_run(&proof, &weights, &ins).expect("jit")];
-        runs.extend(jit_run_threads(&proof, &weights, &ins, &[0, 1, 2, 3], 0, 1).expect("tiled"));
-        for run in &runs {
-            let (a, b) = (&run[0], &run[1]);
-            assert!(a.iter().any(|&v| v != 0.0), "{text}");
-            assert!(
-                a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()),
-                "channel vectors and pixel vectors differ\n{text}"
-            );
-        }
-        // And the values are the convolution's.
-        check_with(&text, Some(inputs));
+    }
+}
+
+#[test]
+fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
+    // A 3×3/2 convolution onto 7×7, 14×14, 17×17 and 28×28 (blocks of 7 rows cut by rows)
+    // twice on the same values: `%wa` is
+    // packed in 48-row channel panels (the channel-vector tiles on the packed im2col
+    // panel, partial sums kept between K chunks), `%wb` has a second use and runs the
+    // pixel-vector GEMM on the same panel. Same chains, so the same bits, on 0–3 threads.
+    for (c, m, h, pad, o, act) in [
+        (100, 100, 13, 1, 7, "relu"),
+        (96, 96, 28, 1, 14, "relu6"),
+        (40, 96, 35, 0, 17, "relu"),
+        (16, 40, 56, 1, 28, "relu"),
+    ] {
+        packed_and_row_major_weights_agree_bitwise(
+            [c, h, h],
+            [m, 3],
+            &format!("strides = [2, 2], pads = [{pad}, {pad}, {pad}, {pad}], activation = {act}"),
+            [o, o],
+        );
+    }
+}
+
+/// `conv2d(x, w, b) {attrs}` of a `[1, c, h, w]` image by `[m, c, k, k]` weights into
+/// `[1, m, oh, ow]`, once with weights of one use (packed at compile time where the kernel
+/// packs them) and once with the same values in a weight of two uses (row-major: its other
+/// use is a stride-1 convolution of a 10×10 image), whole and on 0–3 threads: the outputs
+/// are bitwise equal, and the convolution's.
+fn packed_and_row_major_weights_agree_bitwise(
+    [c, h, w]: [u64; 3],
+    [m, k]: [u64; 2],
+    attrs: &str,
+    [oh, ow]: [u64; 2],
+) {
+    let x = t(&[1, c, h, w]);
+    let o = t(&[1, m, oh, ow]);
+    let text = format!(
+        "module @k {{\n  func @main(%x: {x}, %y: {y}) -> ({o}, {o}, {wide}) {{\n    %wa = const {{name = \"wa\"}} : {wt}\n    %wb = const {{name = \"wb\"}} : {wt}\n    %ba = const {{name = \"ba\"}} : {bt}\n    %bb = const {{name = \"bb\"}} : {bt}\n    %a = conv2d(%x, %wa, %ba) {{{attrs}}} : {o}\n    %b = conv2d(%x, %wb, %bb) {{{attrs}}} : {o}\n    %d = conv2d(%y, %wb) : {wide}\n    return %a, %b, %d\n  }}\n}}\n",
+        y = t(&[1, c, 10, 10]),
+        wide = t(&[1, m, 11 - k, 11 - k]),
+        wt = t(&[m, c, k, k]),
+        bt = t(&[m]),
+    );
+    let module = tir_ir::parse_and_verify(&text).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let func = module.entry().expect("entry");
+    let mut weights = Weights::generate(&module, 7).expect("weights");
+    let wa = weights.get("wa").expect("wa").clone();
+    let ba = weights.get("ba").expect("ba").clone();
+    weights.insert("wb", wa);
+    weights.insert("bb", ba);
+    let inputs: Vec<Tensor> = func
+        .params
+        .iter()
+        .map(|&p| random_input(&func.values[p].name, func.ty(p).unwrap(), 3).unwrap())
+        .collect();
+    let mut md = module.clone();
+    let passes = parse_pipeline("plan{sharing=true},bufferize").unwrap();
+    run_pipeline(&mut md, &passes, true, |_, _| {}).expect("pipeline");
+    let proof = Bufferized::new(&mut md).expect("bufferized");
+    let ins: Vec<&[f32]> = inputs.iter().map(|t| t.as_f32().unwrap()).collect();
+    let mut runs = vec![jit_run(&proof, &weights, &ins).expect("jit")];
+    runs.extend(jit_run_threads(&proof, &weights, &ins, &[0, 1, 2, 3], 0, 1).expect("tiled"));
+    for run in &runs {
+        let (a, b) = (&run[0], &run[1]);
+        assert!(a.iter().any(|&v| v != 0.0), "{text}");
+        assert!(
+            a.iter().zip(b).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "packed and row-major weights differ\n{text}"
+        );
+    }
+    // And the values are the convolution's.
+    check_with(&text, Some(inputs));
+}
+
+/// Strided dense convolutions onto small outputs with K ≥ 128 (ResNet's 3×3/2 onto 14×14 and
+/// 7×7, Inception v3's onto 17×17) store their weights at compile time in 48-row channel
+/// panels and run the packed im2col panel's GEMM on the channel-vector tiles, the partial
+/// sums kept between K chunks: 7×7 (7-pixel tiles) with two K chunks and a 4-row tail panel,
+/// with a bias and without, 14×14 with a batch and four chunks, 17×17 (8-pixel tiles and a
+/// 1-pixel tail) in one chunk, 5×5 (25 pixels), a 5-row tail panel below 48 channels;
+/// cut into 48-channel chunks on 0–3 threads (`check`). Bigger outputs cut by rows run the
+/// same tiles per pixel block: 28×28 in blocks of 7 rows (196 pixels); 26×26 is three
+/// blocks (9, 9 and an 8-row tail block) cut by channel panels.
+#[test]
+fn conv2d_strided_packed_panel_channel_vectors() {
+    for (n, c, h, m, pad, act, bias) in [
+        (1, 100, 13, 100, 1, "relu", true),
+        (1, 100, 13, 100, 1, "relu6", false),
+        (2, 96, 28, 96, 1, "relu", true),
+        (1, 40, 35, 96, 0, "relu6", true),
+        (1, 128, 9, 40, 1, "relu", true),
+        (1, 20, 14, 53, 1, "sigmoid", false),
+        (1, 16, 56, 40, 1, "relu", true),
+        (1, 17, 52, 96, 1, "relu", false),
+    ] {
+        let (operands, consts) = if bias {
+            ("%x, %w, %b", vec![("w", vec![m, c, 3, 3]), ("b", vec![m])])
+        } else {
+            ("%x, %w", vec![("w", vec![m, c, 3, 3])])
+        };
+        check(&model(
+            &[("x", vec![n, c, h, h])],
+            &consts,
+            &format!(
+                "conv2d({operands}) {{strides = [2, 2], pads = [{pad}, {pad}, {pad}, {pad}], activation = {act}}}"
+            ),
+        ));
     }
 }
 

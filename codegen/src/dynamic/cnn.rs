@@ -58,6 +58,9 @@ const FLAT_GROUPS: i64 = 2;
 const FLAT_VECS: i64 = 2;
 /// Interior output rows per depthwise block ([`Spatial::rows_block`]).
 const DW_ROWS: i64 = 4;
+/// Interior output rows per depthwise block when a row has no block of `NV_DEPTHWISE`
+/// vectors ([`Spatial::rows_block`]).
+const DW_ROWS_NARROW: i64 = 8;
 /// Vectors of output points up to which the other convolutions run flat (the static
 /// row-packed kernel's bound).
 const FLAT_VECTORS: i64 = 100;
@@ -280,6 +283,19 @@ pub(super) fn global_avg_pool<'a, 'c>(
     finish_call(g, d.f, &args)
 }
 
+/// Output channels per tile of the dense kernel's rows ([`Spatial::tile`]): 8 with 32
+/// vector registers when they divide a group's channels (16 accumulators; MobileNet v2's
+/// 32-channel stem is then 4 tiles, not 5 and a 2-channel one, each tap's input vectors
+/// loaded for 8 channels instead of 6: its stem alone 0.112 against 0.123 ms, static 0.105,
+/// at 224, session 20), else `MR`. Each output's chain is the same whatever the tile.
+fn dense_mr(w: u32, mg: i64) -> i64 {
+    if vector_registers(w) >= 32 && mg % 8 == 0 {
+        8
+    } else {
+        MR
+    }
+}
+
 /// The output channels of the flat dense kernel's tile ([`Spatial::flat_dense`]).
 fn flat_mr(w: u32) -> i64 {
     if vector_registers(w) >= 32 {
@@ -417,9 +433,9 @@ pub(super) fn conv2d<'a, 'c>(
     } else if pointwise {
         wide(g.width).0
     } else if sh == 1 && sw == 1 && kh * kw <= 49 {
-        lcm(MR, flat_mr(g.width))
+        lcm(dense_mr(g.width, m / groups), flat_mr(g.width))
     } else {
-        MR
+        dense_mr(g.width, m / groups)
     };
     let units = if groups > 1 { groups } else { m };
     let cg = ci / groups;
@@ -919,21 +935,35 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         },
                         ..img
                     };
-                    let rows = || -> R<()> {
-                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                    // Depthwise: blocks of `n` interior rows, then the rest alone.
+                    let interior = |n: i64| -> R<()> {
                         let from = if img.taps.is_some() {
-                            // Depthwise: blocks of `DW_ROWS` interior rows, then the rest alone.
-                            let n = d.sub(self.r1, self.r0)?;
-                            let n = llvm(k.b.build_int_signed_div(n, k.c(DW_ROWS), "blocks"))?;
-                            let end = k.add(self.r0, k.mul(n, DW_ROWS)?)?;
-                            d.loop_step(self.r0, end, DW_ROWS, &mut |oy| {
-                                self.rows_block(&img, oy)
-                            })?;
+                            let q = d.sub(self.r1, self.r0)?;
+                            let q = llvm(k.b.build_int_signed_div(q, k.c(n), "blocks"))?;
+                            let end = k.add(self.r0, k.mul(q, n)?)?;
+                            d.loop_step(self.r0, end, n, &mut |oy| self.rows_block(&img, oy, n))?;
                             end
                         } else {
                             self.r0
                         };
-                        d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))?;
+                        d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))
+                    };
+                    let rows = || -> R<()> {
+                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                        if img.taps.is_some() && geo.sh == 1 {
+                            // Rows without blocks of `NV_DEPTHWISE` vectors (a 3×3 "same"
+                            // row of at most 80 outputs at 16 lanes) in taller blocks: more
+                            // independent chains per column position, and with unit row
+                            // strides 8 rows read 10 input rows (4 rows read 6). With stride
+                            // 2, 8 rows read 17 input rows and were slower than 4; rows with
+                            // blocks were slower in blocks of 8 (session 20, docs/codegen.md).
+                            let narrow = d.icmp(IntPredicate::EQ, self.big, self.lead)?;
+                            k.if_else(narrow, &mut |yes| {
+                                interior(if yes { DW_ROWS_NARROW } else { DW_ROWS })
+                            })?;
+                        } else {
+                            interior(DW_ROWS)?;
+                        }
                         d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
                     };
                     match flat {
@@ -1389,15 +1419,15 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         masked(single)
     }
 
-    /// `DW_ROWS` interior output rows from `oy0` of a depthwise plane (one output channel per
+    /// `nrows` interior output rows from `oy0` of a depthwise plane (one output channel per
     /// group): at each masked or single-vector column position one tile of a vector in each
-    /// row, `DW_ROWS` independent chains (a row alone has one FMA chain there, latency-bound
+    /// row, `nrows` independent chains (a row alone has one FMA chain there, latency-bound
     /// on narrow planes); the blocks of `NV_DEPTHWISE` vectors row by row as [`Spatial::row`].
-    fn rows_block(&self, img: &Img<'c>, oy0: IntValue<'c>) -> R<()> {
+    fn rows_block(&self, img: &Img<'c>, oy0: IntValue<'c>, nrows: i64) -> R<()> {
         let (d, geo, w) = (self.d, self.geo, self.w);
         let k = &d.k;
         let wl = w as i64;
-        let rows: Vec<(Vec<TapRow<'c>>, IntValue<'c>)> = (0..DW_ROWS)
+        let rows: Vec<(Vec<TapRow<'c>>, IntValue<'c>)> = (0..nrows)
             .map(|r| {
                 let oy = k.add(oy0, k.c(r))?;
                 let taps = (0..geo.kh)
@@ -1503,7 +1533,11 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         nv: u32,
         masked: bool,
     ) -> R<()> {
-        let mr = if self.depthwise { 1 } else { MR };
+        let mr = if self.depthwise {
+            1
+        } else {
+            dense_mr(self.w, self.geo.mg())
+        };
         let masks = if masked {
             Some(self.masks(rows, ox0)?)
         } else {

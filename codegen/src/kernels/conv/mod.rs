@@ -52,14 +52,13 @@ pub(crate) fn conv2d<'a, 'c>(
     if xd.len() != 4 || wd.len() != 4 || od.len() != 4 {
         return Err(unsupported(func, op, "conv2d needs rank-4 operands"));
     }
-    let (n, ci, h, wi) = (xd[0], xd[1], xd[2], xd[3]);
-    let (m, cg, kh, kw) = (wd[0], wd[1], wd[2], wd[3]);
-    let (oh, ow) = (od[2], od[3]);
-    let groups = c.groups as i64;
+    let d = geometry(c, &xd, &wd, &od);
+    let (n, ci, h, wi) = (d.n, d.c, d.h, d.wi);
+    let (m, cg, kh, kw) = (d.m, wd[1], d.kh, d.kw);
+    let (oh, ow) = (d.oh, d.ow);
+    let groups = d.groups;
     let mg = m / groups.max(1);
-    let [sh, sw] = c.strides.map(|v| v as i64);
-    let [dh, dw] = c.dilations.map(|v| v as i64);
-    let (pt, pl) = (c.pads[0] as i64, c.pads[1] as i64);
+    let (sh, sw, dh, dw) = (d.sh, d.sw, d.dh, d.dw);
     let mut vals = vec![x, wv];
     vals.extend(bias);
     vals.extend(residual);
@@ -81,25 +80,6 @@ pub(crate) fn conv2d<'a, 'c>(
     // Weights stored as their nonzeros at compile time (`Storage::pack_sparse`, which asked
     // `sparse::row_stride` of this op with these weights).
     let sparse_stride = st.sparse_stride(wv);
-    let d = Conv {
-        n,
-        c: ci,
-        h,
-        wi,
-        m,
-        groups,
-        kh,
-        kw,
-        oh,
-        ow,
-        sh,
-        sw,
-        dh,
-        dw,
-        pt,
-        pl,
-        act: c.activation,
-    };
     // A kernel as big as its unpadded input (one output pixel: iris_landmark's 2×2 heads on
     // 2×2 images, a classifier written as a convolution) reads `x[c, i, j]` with `w[m, c, i,
     // j]`: both are `[C·KH·KW]` rows in the same order, so it is the pointwise convolution of
@@ -228,7 +208,7 @@ pub(crate) fn conv2d<'a, 'c>(
     } else if panel::applies(&d, g.width) {
         // Chunks of whole pixel blocks (output rows) or of output channels, each tile
         // packing its own panels.
-        let scratch = panel::scratch(&k, &d, g.width)?;
+        let scratch = panel::scratch(&k, &d, g.width, packed)?;
         let rows = panel::cut_rows(&d);
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
             if rows {
@@ -434,10 +414,53 @@ fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
 /// one contiguous stream. Every tile of every thread count starts at a multiple of MR (the
 /// row granule of [`tiling`]: the panel height itself, or a multiple of every narrow tile
 /// height), so a chunk of channels starts at a panel.
+/// A dense k×k convolution on the packed im2col panel is packed as [`panel::packed_rows`]
+/// says (its `[M, C, KH, KW]` weights are the `[M, C·KH·KW]` A of the panel's GEMM).
 pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
-    let (xd, _, od) = pointwise_dims(func, op)?;
+    let Some((xd, _, od)) = pointwise_dims(func, op) else {
+        return dense_panel_rows(func, op, width);
+    };
     let n = od[2] * od[3];
     chanvec_conv_rows(width, n, xd[1], od[1]).or_else(|| narrow_rows(width, n))
+}
+
+/// [`panel::packed_rows`] of `op` if it is a rank-4 convolution.
+fn dense_panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
+    let tir_ir::Op::Conv2d(c) = &op.op else {
+        return None;
+    };
+    let xd = dims(func, *op.operands.first()?).ok()?;
+    let wd = dims(func, *op.operands.get(1)?).ok()?;
+    let od = dims(func, *op.results.first()?).ok()?;
+    if xd.len() != 4 || wd.len() != 4 || od.len() != 4 {
+        return None;
+    }
+    panel::packed_rows(&geometry(c, &xd, &wd, &od), width)
+}
+
+/// The extents of a convolution with rank-4 input, weight and output dims.
+fn geometry(c: &Conv2d, xd: &[i64], wd: &[i64], od: &[i64]) -> Conv {
+    let [sh, sw] = c.strides.map(|v| v as i64);
+    let [dh, dw] = c.dilations.map(|v| v as i64);
+    Conv {
+        n: xd[0],
+        c: xd[1],
+        h: xd[2],
+        wi: xd[3],
+        m: wd[0],
+        groups: c.groups as i64,
+        kh: wd[2],
+        kw: wd[3],
+        oh: od[2],
+        ow: od[3],
+        sh,
+        sw,
+        dh,
+        dw,
+        pt: c.pads[0] as i64,
+        pl: c.pads[1] as i64,
+        act: c.activation,
+    }
 }
 
 /// The input, weight and output dims of `op` if it is a pointwise convolution (one group,
@@ -570,9 +593,14 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
 fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tiling {
     let cg = d.c / d.groups.max(1);
     let pixels = d.oh * d.ow;
-    let granule = match chanvec_conv_rows(w, pixels, d.c, d.m) {
-        // A chunk of channels starts at a channel panel ([`panel_rows`]).
-        Some(mr) if pointwise => mr,
+    let packed = match pointwise {
+        true => chanvec_conv_rows(w, pixels, d.c, d.m),
+        false => panel::packed_rows(d, w),
+    };
+    let granule = match packed {
+        // A chunk of channels starts at a channel panel ([`panel_rows`]): the pointwise
+        // layers' or the packed im2col panel's weights.
+        Some(mr) => mr,
         // The wide GEMM's row tiles (its weights are not packed into panels): chunks of 6
         // rows share 112 or 80 channels as 56/56 or 42/38 between two threads, where
         // 24-row granules gave 64/48 and 48/32.
@@ -688,7 +716,7 @@ fn emit<'a, 'c>(
         };
         depthwise::emit(k, width, &dw, io)
     } else if panel::applies(d, width) {
-        panel::emit(k, width, d, io)
+        panel::emit(k, width, d, packed, io)
     } else if rowpack::applies(d, width) {
         rowpack::emit(k, width, d, rowpack::Part::All, io)
     } else {

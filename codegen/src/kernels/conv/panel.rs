@@ -21,6 +21,12 @@
 //! order from zero, and only the last chunk adds the bias and applies the activation — the
 //! same instructions per output whatever the pixel blocks or threads.
 //!
+//! Where a pixel block is a small image (ResNet's 3×3/2 onto 28×28, 14×14 and 7×7), the
+//! weights are stored at compile time as the channel-vector tiles' 48-row panels
+//! ([`packed_rows`]) and each K chunk runs on those tiles instead (vectors along output
+//! channels, every lane an output), the partial sums of the whole block kept between chunks
+//! in a second stack buffer; the FMA chain per output is the same.
+//!
 //! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
 //! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
 //! every tile packing the panel for its own channels. Either way each output is the same FMA
@@ -33,7 +39,10 @@
 //! the memory planner for a buffer that lives only inside one kernel call.
 
 use super::geometry::{Conv, Io};
-use crate::kernels::gemm::{finish_with, gemm_part, gemm_part_taps, Epilogue, Gemm};
+use crate::kernels::gemm::{
+    chanvec_conv_rows, chanvec_rows, finish_with, gemm_packed_part, gemm_part, gemm_part_taps,
+    Epilogue, Gemm,
+};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 
@@ -148,6 +157,36 @@ fn in_place_cols(d: &Conv, rows: i64) -> i64 {
     rows * padded(d) - (d.kw - 1)
 }
 
+/// Bytes of partial sums the channel-vector tiles may keep between K chunks
+/// ([`packed_rows`]): every output of a pixel block (`M ·` its pixels floats, `M` rounded up
+/// to whole panels) waits in a stack buffer
+/// while the next chunk of the image is packed, so it must stay in L2 beside the panel.
+const SUMS_BYTES: i64 = 512 * 1024;
+
+/// The panel height the weights of `d` are packed with at compile time (`[M/MR][K][MR]`,
+/// `K = C·KH·KW` in `(c, i, j)` order, the pointwise layers' layout), if they are: `d` is
+/// strided and its pixel blocks are small images whose GEMM the channel-vector tiles take
+/// (3 vectors of output channels × up to 8 pixels, every lane an output): one block cut by
+/// channel panels for the threads ([`chanvec_conv_rows`]: ResNet's 3×3/2 onto 14×14 and
+/// 7×7, Inception v3's onto 17×17), or blocks cut by rows, each running every channel
+/// ([`chanvec_rows`]: ResNet's onto 28×28, blocks of 7 rows), with the partial sums within
+/// [`SUMS_BYTES`]. On the pixel-vector tiles a 196-pixel block (3·64 + 4) ended in a 12 × 1
+/// tile with 4 live lanes, and read the unpacked weights as 6 row streams `C·9` floats
+/// apart. Stride-1 convolutions on the panel (Inception's stem rows, the 5×5 layers) keep
+/// their weights as stored (not measured here).
+pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
+    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) {
+        return None;
+    }
+    let n = block_rows(d) * d.ow;
+    let kk = d.c * d.kh * d.kw;
+    let mr = match cut_rows(d) {
+        true => chanvec_rows(w, n, kk),
+        false => chanvec_conv_rows(w, n, kk, d.m),
+    }?;
+    ((d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES).then_some(mr)
+}
+
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
 fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
     let wl = w as i64;
@@ -171,10 +210,23 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
     ((d.c + count - 1) / count, count)
 }
 
-/// The scratch panel of a kernel function: a fixed `alloca` at the top of its entry block,
-/// whatever the builder's position (a loop body), so the stack frame does not grow per call.
-/// Its size depends on the shape only (not on `d.m`: a channel tile packs the same panel).
-pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue<'c>> {
+/// A kernel function's scratch: the panel (a fixed `alloca` at the top of its entry block,
+/// whatever the builder's position (a loop body), so the stack frame does not grow per
+/// call; its size depends on the shape only, not on `d.m`: a channel tile packs the same
+/// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums.
+#[derive(Clone, Copy)]
+pub(super) struct Scratch<'c> {
+    panel: PointerValue<'c>,
+    sums: Option<PointerValue<'c>>,
+}
+
+/// The [`Scratch`] of `d`; `packed`: its weights' panel height ([`packed_rows`]), if packed.
+pub(super) fn scratch<'a, 'c>(
+    k: &K<'a, 'c>,
+    d: &Conv,
+    w: u32,
+    packed: Option<i64>,
+) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
     let mut floats = cc * channel_floats(d, w, block_rows(d));
     if in_place(d) {
@@ -182,35 +234,59 @@ pub(super) fn scratch<'a, 'c>(k: &K<'a, 'c>, d: &Conv, w: u32) -> R<PointerValue
         // and a vector's slack for the copy's last masked row.
         floats += w as i64 + IN_PLACE_GROUP * in_place_cols(d, block_rows(d));
     }
-    crate::kernels::common::entry_scratch(k, floats, "panel")
+    let panel = crate::kernels::common::entry_scratch(k, floats, "panel")?;
+    // One slot of `mr` floats per pixel for every panel, the last one's too (it may be
+    // fewer than `mr` rows: its slots are whole vectors).
+    let sums = match packed {
+        Some(mr) => {
+            let panels = (d.m + mr - 1) / mr;
+            let floats = panels * mr * block_rows(d) * d.ow;
+            Some(crate::kernels::common::entry_scratch(k, floats, "sums")?)
+        }
+        None => None,
+    };
+    Ok(Scratch { panel, sums })
 }
 
 /// The whole convolution (every image) at the builder's position.
-pub(super) fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, io: Io<'c>) -> R<()> {
-    let panel = scratch(k, d, w)?;
+pub(super) fn emit<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    d: &Conv,
+    packed: Option<i64>,
+    io: Io<'c>,
+) -> R<()> {
+    let scratch = scratch(k, d, w, packed)?;
     k.loop_(0, d.n, &mut |b| {
         let xo = k.mul(b, d.c * d.h * d.wi)?;
         let at = io.at(k, xo, k.mul(b, d.m * d.oh * d.ow)?)?;
-        emit_rows(k, w, d, panel, at, k.c(0), d.oh)
+        emit_rows(k, w, d, scratch, at, k.c(0), d.oh)
     })
 }
 
 /// Output rows `oy0 .. oy0 + rows` of one image (`io` at the image), in blocks of
 /// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
 /// the tile's count and `io` starts at its first channel (`d.c` keeps the weights' row
-/// length).
+/// length; packed weights start at the tile's first panel).
 pub(super) fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     d: &Conv,
-    panel: PointerValue<'c>,
+    scratch: Scratch<'c>,
     io: Io<'c>,
     oy0: IntValue<'c>,
     rows: i64,
 ) -> R<()> {
     let r = block_rows(d);
     let full = rows / r * r;
-    let blk = Block { k, w, d, panel, io };
+    let blk = Block {
+        k,
+        w,
+        d,
+        panel: scratch.panel,
+        sums: scratch.sums,
+        io,
+    };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
     if full < rows {
         blk.run(k.add(oy0, k.c(full))?, rows - full)?;
@@ -224,6 +300,8 @@ struct Block<'k, 'a, 'c> {
     w: u32,
     d: &'k Conv,
     panel: PointerValue<'c>,
+    /// The partial sums of the channel-vector tiles when the weights are packed.
+    sums: Option<PointerValue<'c>>,
     io: Io<'c>,
 }
 
@@ -245,6 +323,30 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         }
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
             self.pack(c0, cn, oy0, rows, np)?;
+            let epi = Epilogue {
+                alpha: 1.0,
+                row_bias: self.io.bias,
+                act: d.act,
+                row_slope: self.io.slope,
+            };
+            if let Some(sums) = self.sums {
+                // Packed panels hold every K step of their rows: A is the whole of them, and
+                // the chunk is K steps `c0·taps ..` of it.
+                let gm = Gemm {
+                    a: self.io.w,
+                    a_rs: d.c * taps,
+                    a_cs: 1,
+                    b: self.panel,
+                    b_rs: np,
+                    c: c_at,
+                    c_rs: d.oh * d.ow,
+                    m: d.m,
+                    n: rows * d.ow,
+                    k: d.c * taps,
+                };
+                let steps = (k.mul(c0, taps)?, cn * taps);
+                return gemm_packed_part(k, self.w, &gm, epi, r_at, sums, steps, (first, last));
+            }
             let gm = Gemm {
                 a: k.gep(self.io.w, k.mul(c0, taps)?)?,
                 a_rs: d.c * taps,
@@ -256,12 +358,6 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 m: d.m,
                 n: rows * d.ow,
                 k: cn * taps,
-            };
-            let epi = Epilogue {
-                alpha: 1.0,
-                row_bias: self.io.bias,
-                act: d.act,
-                row_slope: self.io.slope,
             };
             gemm_part(k, self.w, &gm, epi, r_at, first, last)
         };
@@ -505,21 +601,23 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
 mod tests {
     use super::*;
 
-    fn conv(c: i64, m: i64, hw: i64, k: i64, s: i64) -> Conv {
-        let o = (hw + 2 * (k / 2) - k) / s + 1;
+    /// A `k`×`k` stride-2 convolution with padding `k / 2` of a `c`×`h`×`h` image into `m`
+    /// channels.
+    fn strided(c: i64, m: i64, h: i64, k: i64) -> Conv {
+        let o = (h + 2 * (k / 2) - k) / 2 + 1;
         Conv {
             n: 1,
             c,
-            h: hw,
-            wi: hw,
+            h,
+            wi: h,
             m,
             groups: 1,
             kh: k,
             kw: k,
             oh: o,
             ow: o,
-            sh: s,
-            sw: s,
+            sh: 2,
+            sw: 2,
             dh: 1,
             dw: 1,
             pt: k / 2,
@@ -529,19 +627,64 @@ mod tests {
     }
 
     #[test]
+    fn small_strided_outputs_pack_their_weights_for_the_channel_vectors() {
+        // ResNet's 3×3/2 onto 14×14 and 7×7 (ResNet-50's and ResNet-18's).
+        for (c, m, h) in [
+            (256, 256, 28),
+            (512, 512, 14),
+            (128, 256, 28),
+            (256, 512, 14),
+        ] {
+            assert_eq!(
+                packed_rows(&strided(c, m, h, 3), 16),
+                Some(48),
+                "{c}->{m} at {h}"
+            );
+        }
+        // Inception v3's 288 → 384 onto 17×17 ("valid": 35 → 17).
+        let mut d = strided(288, 384, 35, 3);
+        (d.pt, d.pl, d.oh, d.ow) = (0, 0, 17, 17);
+        assert_eq!(packed_rows(&d, 16), Some(48));
+        // Onto 28×28: blocks of 7 rows (196 pixels) cut by rows, whatever the channels'
+        // panels (ResNet-18's 64 → 128, three panels).
+        assert_eq!(block_rows(&strided(128, 128, 56, 3)), 7);
+        assert_eq!(packed_rows(&strided(128, 128, 56, 3), 16), Some(48));
+        assert_eq!(packed_rows(&strided(64, 128, 56, 3), 16), Some(48));
+        // The stem (blocks of 224 pixels: whole vectors), AVX2's 16 registers, K below 128,
+        // partial sums past SUMS_BYTES (2048 channels at 14×14) and stride 1 keep their
+        // weights as stored.
+        assert_eq!(packed_rows(&strided(3, 64, 224, 7), 16), None);
+        assert_eq!(packed_rows(&strided(256, 256, 28, 3), 8), None);
+        assert_eq!(packed_rows(&strided(8, 64, 14, 3), 16), None);
+        assert_eq!(packed_rows(&strided(256, 2048, 28, 3), 16), None);
+        // (A 5×5 stride-1 layer at 14×14 is on the panel, one block.)
+        let mut d = strided(256, 256, 14, 5);
+        (d.sh, d.sw, d.oh, d.ow) = (1, 1, 14, 14);
+        assert!(applies(&d, 16) && !cut_rows(&d));
+        assert_eq!(packed_rows(&d, 16), None);
+    }
+
+    /// [`strided`] at stride 1: a "same" `k`×`k` convolution.
+    fn stride_one(c: i64, m: i64, h: i64, k: i64) -> Conv {
+        let mut d = strided(c, m, h, k);
+        (d.sh, d.sw, d.oh, d.ow) = (1, 1, h, h);
+        d
+    }
+
+    #[test]
     fn inception_stems_at_147_read_their_taps_in_place() {
         // The 32→32 and 32→64 3×3/1 stems: 32 channels of 4 padded rows of 149 floats (76
         // KiB) in one chunk, the sums of 64 channels beside them.
         for m in [32, 64] {
-            let d = conv(32, m, 147, 3, 1);
+            let d = stride_one(32, m, 147, 3);
             assert!(applies(&d, 16) && in_place(&d));
             assert_eq!(chunks(&d, 16), (32, 1));
             assert_eq!(in_place_cols(&d, block_rows(&d)), 2 * 149 - 2);
         }
         // The 71-wide 80→192 stem keeps the per-tap copies (measured slower in place), as do
         // strided layers and inputs whose copy would not fit one chunk.
-        assert!(!in_place(&conv(80, 192, 71, 3, 1)));
-        assert!(!in_place(&conv(32, 32, 299, 3, 2)));
-        assert!(!in_place(&conv(90, 32, 147, 3, 1)));
+        assert!(!in_place(&stride_one(80, 192, 71, 3)));
+        assert!(!in_place(&strided(32, 32, 299, 3)));
+        assert!(!in_place(&stride_one(90, 32, 147, 3)));
     }
 }

@@ -101,19 +101,74 @@ pub(crate) fn emit(j: Job) -> R<()> {
     let k = j.k;
     // One slot of `VECTORS · pr` accumulators per pixel tile: `VECTORS · W` floats per pixel.
     let sums = entry_scratch(k, VECTORS * j.w as i64 * j.gm.n, "sums")?;
-    step_tiles(k, j.gm.m, VECTORS * j.w as i64, &mut |i0, mr| {
-        panel(j, sums, i0, mr)
-    })
+    let whole = Part {
+        sums,
+        per_panel: false,
+        k0: k.c(0),
+        len: j.gm.k,
+        first: true,
+        last: true,
+    };
+    run(j, whole)
 }
 
-/// The panel of rows `i0 .. i0 + mr`: its K chunks, each run by every pixel tile.
-fn panel<'c>(j: Job<'_, '_, 'c>, sums: PointerValue<'c>, i0: IntValue<'c>, mr: i64) -> R<()> {
+/// [`emit`] as one part of a longer K, for callers that cut K themselves (the packed im2col
+/// panels of `kernels::conv::panel`): K steps `k0 .. k0 + len` of A (panels of `gm.k`
+/// steps), B holding only those rows (step `kk` at row `kk − k0`). The partial sums wait in
+/// `sums` between parts, one slot per channel panel and pixel tile (`MR · gm.n` floats per
+/// panel, the last one's too):
+/// `first` starts from zero, `last` applies the epilogue, as in `gemm_part`.
+pub(crate) fn emit_part<'c>(
+    j: Job<'_, '_, 'c>,
+    sums: PointerValue<'c>,
+    (k0, len): (IntValue<'c>, i64),
+    first: bool,
+    last: bool,
+) -> R<()> {
+    let part = Part {
+        sums,
+        per_panel: true,
+        k0,
+        len,
+        first,
+        last,
+    };
+    run(j, part)
+}
+
+/// The K steps one call multiplies and where their sums wait.
+#[derive(Clone, Copy)]
+struct Part<'c> {
+    /// The slots of the pixel tiles: of the current panel only, or (`per_panel`) of every
+    /// panel, panel `i0 / MR` from float `i0 · N`.
+    sums: PointerValue<'c>,
+    per_panel: bool,
+    k0: IntValue<'c>,
+    len: i64,
+    first: bool,
+    last: bool,
+}
+
+/// The channel panels of `p`: per panel its K chunks, each run by every pixel tile.
+fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
     let k = j.k;
     let slot_floats = VECTORS * j.w as i64;
-    k_blocks(k, j.gm.k, KC, &mut |kb| {
-        step_tiles(k, j.gm.n, pixels(j.gm.n), &mut |j0, np| {
-            let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
-            tile(j, slot, kb, (i0, mr), (j0, np))
+    step_tiles(k, j.gm.m, slot_floats, &mut |i0, mr| {
+        let sums = match p.per_panel {
+            true => k.gep(p.sums, k.mul(i0, j.gm.n)?)?,
+            false => p.sums,
+        };
+        k_blocks(k, p.len, KC, &mut |kb| {
+            let kb = KBlock {
+                k0: k.add(p.k0, kb.k0)?,
+                first: kb.first && p.first,
+                last: kb.last && p.last,
+                ..kb
+            };
+            step_tiles(k, j.gm.n, pixels(j.gm.n), &mut |j0, np| {
+                let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
+                tile(j, slot, kb, p.k0, (i0, mr), (j0, np))
+            })
         })
     })
 }
@@ -122,11 +177,12 @@ fn panel<'c>(j: Job<'_, '_, 'c>, sums: PointerValue<'c>, i0: IntValue<'c>, mr: i
 /// masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np`. A chunk after the
 /// first resumes from the sums in `slot`; one before the last leaves them there. The last
 /// stores lane `l` of vector `v`, output row `i0 + v·w + l`, one element at a time at stride
-/// `c_rs` (336 scalar stores against 21·K FMAs).
+/// `c_rs` (336 scalar stores against 21·K FMAs). B's first row is K step `b_k0`.
 fn tile<'c>(
     j: Job<'_, '_, 'c>,
     slot: PointerValue<'c>,
     kb: KBlock<'c>,
+    b_k0: IntValue<'c>,
     (i0, mr): (IntValue<'c>, i64),
     (j0, np): (IntValue<'c>, i64),
 ) -> R<()> {
@@ -139,7 +195,7 @@ fn tile<'c>(
         w,
         (gm.a, gm.b),
         gm.k,
-        &|kk| k.mul(kk, gm.b_rs),
+        &|kk| k.mul(llvm(k.b.build_int_sub(kk, b_k0, "kb"))?, gm.b_rs),
         slot,
         kb,
         (i0, mr),

@@ -119,6 +119,39 @@ pub(crate) fn gemm_packed<'a, 'c>(
     })
 }
 
+/// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
+/// of `gm.k` per panel): the channel-vector tiles on K steps `k0 .. k0 + len`, B holding only
+/// those rows; the partial sums wait in `sums` (`MR · gm.n` floats per panel) between parts.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_packed_part<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    sums: PointerValue<'c>,
+    steps: (inkwell::values::IntValue<'c>, i64),
+    (first, last): (bool, bool),
+) -> R<()> {
+    if gm.m <= 0 || gm.n <= 0 {
+        return Ok(());
+    }
+    chanvec::emit_part(
+        Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        },
+        sums,
+        steps,
+        first,
+        last,
+    )
+}
+
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
 /// convolution panels of [`crate::kernels::conv`]): `first` starts from zero, else from the
 /// partial sums stored in C (exact in f32, so every output is still one FMA chain in K
