@@ -27,6 +27,12 @@
 //! channels, every lane an output), the partial sums of the whole block kept between chunks
 //! in a second stack buffer; the FMA chain per output is the same.
 //!
+//! With unit strides on rows of at least [`IN_PLACE_OW`] (Inception v3's 147² stems) the
+//! block's input rows are copied once, padded, instead of once per tap, and the GEMM reads
+//! each tap in place at a constant offset ([`in_place`]); its sums wait beside the copy (at
+//! most 64 output channels of the block, about 100 KiB) and are copied out through the
+//! epilogue, the columns that straddle two rows dropped. The same FMA chain per output.
+//!
 //! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
 //! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
 //! every tile packing the panel for its own channels. Either way each output is the same FMA
