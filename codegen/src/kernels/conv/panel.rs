@@ -46,7 +46,7 @@
 
 use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{
-    chanvec_conv_rows, chanvec_rows, finish_with, gemm_packed_part, gemm_part, gemm_part_taps,
+    chanvec_conv_rows, chanvec_rows, finish_lanes, gemm_packed_part, gemm_part, gemm_part_taps,
     Epilogue, Gemm,
 };
 use crate::nest::{llvm, K, R};
@@ -381,7 +381,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     /// channels the GEMM's raw sums into the scratch after the copy and the sums of the
     /// block's pixels copied out through the epilogue (`c_at`, `r_at`: the output and the
     /// residual at the block's first pixel). Each output is the per-tap panel's chain:
-    /// zero, one FMA per `(c, i, j)` in order, the same [`finish_with`] epilogue.
+    /// zero, one FMA per `(c, i, j)` in order, the same epilogue
+    /// ([`crate::kernels::gemm::finish_with`]).
     fn in_place(
         &self,
         oy0: IntValue<'c>,
@@ -467,20 +468,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                         Some(p) => Some(ld(p, da)?),
                         None => None,
                     };
-                    let mut out = k.vty(w).get_undef();
-                    for l in 0..lanes {
-                        let rl = match res {
-                            Some(r) => Some(k.lane(r, l)?),
-                            None => None,
-                        };
-                        let x = finish_with(k, epi, k.lane(acc, l)?, row, rl)?;
-                        out = llvm(k.b.build_insert_element(
-                            out,
-                            x,
-                            k.ctx.i32_type().const_int(l.into(), false),
-                            "o",
-                        ))?;
-                    }
+                    let out = finish_lanes(k, epi, acc, row, res, lanes)?;
                     if lanes == w {
                         k.stv(c_at, da, out)?;
                     } else {

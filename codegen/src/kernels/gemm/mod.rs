@@ -19,7 +19,7 @@ pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;
 use spec::Job;
-pub(crate) use spec::{finish, finish_with, Epilogue, Gemm};
+pub(crate) use spec::{finish, finish_lanes, finish_with, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a

@@ -1,9 +1,9 @@
 //! The tiled GEMM: `MR × NV·W` register tiles with vector accumulators, the contiguous output
 //! dimension innermost, K cut into blocks whose B panel stays in L1 (see [`super::gemm`]).
 
-use super::spec::{finish_with, step_tiles, Job};
+use super::spec::{finish_lanes, step_tiles, Job};
 use crate::kernels::common::vector_registers;
-use crate::nest::{llvm, K, R};
+use crate::nest::{K, R};
 use inkwell::values::{BasicValueEnum, IntValue};
 
 /// The wide tile `(MR, NV)` for `w`-lane vectors: `MR × NV·W` accumulators, the rest of the
@@ -335,21 +335,7 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
                     (Some(p), Some(n)) => Some(k.ldv_masked(p, at, w, n)?),
                     (Some(p), None) => Some(k.ldv(p, at, w)?),
                 };
-                let mut out = k.vty(w).get_undef();
-                for l in 0..masked(v).unwrap_or(w) {
-                    let rl = match rv {
-                        Some(rv) => Some(k.lane(rv, l)?),
-                        None => None,
-                    };
-                    let x = finish_with(k, epi, k.lane(vec, l)?, row, rl)?;
-                    out = llvm(k.b.build_insert_element(
-                        out,
-                        x,
-                        k.ctx.i32_type().const_int(l.into(), false),
-                        "o",
-                    ))?;
-                }
-                out
+                finish_lanes(k, epi, vec, row, rv, masked(v).unwrap_or(w))?
             } else {
                 vec
             };
