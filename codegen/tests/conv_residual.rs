@@ -298,6 +298,9 @@ fn packed_panels() {
         1,
         "relu",
     );
+    // A stride-1 layer on 147-wide rows reads its taps in place and adds the residual when
+    // its sums are copied out (70 channels: a group of 64 and a tail of 6).
+    check(&[1, 4, 9, 147], &[70, 4, 3, 3], 1, 1, [1; 4], 1, "relu");
 }
 
 #[test]

@@ -27,6 +27,12 @@
 //! channels, every lane an output), the partial sums of the whole block kept between chunks
 //! in a second stack buffer; the FMA chain per output is the same.
 //!
+//! With unit strides on rows of at least [`IN_PLACE_OW`] (Inception v3's 147² stems) the
+//! block's input rows are copied once, padded, instead of once per tap, and the GEMM reads
+//! each tap in place at a constant offset ([`in_place`]); its sums wait beside the copy (at
+//! most 64 output channels of the block, about 100 KiB) and are copied out through the
+//! epilogue, the columns that straddle two rows dropped. The same FMA chain per output.
+//!
 //! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
 //! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
 //! every tile packing the panel for its own channels. Either way each output is the same FMA
@@ -40,7 +46,8 @@
 
 use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{
-    chanvec_conv_rows, chanvec_rows, gemm_packed_part, gemm_part, Epilogue, Gemm,
+    chanvec_conv_rows, chanvec_rows, finish_lanes, gemm_packed_part, gemm_part, gemm_part_taps,
+    Epilogue, Gemm,
 };
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
@@ -122,6 +129,40 @@ pub(super) fn cut_rows(d: &Conv) -> bool {
     (d.oh + r - 1) / r >= MIN_ROW_CUT
 }
 
+/// Narrowest output row whose stride-1 blocks read the taps in place ([`in_place`]).
+const IN_PLACE_OW: i64 = 128;
+
+/// Output channels whose sums an in-place block holds at a time ([`Block::in_place`]).
+const IN_PLACE_GROUP: i64 = 64;
+
+/// Whether the block's taps are read in place from one copy of its input rows instead of
+/// one shifted copy per tap: unit strides and dilations, rows of at least [`IN_PLACE_OW`],
+/// and every input channel's copy within [`PANEL_BYTES`] (one K chunk). The block's `rows +
+/// KH − 1` input rows of each channel are copied once, padding included, back to back at
+/// the padded width `Wp = OW + KW − 1`, and the GEMM runs over `rows·Wp − (KW − 1)` columns
+/// of that copy (tap `(c, i, j)` of column `p` is the copy at `c·(rows + KH − 1)·Wp + i·Wp +
+/// j + p`, [`crate::kernels::gemm::gemm_part_taps`]); the `KW − 1` columns per row that
+/// straddle two rows are computed and dropped when the sums are copied out.
+fn in_place(d: &Conv) -> bool {
+    d.sh == 1
+        && d.sw == 1
+        && d.dh == 1
+        && d.dw == 1
+        && d.ow >= IN_PLACE_OW
+        && d.c * (block_rows(d) + d.kh - 1) * padded(d) * 4 <= PANEL_BYTES
+}
+
+/// The padded input row of an in-place block ([`in_place`]): `OW + KW − 1` columns.
+fn padded(d: &Conv) -> i64 {
+    d.ow + d.kw - 1
+}
+
+/// The GEMM columns of an in-place block of `rows` output rows: the padded rows back to
+/// back, less the last row's `KW − 1` padding columns.
+fn in_place_cols(d: &Conv, rows: i64) -> i64 {
+    rows * padded(d) - (d.kw - 1)
+}
+
 /// Bytes of partial sums the channel-vector tiles may keep between K chunks
 /// ([`packed_rows`]): every output of a pixel block (`M ·` its pixels floats, `M` rounded up
 /// to whole panels) waits in a stack buffer
@@ -158,9 +199,18 @@ fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
     (rows * d.ow + wl - 1) / wl * wl
 }
 
+/// Floats one input channel fills in the panel of a block of `rows` output rows.
+fn channel_floats(d: &Conv, w: u32, rows: i64) -> i64 {
+    if in_place(d) {
+        (rows + d.kh - 1) * padded(d)
+    } else {
+        d.kh * d.kw * row_stride(d, w, rows)
+    }
+}
+
 /// Input channels per K chunk (balanced: equal chunks but the last) and the chunk count.
 fn chunks(d: &Conv, w: u32) -> (i64, i64) {
-    let per_channel = d.kh * d.kw * row_stride(d, w, block_rows(d)) * 4;
+    let per_channel = channel_floats(d, w, block_rows(d)) * 4;
     let most = (PANEL_BYTES / per_channel).max(1);
     let count = (d.c + most - 1) / most;
     ((d.c + count - 1) / count, count)
@@ -184,7 +234,12 @@ pub(super) fn scratch<'a, 'c>(
     packed: Option<i64>,
 ) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
-    let floats = cc * d.kh * d.kw * row_stride(d, w, block_rows(d));
+    let mut floats = cc * channel_floats(d, w, block_rows(d));
+    if in_place(d) {
+        // The sums of one group of output channels after the copy ([`Block::in_place`]),
+        // and a vector's slack for the copy's last masked row.
+        floats += w as i64 + IN_PLACE_GROUP * in_place_cols(d, block_rows(d));
+    }
     let panel = crate::kernels::common::entry_scratch(k, floats, "panel")?;
     // One slot of `mr` floats per pixel for every panel, the last one's too (it may be
     // fewer than `mr` rows: its slots are whole vectors).
@@ -269,6 +324,9 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             Some(p) => Some(k.gep(p, k.mul(oy0, d.ow)?)?),
             None => None,
         };
+        if in_place(d) {
+            return self.in_place(oy0, rows, c_at, r_at);
+        }
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
             self.pack(c0, cn, oy0, rows, np)?;
             let epi = Epilogue {
@@ -316,6 +374,150 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         chunk(k.c(0), cc, true, false)?;
         k.loop_step(cc, last, cc, &mut |c0| chunk(c0, cc, false, false))?;
         chunk(k.c(last), d.c - last, false, true)
+    }
+
+    /// The block of `rows` output rows from `oy0` read in place ([`in_place`]): every
+    /// input channel's rows copied once, then per group of [`IN_PLACE_GROUP`] output
+    /// channels the GEMM's raw sums into the scratch after the copy and the sums of the
+    /// block's pixels copied out through the epilogue (`c_at`, `r_at`: the output and the
+    /// residual at the block's first pixel). Each output is the per-tap panel's chain:
+    /// zero, one FMA per `(c, i, j)` in order, the same epilogue
+    /// ([`crate::kernels::gemm::finish_with`]).
+    fn in_place(
+        &self,
+        oy0: IntValue<'c>,
+        rows: i64,
+        c_at: PointerValue<'c>,
+        r_at: Option<PointerValue<'c>>,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let taps = d.kh * d.kw;
+        let wp = padded(d);
+        let copied = rows + d.kh - 1;
+        let n = in_place_cols(d, rows);
+        self.copy_rows(oy0, copied)?;
+        let sums = k.gep(
+            self.panel,
+            k.c(d.c * channel_floats(d, w, block_rows(d)) + w as i64),
+        )?;
+        // Tap `(i, j)` of GEMM column `p` is the copy at `p + i·Wp + j`.
+        let offsets: Vec<i64> = (0..taps).map(|t| t / d.kw * wp + t % d.kw).collect();
+        let epi = Epilogue {
+            alpha: 1.0,
+            row_bias: self.io.bias,
+            act: d.act,
+            row_slope: self.io.slope,
+        };
+        let group = |m0: IntValue<'c>, mn: i64| -> R<()> {
+            let gm = Gemm {
+                a: k.gep(self.io.w, k.mul(m0, d.c * taps)?)?,
+                a_rs: d.c * taps,
+                a_cs: 1,
+                b: self.panel,
+                b_rs: copied * wp,
+                c: sums,
+                c_rs: n,
+                m: mn,
+                n,
+                k: d.c * taps,
+            };
+            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, (true, false))?;
+            self.copy_out(sums, (m0, mn), rows, (c_at, r_at), epi)
+        };
+        let full = d.m / IN_PLACE_GROUP * IN_PLACE_GROUP;
+        k.loop_step(0, full, IN_PLACE_GROUP, &mut |m0| group(m0, IN_PLACE_GROUP))?;
+        if full < d.m {
+            group(k.c(full), d.m - full)?;
+        }
+        Ok(())
+    }
+
+    /// Output channels `m0 .. m0 + mn` of an in-place block: the raw sums at `sums` (row
+    /// `m − m0`, `n` columns, output row `dy` from column `dy·Wp`) through the epilogue into
+    /// the output at `c_at` (the residual at `r_at`), the columns between rows dropped.
+    fn copy_out(
+        &self,
+        sums: PointerValue<'c>,
+        (m0, mn): (IntValue<'c>, i64),
+        rows: i64,
+        (c_at, r_at): (PointerValue<'c>, Option<PointerValue<'c>>),
+        epi: Epilogue<'c>,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let n = in_place_cols(d, rows);
+        k.loop_(0, mn, &mut |mi| {
+            let row = k.add(m0, mi)?;
+            let src = k.mul(mi, n)?;
+            let dst = k.mul(row, d.oh * d.ow)?;
+            k.loop_(0, rows, &mut |dy| {
+                let s0 = k.add(src, k.mul(dy, padded(d))?)?;
+                let d0 = k.add(dst, k.mul(dy, d.ow)?)?;
+                for v in 0..(d.ow + wl - 1) / wl {
+                    let lanes = (d.ow - v * wl).min(wl) as u32;
+                    let (sa, da) = (k.add(s0, k.c(v * wl))?, k.add(d0, k.c(v * wl))?);
+                    let ld = |p: PointerValue<'c>, at: IntValue<'c>| {
+                        if lanes == w {
+                            k.ldv(p, at, w)
+                        } else {
+                            k.ldv_masked(p, at, w, lanes)
+                        }
+                    };
+                    let acc = ld(sums, sa)?;
+                    let res = match r_at {
+                        Some(p) => Some(ld(p, da)?),
+                        None => None,
+                    };
+                    let out = finish_lanes(k, epi, acc, row, res, lanes)?;
+                    if lanes == w {
+                        k.stv(c_at, da, out)?;
+                    } else {
+                        k.stv_masked(c_at, da, out, lanes)?;
+                    }
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// Copies input rows `oy0 − pt .. oy0 − pt + copied` of every input channel into the
+    /// panel, padded to `Wp` columns and back to back: channel `c`, row `q`, column `x` at
+    /// `(c·copied + q)·Wp + x`, holding input column `x − pl` (zero in the padding, rows
+    /// outside the image all zero).
+    fn copy_rows(&self, oy0: IntValue<'c>, copied: i64) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let wp = padded(d);
+        let zero = k.vty(w).const_zero();
+        k.loop_(0, d.c, &mut |c| {
+            let xc = k.mul(c, d.h * d.wi)?;
+            let row_c = k.mul(c, copied)?;
+            let iy0 = k.add(oy0, k.c(-d.pt))?;
+            k.loop_(0, copied, &mut |q| {
+                let iy = k.add(iy0, q)?;
+                let inside = k.in_range(iy, 0, d.h)?;
+                let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
+                let prow = k.mul(k.add(row_c, q)?, wp)?;
+                for v in 0..(wp + wl - 1) / wl {
+                    // Column `v·W + l` is the input's `v·W + l − pl`: kernel column 0's tap
+                    // of output column `v·W + l` (lanes past the padded row not stored).
+                    let lanes = (wp - v * wl).min(wl);
+                    let val = match self.tap(xrow, 0, v, lanes)? {
+                        Some(vec) => {
+                            llvm(k.b.build_select(inside, vec, zero, "pad"))?.into_vector_value()
+                        }
+                        None => zero,
+                    };
+                    let at = k.add(prow, k.c(v * wl))?;
+                    if lanes == wl {
+                        k.stv(self.panel, at, val)?;
+                    } else {
+                        k.stv_masked(self.panel, at, val, lanes as u32)?;
+                    }
+                }
+                Ok(())
+            })
+        })
     }
 
     /// Packs input channels `c0 .. c0 + cn` for output rows `oy0 .. oy0 + rows`: panel row
@@ -454,5 +656,29 @@ mod tests {
         (d.sh, d.sw, d.oh, d.ow) = (1, 1, 14, 14);
         assert!(applies(&d, 16) && !cut_rows(&d));
         assert_eq!(packed_rows(&d, 16), None);
+    }
+
+    /// [`strided`] at stride 1: a "same" `k`×`k` convolution.
+    fn stride_one(c: i64, m: i64, h: i64, k: i64) -> Conv {
+        let mut d = strided(c, m, h, k);
+        (d.sh, d.sw, d.oh, d.ow) = (1, 1, h, h);
+        d
+    }
+
+    #[test]
+    fn inception_stems_at_147_read_their_taps_in_place() {
+        // The 32→32 and 32→64 3×3/1 stems: 32 channels of 4 padded rows of 149 floats (76
+        // KiB) in one chunk, the sums of 64 channels beside them.
+        for m in [32, 64] {
+            let d = stride_one(32, m, 147, 3);
+            assert!(applies(&d, 16) && in_place(&d));
+            assert_eq!(chunks(&d, 16), (32, 1));
+            assert_eq!(in_place_cols(&d, block_rows(&d)), 2 * 149 - 2);
+        }
+        // The 71-wide 80→192 stem keeps the per-tap copies (measured slower in place), as do
+        // strided layers and inputs whose copy would not fit one chunk.
+        assert!(!in_place(&stride_one(80, 192, 71, 3)));
+        assert!(!in_place(&strided(32, 32, 299, 3)));
+        assert!(!in_place(&stride_one(90, 32, 147, 3)));
     }
 }

@@ -17,8 +17,8 @@
 //! channel, a run-time loop over the channel's nonzeros loads the weight, broadcasts it,
 //! loads the block's vectors of input row `c` at the stored offset and multiplies-adds them
 //! into the accumulators; the epilogue (bias, residual, activation, PReLU) is the dense
-//! GEMM's ([`finish_with`]). The nonzeros are data, not code: compile time does not grow
-//! with them.
+//! GEMM's ([`crate::kernels::gemm::finish_with`]). The nonzeros are data, not code:
+//! compile time does not grow with them.
 //!
 //! Each output is the dense kernel's FMA chain (zero, then `c` ascending) without its zero
 //! terms, so it equals the dense kernel's except for the sign of a zero sum and products
@@ -28,7 +28,7 @@
 //! ones by output channels: [`cut`]), so every thread count gives the same bits.
 
 use super::geometry::{Conv, Io};
-use crate::kernels::gemm::{finish_with, Epilogue};
+use crate::kernels::gemm::{finish_lanes, Epilogue};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::CodegenError;
@@ -297,20 +297,7 @@ fn emit_block<'a, 'c>(
                 (Some(p), None) => Some(k.ldv(p, at, w)?),
             };
             let a = a.into_vector_value();
-            let mut out = k.vty(w).get_undef();
-            for l in 0..n.unwrap_or(w) {
-                let rl = match rv {
-                    Some(rv) => Some(k.lane(rv, l)?),
-                    None => None,
-                };
-                let x = finish_with(k, epi, k.lane(a, l)?, m, rl)?;
-                out = llvm(k.b.build_insert_element(
-                    out,
-                    x,
-                    k.ctx.i32_type().const_int(l.into(), false),
-                    "o",
-                ))?;
-            }
+            let out = finish_lanes(k, epi, a, m, rv, n.unwrap_or(w))?;
             match n {
                 Some(n) => k.stv_masked(s.out, at, out, n)?,
                 None => k.stv(s.out, at, out)?,

@@ -133,6 +133,7 @@ pub(crate) fn emit_rows<'a, 'c>(
         gm,
         epi,
         res: None,
+        taps: None,
     };
     k.loop_between(k.c(0), rows, &mut |i| block(j, i, 1))
 }
@@ -154,6 +155,7 @@ pub(crate) fn emit_rows_strided<'a, 'c>(
         gm,
         epi,
         res: None,
+        taps: None,
     };
     k.loop_between(k.c(0), rows, &mut |i| {
         let (ar, cs) = at(i)?;

@@ -19,7 +19,7 @@ pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;
 use spec::Job;
-pub(crate) use spec::{finish, finish_with, Epilogue, Gemm};
+pub(crate) use spec::{finish, finish_lanes, finish_with, Epilogue, Gemm};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
@@ -53,9 +53,23 @@ pub(crate) fn gemm_residual<'a, 'c>(
         return Ok(());
     }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv::emit(Job { k, w, gm, epi, res });
+        return gemv::emit(Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        });
     }
-    tile::emit(Job { k, w, gm, epi, res })
+    tile::emit(Job {
+        k,
+        w,
+        gm,
+        epi,
+        res,
+        taps: None,
+    })
 }
 
 /// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
@@ -75,7 +89,14 @@ pub(crate) fn gemm_packed<'a, 'c>(
         return Ok(());
     }
     if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
-        return chanvec::emit(Job { k, w, gm, epi, res });
+        return chanvec::emit(Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        });
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {
@@ -88,7 +109,14 @@ pub(crate) fn gemm_packed<'a, 'c>(
             ),
         });
     }
-    tile::emit_packed(Job { k, w, gm, epi, res })
+    tile::emit_packed(Job {
+        k,
+        w,
+        gm,
+        epi,
+        res,
+        taps: None,
+    })
 }
 
 /// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
@@ -108,7 +136,20 @@ pub(crate) fn gemm_packed_part<'a, 'c>(
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    chanvec::emit_part(Job { k, w, gm, epi, res }, sums, steps, first, last)
+    chanvec::emit_part(
+        Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        },
+        sums,
+        steps,
+        first,
+        last,
+    )
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
@@ -125,8 +166,36 @@ pub(crate) fn gemm_part<'a, 'c>(
     first: bool,
     last: bool,
 ) -> R<()> {
+    gemm_part_taps(k, w, gm, None, epi, res, (first, last))
+}
+
+/// [`gemm_part`] whose B rows come in groups of `taps.len()` (the taps of one input channel
+/// read in place from a copy of its input rows: `conv::panel`'s stride-1 blocks): B row
+/// `kk = c·T + t` at `c·gm.b_rs + taps[t]`, `gm.k` a multiple of `T`. The K loop runs over
+/// the groups with the taps unrolled and K blocks are cut at whole groups, so each output is
+/// still one FMA chain in `kk` order. `None`: rows `gm.b_rs` apart ([`gemm_part`]).
+pub(crate) fn gemm_part_taps<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    taps: Option<&[i64]>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    (first, last): (bool, bool),
+) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    tile::emit_part(Job { k, w, gm, epi, res }, first, last)
+    tile::emit_part(
+        Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps,
+        },
+        first,
+        last,
+    )
 }

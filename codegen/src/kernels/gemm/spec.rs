@@ -1,8 +1,9 @@
 //! What a GEMM multiplies and what it does with each sum, shared by the tile shapes.
 
 use crate::kernels::common::{activation, prelu, Slope};
+use crate::nest::llvm;
 use crate::nest::{K, R};
-use inkwell::values::{FloatValue, IntValue, PointerValue};
+use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
 
 /// The epilogue of a GEMM: `alpha * acc + bias[row]`, then the activation, then a PReLU
@@ -32,6 +33,9 @@ pub(crate) struct Gemm<'c> {
 
 /// One GEMM being emitted: the builder, the vector width, what to multiply, the epilogue and
 /// the residual added in it (laid out as C) — what every tile shape hands down to its tiles.
+/// `taps`: B's rows are not `b_rs` apart but come in groups of `taps.len()` (the taps of one
+/// input channel of a stride-1 convolution, read in place from one copy of its input rows,
+/// [`super::gemm_part_taps`]): row `(c, t)`, `kk = c·T + t`, at `c·b_rs + taps[t]`.
 #[derive(Clone, Copy)]
 pub(super) struct Job<'x, 'a, 'c> {
     pub k: &'x K<'a, 'c>,
@@ -39,6 +43,7 @@ pub(super) struct Job<'x, 'a, 'c> {
     pub gm: &'x Gemm<'c>,
     pub epi: Epilogue<'c>,
     pub res: Option<PointerValue<'c>>,
+    pub taps: Option<&'x [i64]>,
 }
 
 /// Tiles of `step` over `0..n` as a loop from 0, then one tile of the `n mod step` left
@@ -92,4 +97,33 @@ pub(crate) fn finish_with<'a, 'c>(
         Some(s) => prelu(k, s.load(k, row)?, v),
         None => Ok(v),
     }
+}
+
+/// [`finish_with`] on the first `lanes` lanes of the sums `acc` of output row `row` (the
+/// residual's lanes from `res`), one lane at a time into a vector whose other lanes are
+/// undefined (the callers store them masked): the epilogue of every tile that stores a vector
+/// of one row's outputs.
+pub(crate) fn finish_lanes<'a, 'c>(
+    k: &K<'a, 'c>,
+    epi: Epilogue<'c>,
+    acc: VectorValue<'c>,
+    row: IntValue<'c>,
+    res: Option<VectorValue<'c>>,
+    lanes: u32,
+) -> R<VectorValue<'c>> {
+    let mut out = acc.get_type().get_undef();
+    for l in 0..lanes {
+        let rl = match res {
+            Some(r) => Some(k.lane(r, l)?),
+            None => None,
+        };
+        let x = finish_with(k, epi, k.lane(acc, l)?, row, rl)?;
+        out = llvm(k.b.build_insert_element(
+            out,
+            x,
+            k.ctx.i32_type().const_int(l.into(), false),
+            "o",
+        ))?;
+    }
+    Ok(out)
 }

@@ -1,9 +1,9 @@
 //! The tiled GEMM: `MR × NV·W` register tiles with vector accumulators, the contiguous output
 //! dimension innermost, K cut into blocks whose B panel stays in L1 (see [`super::gemm`]).
 
-use super::spec::{finish_with, step_tiles, Job};
+use super::spec::{finish_lanes, step_tiles, Job};
 use crate::kernels::common::vector_registers;
-use crate::nest::{llvm, K, R};
+use crate::nest::{K, R};
 use inkwell::values::{BasicValueEnum, IntValue};
 
 /// The wide tile `(MR, NV)` for `w`-lane vectors: `MR × NV·W` accumulators, the rest of the
@@ -45,8 +45,11 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
     };
     let wl = w as i64;
     let (mr_wide, nv_wide) = wide(w);
+    // K blocks count B's row groups (whole taps of one channel, or single rows).
+    let group = group_len(j);
+    let groups = gm.k / group;
     if gm.n <= NARROW * wl {
-        return narrow(j, part(KBlock::whole(k, gm.k)), false);
+        return narrow(j, part(KBlock::whole(k, groups)), false);
     }
     let nr = nv_wide as i64 * wl;
     let nfull = gm.n / nr * nr;
@@ -78,11 +81,11 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         Ok(())
     };
     if gm.k <= SHORT_K {
-        let kb = part(KBlock::whole(k, gm.k));
+        let kb = part(KBlock::whole(k, groups));
         return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
     }
-    let kc = (PANEL_BYTES / (nv_wide as i64 * wl * 4)).max(8);
-    k_blocks(k, gm.k, kc, &mut |kb| {
+    let kc = ((PANEL_BYTES / (nv_wide as i64 * wl * 4)).max(8) / group).max(1);
+    k_blocks(k, groups, kc, &mut |kb| {
         let kb = part(kb);
         k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, nv_wide, None))?;
         if rest > 0 {
@@ -129,7 +132,12 @@ pub(crate) fn narrow_rows(w: u32, n: i64) -> Option<i64> {
 /// [`emit`] on an A stored as [`narrow_rows`]`(w, gm.n)`-row panels (`gm.a_rs`, `gm.a_cs`
 /// unused): the narrow tiles, whose row count is the panel height.
 pub(super) fn emit_packed(j: Job) -> R<()> {
-    narrow(j, KBlock::whole(j.k, j.gm.k), true)
+    narrow(j, KBlock::whole(j.k, j.gm.k / group_len(j)), true)
+}
+
+/// B's rows per group of the K loop: the taps of one channel ([`Job::taps`]), else 1.
+fn group_len(j: Job) -> i64 {
+    j.taps.map_or(1, |t| t.len().max(1) as i64)
 }
 
 /// At most this many vectors of columns make a GEMM narrow (one column block).
@@ -284,28 +292,38 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
             }
         }
     }
-    let acc = k.loop_carry(0, kb.len, 1, init, &mut |kk, cur| {
-        let kk = k.add(kb.k0, kk)?;
-        let bi = k.add(k.mul(kk, gm.b_rs)?, j0)?;
-        let bv: Vec<_> = (0..nv)
-            .map(|v| {
-                let at = k.add(bi, k.c(v as i64 * wl))?;
-                match masked(v) {
-                    Some(n) => k.ldv_masked(gm.b, at, w, n),
-                    None => k.ldv(gm.b, at, w),
+    // K steps `kb` counts in groups: B row `kk = g·T + t` at `g·b_rs + taps[t]` (one row,
+    // offset 0, per group without taps), the group's rows unrolled in `kk` order.
+    let taps = j.taps.unwrap_or(&[0]);
+    let group = taps.len() as i64;
+    let acc = k.loop_carry(0, kb.len, 1, init, &mut |g, cur| {
+        let g = k.add(kb.k0, g)?;
+        let gb = k.add(k.mul(g, gm.b_rs)?, j0)?;
+        let mut cur = cur.to_vec();
+        for (t, &off) in taps.iter().enumerate() {
+            let kk = k.add(k.mul(g, group)?, k.c(t as i64))?;
+            let bi = k.add(gb, k.c(off))?;
+            let bv: Vec<_> = (0..nv)
+                .map(|v| {
+                    let at = k.add(bi, k.c(v as i64 * wl))?;
+                    match masked(v) {
+                        Some(n) => k.ldv_masked(gm.b, at, w, n),
+                        None => k.ldv(gm.b, at, w),
+                    }
+                })
+                .collect::<R<_>>()?;
+            let ak = k.mul(kk, a_cs)?;
+            let mut next = Vec::with_capacity(cur.len());
+            for &ar in &a_rows {
+                let a = k.splat(k.ld(gm.a, k.add(ar, ak)?)?, w)?;
+                for &b in &bv {
+                    let c = cur[next.len()].into_vector_value();
+                    next.push(k.fma(a, b, c)?.into());
                 }
-            })
-            .collect::<R<_>>()?;
-        let ak = k.mul(kk, a_cs)?;
-        let mut next = Vec::with_capacity(cur.len());
-        for &ar in &a_rows {
-            let a = k.splat(k.ld(gm.a, k.add(ar, ak)?)?, w)?;
-            for &b in &bv {
-                let c = cur[next.len()].into_vector_value();
-                next.push(k.fma(a, b, c)?.into());
             }
+            cur = next;
         }
-        Ok(next)
+        Ok(cur)
     })?;
     for (r, &row) in rows.iter().enumerate() {
         for v in 0..nv {
@@ -317,21 +335,7 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
                     (Some(p), Some(n)) => Some(k.ldv_masked(p, at, w, n)?),
                     (Some(p), None) => Some(k.ldv(p, at, w)?),
                 };
-                let mut out = k.vty(w).get_undef();
-                for l in 0..masked(v).unwrap_or(w) {
-                    let rl = match rv {
-                        Some(rv) => Some(k.lane(rv, l)?),
-                        None => None,
-                    };
-                    let x = finish_with(k, epi, k.lane(vec, l)?, row, rl)?;
-                    out = llvm(k.b.build_insert_element(
-                        out,
-                        x,
-                        k.ctx.i32_type().const_int(l.into(), false),
-                        "o",
-                    ))?;
-                }
-                out
+                finish_lanes(k, epi, vec, row, rv, masked(v).unwrap_or(w))?
             } else {
                 vec
             };
