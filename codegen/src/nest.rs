@@ -286,6 +286,27 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         Ok(parts[0])
     }
 
+    /// The vector of `v`'s type whose first `lanes` lanes are `f(l, lane l of v)`, one scalar
+    /// at a time (the others undefined): an operation with no vector form applied per lane.
+    pub fn map_lanes(
+        &self,
+        v: VectorValue<'ctx>,
+        lanes: u32,
+        f: &mut dyn FnMut(u32, FloatValue<'ctx>) -> R<FloatValue<'ctx>>,
+    ) -> R<VectorValue<'ctx>> {
+        let mut out = v.get_type().get_undef();
+        for l in 0..lanes {
+            let x = f(l, self.lane(v, l)?)?;
+            out = llvm(self.b.build_insert_element(
+                out,
+                x,
+                self.ctx.i32_type().const_int(l.into(), false),
+                "o",
+            ))?;
+        }
+        Ok(out)
+    }
+
     pub fn lane(&self, v: VectorValue<'ctx>, l: u32) -> R<FloatValue<'ctx>> {
         Ok(llvm(self.b.build_extract_element(
             v,

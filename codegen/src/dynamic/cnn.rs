@@ -1829,18 +1829,6 @@ pub(super) fn vector_activation<'a, 'c>(
         }
         Some(Activation::Relu6) => clip(0.0, 6.0),
         Some(Activation::ReluN1To1) => clip(-1.0, 1.0),
-        other => {
-            let mut out = k.vty(w).get_undef();
-            for l in 0..w {
-                let v = activation(k, other, k.lane(y, l)?)?;
-                out = llvm(k.b.build_insert_element(
-                    out,
-                    v,
-                    k.ctx.i32_type().const_int(l.into(), false),
-                    "o",
-                ))?;
-            }
-            Ok(out)
-        }
+        other => k.map_lanes(y, w, &mut |_, x| activation(k, other, x)),
     }
 }

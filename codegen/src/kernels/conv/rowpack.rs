@@ -616,19 +616,7 @@ impl<'k, 'a, 'c> Img<'k, 'a, 'c> {
                 let neg = llvm(k.b.build_float_compare(inkwell::FloatPredicate::OLT, a, z, "neg"))?;
                 Ok(llvm(k.b.build_select(neg, z, a, "relu"))?.into_vector_value())
             }
-            act => {
-                let mut out = a.get_type().get_undef();
-                for l in 0..self.w {
-                    let y = activation(k, act, k.lane(a, l)?)?;
-                    out = llvm(k.b.build_insert_element(
-                        out,
-                        y,
-                        k.ctx.i32_type().const_int(l.into(), false),
-                        "o",
-                    ))?;
-                }
-                Ok(out)
-            }
+            act => k.map_lanes(a, self.w, &mut |_, x| activation(k, act, x)),
         }
     }
 }

@@ -1,7 +1,6 @@
 //! What a GEMM multiplies and what it does with each sum, shared by the tile shapes.
 
 use crate::kernels::common::{activation, prelu, Slope};
-use crate::nest::llvm;
 use crate::nest::{K, R};
 use inkwell::values::{FloatValue, IntValue, PointerValue, VectorValue};
 use tir_ir::Activation;
@@ -111,19 +110,11 @@ pub(crate) fn finish_lanes<'a, 'c>(
     res: Option<VectorValue<'c>>,
     lanes: u32,
 ) -> R<VectorValue<'c>> {
-    let mut out = acc.get_type().get_undef();
-    for l in 0..lanes {
+    k.map_lanes(acc, lanes, &mut |l, x| {
         let rl = match res {
             Some(r) => Some(k.lane(r, l)?),
             None => None,
         };
-        let x = finish_with(k, epi, k.lane(acc, l)?, row, rl)?;
-        out = llvm(k.b.build_insert_element(
-            out,
-            x,
-            k.ctx.i32_type().const_int(l.into(), false),
-            "o",
-        ))?;
-    }
-    Ok(out)
+        finish_with(k, epi, x, row, rl)
+    })
 }
