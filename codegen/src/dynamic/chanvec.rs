@@ -25,8 +25,8 @@
 use super::Dk;
 use crate::kernels::common::entry_scratch;
 use crate::kernels::gemm::{
-    chanvec_chains, chanvec_rows, finish_with, k_blocks, Epilogue, KBlock, CHANVEC_KC,
-    CHANVEC_VECTORS,
+    chanvec_chains, chanvec_panel_vectors, chanvec_rows, finish_with, k_blocks, Epilogue, KBlock,
+    CHANVEC_KC, CHANVEC_VECTORS,
 };
 use crate::nest::{llvm, R};
 use inkwell::values::{IntValue, PointerValue};
@@ -175,11 +175,11 @@ impl<'d, 'a, 'c> Tiles<'d, 'a, 'c> {
             k,
             w,
             (self.a, self.bx),
-            self.kk,
+            &chanvec_panel_vectors(k, w, self.kk, (i0, mr))?,
             &|kq| d.imul(kq, self.n),
             slot,
             kb,
-            (i0, mr),
+            mr,
             (j0, np),
         )?;
         for (i, a) in acc.iter().enumerate() {

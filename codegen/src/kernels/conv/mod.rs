@@ -17,7 +17,9 @@ mod transpose;
 pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_stride};
 
 use super::common::{args_of, dims, unsupported, Call};
-use super::gemm::{chanvec_conv_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm};
+use super::gemm::{
+    chanvec_conv_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm, PackedRows,
+};
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
 use crate::storage::Storage;
@@ -127,6 +129,11 @@ pub(crate) fn conv2d<'a, 'c>(
     let k = g.k(f);
     let per_channel = slope.map(|_| per_channel);
     let io = Io::params(g, f, nargs, bias.is_some(), residual.is_some(), per_channel)?;
+    // Packed weights read from their first row (a kernel that is not cut by channels).
+    let whole = PackedRows {
+        first: k.c(0),
+        total: m,
+    };
     // Image `image`, its input from element `xo` and its output from `oo` of the image.
     let image_at = |image, xo, oo| {
         let xo = k.add(k.mul(image, ci * h * wi)?, xo)?;
@@ -159,12 +166,21 @@ pub(crate) fn conv2d<'a, 'c>(
             sparse::emit(&k, g.width, &d, cols, all_channels, s)
         })?;
     } else if !tiling.is_parallel() {
-        emit(&k, g.width, &d, pointwise, None, packed, io)?;
+        emit(
+            &k,
+            g.width,
+            &d,
+            pointwise,
+            None,
+            packed.map(|mr| (mr, whole)),
+            io,
+        )?;
     } else if pointwise && groups == 1 && split_columns(&d, g.width, g.min_tile_flops) {
         // Chunks of output pixels: each tile multiplies all of W by its columns of x.
         g.for_tiles(&k, f, nargs, tiling, &mut |image, j0, cols| {
             let sub = Conv { n: 1, ..d };
             let at = image_at(image, j0, j0)?;
+            let packed = packed.map(|mr| (mr, whole));
             emit(&k, g.width, &sub, true, Some(cols), packed, at)
         })?;
     } else if rowpack_pixels(&d, g.width) {
@@ -216,11 +232,14 @@ pub(crate) fn conv2d<'a, 'c>(
                 return panel::emit_rows(&k, g.width, &d, scratch, at, u0, units);
             }
             let sub = Conv { m: units, ..d };
-            let at = image_at(image, k.c(0), k.mul(u0, oh * ow)?)?.channels(
-                &k,
-                u0,
-                k.mul(u0, ci * kh * kw)?,
-            )?;
+            // Packed weights stay at their start: the tile's first channel may lie inside
+            // a panel (`scratch` says where).
+            let wo = match packed {
+                Some(_) => k.c(0),
+                None => k.mul(u0, ci * kh * kw)?,
+            };
+            let at = image_at(image, k.c(0), k.mul(u0, oh * ow)?)?.channels(&k, u0, wo)?;
+            let scratch = scratch.from_channel(u0);
             panel::emit_rows(&k, g.width, &sub, scratch, at, k.c(0), oh)
         })?;
     } else {
@@ -237,12 +256,26 @@ pub(crate) fn conv2d<'a, 'c>(
                 groups: if groups > 1 { units } else { 1 },
                 ..d
             };
-            let at = image_at(image, xo, oo)?.channels(
+            // Packed weights stay at their start (the GEMM finds the tile's rows in them: a
+            // chunk may start inside a panel).
+            let wo = match packed {
+                Some(_) => k.c(0),
+                None => k.mul(u0, mu * cg * kh * kw)?,
+            };
+            let at = image_at(image, xo, oo)?.channels(&k, k.mul(u0, mu)?, wo)?;
+            let rows = PackedRows {
+                first: k.mul(u0, mu)?,
+                total: m,
+            };
+            emit(
                 &k,
-                k.mul(u0, mu)?,
-                k.mul(u0, mu * cg * kh * kw)?,
-            )?;
-            emit(&k, g.width, &sub, pointwise, None, packed, at)
+                g.width,
+                &sub,
+                pointwise,
+                None,
+                packed.map(|mr| (mr, rows)),
+                at,
+            )
         })?;
     }
     llvm(g.builder.build_return(None))?;
@@ -624,19 +657,49 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
     } else {
         min_flops
     };
-    Tiling::new(d.n, d.m, granule, work, min)
+    let panels = Tiling::new(d.n, d.m, granule, work, min);
+    match packed {
+        Some(mr) => inside_panels(panels, w as i64, mr, work, min),
+        None => panels,
+    }
+}
+
+/// The cut of a convolution on the channel-vector tiles (weights in `mr`-row panels, cut by
+/// whole panels as `panels`) into chunks that may start inside a panel, at any multiple of
+/// the `w` lanes, when two threads then share it more equally: 256 channels in 48-row panels
+/// (5 and a 16-row one) split 144 / 112, 512 split 240 / 272 and 1024 528 / 496, where
+/// vectors split them in halves (ResNet-50's 14×14 layers ran 1.4–1.65× faster on 2 threads
+/// than on 1, docs/codegen.md "Chunks that start inside a panel"). Each chunk then holds at
+/// least two panels' rows, so its row tiles are mostly whole (`3·W` rows; a chunk of 128
+/// runs 48 + 48 + 32), where chunks of 32 would run every row on two-vector tiles. The
+/// GEMM finds a chunk's rows in the panels ([`crate::kernels::gemm::PackedRows`]); each
+/// output's FMA chain is the same whatever its tile, so the bits do not change.
+fn inside_panels(panels: Tiling, w: i64, mr: i64, work: u64, min: u64) -> Tiling {
+    let vectors = Tiling::new(panels.images, panels.units, w, work, min);
+    let most = (panels.units / (2 * mr)).max(1);
+    // The largest power of two not above it (the counts of [`Tiling::new`]).
+    let most = 1i64 << (63 - most.leading_zeros());
+    let vectors = Tiling {
+        count: vectors.count.min(most),
+        ..vectors
+    };
+    match vectors.larger_half() < panels.larger_half() {
+        true => vectors,
+        false => panels,
+    }
 }
 
 /// The kernel body of `d` at the builder's position. `cols`: only the first `cols` output
 /// pixels of a pointwise convolution (a column chunk, the pixel strides unchanged).
-/// `packed`: the weights are row panels of this height ([`panel_rows`]).
+/// `packed`: the weights are row panels of this height ([`panel_rows`]), `d`'s output
+/// channels the packed rows from the given one on (the pointer `io.w` at the panels' start).
 fn emit<'a, 'c>(
     k: &K<'a, 'c>,
     width: u32,
     d: &Conv,
     pointwise: bool,
     cols: Option<i64>,
-    packed: Option<i64>,
+    packed: Option<(i64, PackedRows<'c>)>,
     io: Io<'c>,
 ) -> R<()> {
     let Io {
@@ -690,7 +753,7 @@ fn emit<'a, 'c>(
                     row_slope,
                 };
                 match packed {
-                    Some(mr) => gemm_packed(k, width, &gm, epi, res, mr),
+                    Some(p) => gemm_packed(k, width, &gm, epi, res, p),
                     None => gemm_residual(k, width, &gm, epi, res),
                 }
             })
@@ -716,7 +779,7 @@ fn emit<'a, 'c>(
         };
         depthwise::emit(k, width, &dw, io)
     } else if panel::applies(d, width) {
-        panel::emit(k, width, d, packed, io)
+        panel::emit(k, width, d, packed.map(|(mr, _)| mr), io)
     } else if rowpack::applies(d, width) {
         rowpack::emit(k, width, d, rowpack::Part::All, io)
     } else {

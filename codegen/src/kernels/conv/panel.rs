@@ -47,7 +47,7 @@
 use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{
     chanvec_conv_rows, chanvec_rows, finish_lanes, gemm_packed_part, gemm_part, gemm_part_taps,
-    Epilogue, Gemm,
+    Epilogue, Gemm, PackedRows,
 };
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
@@ -219,11 +219,27 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 /// A kernel function's scratch: the panel (a fixed `alloca` at the top of its entry block,
 /// whatever the builder's position (a loop body), so the stack frame does not grow per
 /// call; its size depends on the shape only, not on `d.m`: a channel tile packs the same
-/// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums.
+/// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums and
+/// where the kernel's output channels lie in the packed weights (from row 0, or from a
+/// thread's chunk's first channel: [`Scratch::from_channel`]).
 #[derive(Clone, Copy)]
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
-    sums: Option<PointerValue<'c>>,
+    sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+}
+
+impl<'c> Scratch<'c> {
+    /// The scratch of a tile whose output channels start at `m0` of the packed weights (a
+    /// multiple of the vector width, perhaps inside a panel); the weights' pointer stays at
+    /// their start.
+    pub(super) fn from_channel(self, m0: IntValue<'c>) -> Self {
+        Scratch {
+            sums: self
+                .sums
+                .map(|(p, rows)| (p, PackedRows { first: m0, ..rows })),
+            ..self
+        }
+    }
 }
 
 /// The [`Scratch`] of `d`; `packed`: its weights' panel height ([`packed_rows`]), if packed.
@@ -247,7 +263,14 @@ pub(super) fn scratch<'a, 'c>(
         Some(mr) => {
             let panels = (d.m + mr - 1) / mr;
             let floats = panels * mr * block_rows(d) * d.ow;
-            Some(crate::kernels::common::entry_scratch(k, floats, "sums")?)
+            let rows = PackedRows {
+                first: k.c(0),
+                total: d.m,
+            };
+            Some((
+                crate::kernels::common::entry_scratch(k, floats, "sums")?,
+                rows,
+            ))
         }
         None => None,
     };
@@ -273,7 +296,7 @@ pub(super) fn emit<'a, 'c>(
 /// Output rows `oy0 .. oy0 + rows` of one image (`io` at the image), in blocks of
 /// [`block_rows`] rows; `oy0` is a multiple of it. For a tile of output channels, `d.m` is
 /// the tile's count and `io` starts at its first channel (`d.c` keeps the weights' row
-/// length; packed weights start at the tile's first panel).
+/// length; packed weights stay at their start, the tile's first channel in `scratch`).
 pub(super) fn emit_rows<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -306,8 +329,9 @@ struct Block<'k, 'a, 'c> {
     w: u32,
     d: &'k Conv,
     panel: PointerValue<'c>,
-    /// The partial sums of the channel-vector tiles when the weights are packed.
-    sums: Option<PointerValue<'c>>,
+    /// The partial sums of the channel-vector tiles when the weights are packed, and where
+    /// the block's channels lie in them.
+    sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
     io: Io<'c>,
 }
 
@@ -335,7 +359,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 act: d.act,
                 row_slope: self.io.slope,
             };
-            if let Some(sums) = self.sums {
+            if let Some((sums, packed)) = self.sums {
                 // Packed panels hold every K step of their rows: A is the whole of them, and
                 // the chunk is K steps `c0·taps ..` of it.
                 let gm = Gemm {
@@ -351,7 +375,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                     k: d.c * taps,
                 };
                 let steps = (k.mul(c0, taps)?, cn * taps);
-                return gemm_packed_part(k, self.w, &gm, epi, r_at, sums, steps, (first, last));
+                let part = (first, last);
+                return gemm_packed_part(k, self.w, &gm, epi, r_at, packed, sums, steps, part);
             }
             let gm = Gemm {
                 a: k.gep(self.io.w, k.mul(c0, taps)?)?,

@@ -93,17 +93,28 @@ fn pixels(n: i64) -> i64 {
 /// in a stack buffer (exact in f32, so each output is still one FMA chain in K order).
 pub(crate) const KC: i64 = 128;
 
-/// The GEMM `gm` (A stored as [`panel_rows`] panels; `gm.a_rs`, `gm.a_cs` unused) at the
-/// builder's position: the channel panels in a loop, the last (`M mod MR` rows) apart; within
-/// each, the K chunks, and within each chunk the pixel tiles. `res`: a residual laid out as C,
-/// added after the bias.
-pub(crate) fn emit(j: Job) -> R<()> {
+/// Where a GEMM's rows lie in an A packed as [`panel_rows`] panels (`[M/MR][K][MR]`, the
+/// last panel `M mod MR` rows): its row 0 is row `first` of the packed matrix (a multiple of
+/// `W`, not necessarily of `MR`: a thread's chunk of channels may start inside a panel), and
+/// the packed matrix has `total` rows (`gm.a` is its start, `gm.k` its K).
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'c> {
+    pub first: IntValue<'c>,
+    pub total: i64,
+}
+
+/// The GEMM `gm` (A stored as [`panel_rows`] panels, `rows` of them; `gm.a_rs`, `gm.a_cs`
+/// unused) at the builder's position: tiles of `MR` rows in a loop, the last (`M mod MR`
+/// rows) apart; within each, the K chunks, and within each chunk the pixel tiles. `res`: a
+/// residual laid out as C, added after the bias.
+pub(crate) fn emit<'c>(j: Job<'_, '_, 'c>, rows: Rows<'c>) -> R<()> {
     let k = j.k;
     // One slot of `VECTORS · pr` accumulators per pixel tile: `VECTORS · W` floats per pixel.
     let sums = entry_scratch(k, VECTORS * j.w as i64 * j.gm.n, "sums")?;
     let whole = Part {
         sums,
         per_panel: false,
+        rows,
         k0: k.c(0),
         len: j.gm.k,
         first: true,
@@ -120,6 +131,7 @@ pub(crate) fn emit(j: Job) -> R<()> {
 /// `first` starts from zero, `last` applies the epilogue, as in `gemm_part`.
 pub(crate) fn emit_part<'c>(
     j: Job<'_, '_, 'c>,
+    rows: Rows<'c>,
     sums: PointerValue<'c>,
     (k0, len): (IntValue<'c>, i64),
     first: bool,
@@ -128,6 +140,7 @@ pub(crate) fn emit_part<'c>(
     let part = Part {
         sums,
         per_panel: true,
+        rows,
         k0,
         len,
         first,
@@ -139,17 +152,19 @@ pub(crate) fn emit_part<'c>(
 /// The K steps one call multiplies and where their sums wait.
 #[derive(Clone, Copy)]
 struct Part<'c> {
-    /// The slots of the pixel tiles: of the current panel only, or (`per_panel`) of every
-    /// panel, panel `i0 / MR` from float `i0 · N`.
+    /// The slots of the pixel tiles: of the current row tile only, or (`per_panel`) of every
+    /// row tile, the tile from row `i0` from float `i0 · N`.
     sums: PointerValue<'c>,
     per_panel: bool,
+    rows: Rows<'c>,
     k0: IntValue<'c>,
     len: i64,
     first: bool,
     last: bool,
 }
 
-/// The channel panels of `p`: per panel its K chunks, each run by every pixel tile.
+/// The row tiles of `p` (`MR` rows, whole panels when the GEMM starts at one): per tile its
+/// K chunks, each run by every pixel tile.
 fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
     let k = j.k;
     let slot_floats = VECTORS * j.w as i64;
@@ -158,6 +173,7 @@ fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
             true => k.gep(p.sums, k.mul(i0, j.gm.n)?)?,
             false => p.sums,
         };
+        let a = vectors(k, j.w, j.gm.k, p.rows, (i0, mr))?;
         k_blocks(k, p.len, KC, &mut |kb| {
             let kb = KBlock {
                 k0: k.add(p.k0, kb.k0)?,
@@ -167,19 +183,77 @@ fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
             };
             step_tiles(k, j.gm.n, pixels(j.gm.n), &mut |j0, np| {
                 let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
-                tile(j, slot, kb, p.k0, (i0, mr), (j0, np))
+                tile(j, &a, slot, kb, p.k0, (i0, mr), (j0, np))
             })
         })
     })
 }
 
-/// One tile over the K chunk `kb`: rows `i0 .. i0 + mr` (the panel's height; the last vector
-/// masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np`. A chunk after the
+/// Where each vector of the row tile `i0 .. i0 + mr` of a GEMM on `rows` reads A: the float
+/// of its first row at K step 0, and its panel's height (the floats per K step). Row `g =
+/// first + i0 + v·W` is lane 0 of vector `v`; it lies in panel `g / MR` at row `g mod MR`
+/// (every vector within one panel: `first`, `i0` and `MR` are multiples of `W`), and that
+/// panel holds `MR` rows, or `total mod MR` if it is the last. A tile whose rows start at a
+/// panel reads one panel, as the panels' own tiles did; one that starts inside a panel (a
+/// thread's chunk of 16 or 32 rows into it) reads the rest of that panel and the start of
+/// the next. Each output's chain is the same either way.
+pub(crate) fn vectors<'c>(
+    k: &K<'_, 'c>,
+    w: u32,
+    kk: i64,
+    rows: Rows<'c>,
+    (i0, mr): (IntValue<'c>, i64),
+) -> R<Vec<(IntValue<'c>, IntValue<'c>)>> {
+    let wl = w as i64;
+    let panel = VECTORS * wl;
+    let full = rows.total / panel;
+    let last = rows.total % panel;
+    (0..(mr + wl - 1) / wl)
+        .map(|v| {
+            let g = k.add(k.add(rows.first, i0)?, k.c(v * wl))?;
+            let p = llvm(k.b.build_int_unsigned_div(g, k.c(panel), "panel"))?;
+            let r = llvm(k.b.build_int_sub(g, k.mul(p, panel)?, "row"))?;
+            let height = match last {
+                0 => k.c(panel),
+                _ => {
+                    let is_last = llvm(k.b.build_int_compare(
+                        inkwell::IntPredicate::EQ,
+                        p,
+                        k.c(full),
+                        "last_panel",
+                    ))?;
+                    llvm(k.b.build_select(is_last, k.c(last), k.c(panel), "height"))?
+                        .into_int_value()
+                }
+            };
+            Ok((k.add(k.mul(p, panel * kk)?, r)?, height))
+        })
+        .collect()
+}
+
+/// [`vectors`] of the row tile `i0 .. i0 + mr` when it is one whole panel (or the last,
+/// shorter one) of an A packed from its row 0: the run-time-shaped tiles' case.
+pub(crate) fn panel_vectors<'c>(
+    k: &K<'_, 'c>,
+    w: u32,
+    kk: i64,
+    (i0, mr): (IntValue<'c>, i64),
+) -> R<Vec<(IntValue<'c>, IntValue<'c>)>> {
+    let wl = w as i64;
+    let base = k.mul(i0, kk)?;
+    (0..(mr + wl - 1) / wl)
+        .map(|v| Ok((k.add(base, k.c(v * wl))?, k.c(mr))))
+        .collect()
+}
+
+/// One tile over the K chunk `kb`: rows `i0 .. i0 + mr` (the last vector masked when `mr`
+/// is not a multiple of `w`), A's vectors where [`vectors`] says, × pixels `j0 .. j0 + np`. A chunk after the
 /// first resumes from the sums in `slot`; one before the last leaves them there. The last
 /// stores lane `l` of vector `v`, output row `i0 + v·w + l`, one element at a time at stride
 /// `c_rs` (336 scalar stores against 21·K FMAs). B's first row is K step `b_k0`.
 fn tile<'c>(
     j: Job<'_, '_, 'c>,
+    a: &[(IntValue<'c>, IntValue<'c>)],
     slot: PointerValue<'c>,
     kb: KBlock<'c>,
     b_k0: IntValue<'c>,
@@ -194,11 +268,11 @@ fn tile<'c>(
         k,
         w,
         (gm.a, gm.b),
-        gm.k,
+        a,
         &|kk| k.mul(llvm(k.b.build_int_sub(kk, b_k0, "kb"))?, gm.b_rs),
         slot,
         kb,
-        (i0, mr),
+        mr,
         (j0, np),
     )?;
     if !kb.last {
@@ -226,28 +300,31 @@ fn tile<'c>(
 }
 
 /// The FMA chains of one tile over the K chunk `kb`: rows `i0 .. i0 + mr` of the panels at
-/// `a` (`kk` columns; the last vector masked when `mr` is not a multiple of `w`) × pixels
-/// `j0 .. j0 + np` of `b` (row `k` at `b_row(k)`), vector `v` of pixel `j` at `v·np + j`. A
-/// chunk after the first starts from the sums in `slot`. The static tile and the
-/// run-time-sized one (`dynamic::chanvec`) share it, so their chains are the same.
+/// `a` (vector `v` at float `vecs[v].0 + k·vecs[v].1` for K step `k`, [`vectors`]; the last
+/// vector masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np` of `b` (row `k`
+/// at `b_row(k)`), vector `v` of pixel `j` at `v·np + j`. A chunk after the first starts
+/// from the sums in `slot`. The static tile and the run-time-sized one (`dynamic::chanvec`)
+/// share it, so their chains are the same.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn chains<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     (a, b): (PointerValue<'c>, PointerValue<'c>),
-    kk: i64,
+    vecs: &[(IntValue<'c>, IntValue<'c>)],
     b_row: &dyn Fn(IntValue<'c>) -> R<IntValue<'c>>,
     slot: PointerValue<'c>,
     kb: KBlock<'c>,
-    (i0, mr): (IntValue<'c>, i64),
+    mr: i64,
     (j0, np): (IntValue<'c>, i64),
 ) -> R<Vec<BasicValueEnum<'c>>> {
     let wl = w as i64;
     let nv = (mr + wl - 1) / wl;
     let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
-    // The panel starts at `i0·K` (every earlier panel is full: MR·K floats); A[i0 + r, kk] is
-    // at `i0·K + kk·mr + r`.
-    let base = k.mul(i0, kk)?;
+    // The weights one chunk on (below), per vector.
+    let ahead: Vec<IntValue> = vecs
+        .iter()
+        .map(|&(_, h)| llvm(k.b.build_int_mul(h, k.c(KC), "ahead")))
+        .collect::<R<_>>()?;
     let init: Vec<BasicValueEnum> = if kb.first {
         let zero: BasicValueEnum = k.vty(w).const_zero().into();
         vec![zero; (nv * np) as usize]
@@ -258,10 +335,13 @@ pub(crate) fn chains<'a, 'c>(
     };
     k.loop_carry(0, kb.len, 1, init, &mut |kq, cur| {
         let kq = k.add(kb.k0, kq)?;
-        let at = k.add(base, k.mul(kq, mr)?)?;
+        let at: Vec<IntValue> = vecs
+            .iter()
+            .map(|&(base, h)| k.add(base, llvm(k.b.build_int_mul(kq, h, "kh"))?))
+            .collect::<R<_>>()?;
         let wv: Vec<VectorValue> = (0..nv)
             .map(|v| {
-                let p = k.add(at, k.c(v * wl))?;
+                let p = at[v as usize];
                 match lanes(v) {
                     n if n == w => k.ldv(a, p, w),
                     n => k.ldv_masked(a, p, w, n),
@@ -271,8 +351,8 @@ pub(crate) fn chains<'a, 'c>(
         // The same weights one chunk on, into L2 (`prefetcht1`): the next chunk's first pixel
         // tile then finds its panel slice there instead of waiting on memory. Past the panel's
         // end the prefetch touches nothing (it never faults).
-        for v in 0..nv {
-            prefetch(k, a, k.add(at, k.c(KC * mr + v * wl))?)?;
+        for (&p, &h) in at.iter().zip(&ahead) {
+            prefetch(k, a, k.add(p, h)?)?;
         }
         let bi = k.add(b_row(kq)?, j0)?;
         let mut next = cur.to_vec();

@@ -10,7 +10,12 @@ pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
 // The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
-pub(crate) use chanvec::{chains as chanvec_chains, KC as CHANVEC_KC, VECTORS as CHANVEC_VECTORS};
+pub(crate) use chanvec::{
+    chains as chanvec_chains, panel_vectors as chanvec_panel_vectors, KC as CHANVEC_KC,
+    VECTORS as CHANVEC_VECTORS,
+};
+// Where a GEMM's rows lie in weights packed as channel-vector panels.
+pub(crate) use chanvec::Rows as PackedRows;
 pub(crate) use tile::{k_blocks, KBlock};
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
@@ -74,29 +79,32 @@ pub(crate) fn gemm_residual<'a, 'c>(
 
 /// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
 /// (`[M/MR][K][MR]`, the last panel `M mod MR` rows wide; `gm.a_rs` and `gm.a_cs` are not
-/// read): with [`chanvec_rows`]`(w, gm.n, gm.k)` rows the channel-vector tiles of [`chanvec`], with
-/// [`narrow_rows`]`(w, gm.n)` the narrow tiles, each panel one tile's rows. Refused for any
-/// other height (the caller packed for another shape).
+/// read; `gm.a` is the packed matrix's start and `rows` where the GEMM's rows lie in it): with
+/// [`chanvec_rows`]`(w, gm.n, gm.k)` rows the channel-vector tiles of [`chanvec`] (from any
+/// row that is a multiple of `w`), with [`narrow_rows`]`(w, gm.n)` the narrow tiles, each
+/// panel one tile's rows (from a panel's first row). Refused for any other height (the caller
+/// packed for another shape).
 pub(crate) fn gemm_packed<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
-    mr: i64,
+    (mr, rows): (i64, PackedRows<'c>),
 ) -> R<()> {
     if gm.m <= 0 {
         return Ok(());
     }
     if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
-        return chanvec::emit(Job {
+        let job = Job {
             k,
             w,
             gm,
             epi,
             res,
             taps: None,
-        });
+        };
+        return chanvec::emit(job, rows);
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {
@@ -109,6 +117,11 @@ pub(crate) fn gemm_packed<'a, 'c>(
             ),
         });
     }
+    // The narrow tiles' chunks start at a panel: their A is the panels from it on.
+    let gm = &Gemm {
+        a: k.gep(gm.a, k.mul(rows.first, gm.k)?)?,
+        ..*gm
+    };
     tile::emit_packed(Job {
         k,
         w,
@@ -122,6 +135,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
 /// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
 /// of `gm.k` per panel): the channel-vector tiles on K steps `k0 .. k0 + len`, B holding only
 /// those rows; the partial sums wait in `sums` (`MR · gm.n` floats per panel) between parts.
+/// `gm.a` is the packed matrix's start, `rows` where the GEMM's rows lie in it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_packed_part<'a, 'c>(
     k: &K<'a, 'c>,
@@ -129,6 +143,7 @@ pub(crate) fn gemm_packed_part<'a, 'c>(
     gm: &Gemm<'c>,
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
+    rows: PackedRows<'c>,
     sums: PointerValue<'c>,
     steps: (inkwell::values::IntValue<'c>, i64),
     (first, last): (bool, bool),
@@ -145,6 +160,7 @@ pub(crate) fn gemm_packed_part<'a, 'c>(
             res,
             taps: None,
         },
+        rows,
         sums,
         steps,
         first,
