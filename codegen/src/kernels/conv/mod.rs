@@ -659,8 +659,8 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
     };
     let panels = Tiling::new(d.n, d.m, granule, work, min);
     match packed {
-        Some(mr) => inside_panels(panels, w as i64, mr, work, min),
-        None => panels,
+        Some(mr) if !pointwise => inside_panels(panels, w as i64, mr, work, min),
+        _ => panels,
     }
 }
 
