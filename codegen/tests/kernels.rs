@@ -1425,6 +1425,9 @@ fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (96, 96, 28, 1, 14, "relu6"),
         (40, 96, 35, 0, 17, "relu"),
         (16, 40, 56, 1, 28, "relu"),
+        // 260 channels cut 128/132 by vectors: the second chunk starts 32 rows into a
+        // panel and ends in the 20-row last panel.
+        (24, 260, 28, 1, 14, "relu"),
     ] {
         packed_and_row_major_weights_agree_bitwise(
             [c, h, h],
@@ -1506,6 +1509,10 @@ fn conv2d_strided_packed_panel_channel_vectors() {
         (1, 20, 14, 53, 1, "sigmoid", false),
         (1, 16, 56, 40, 1, "relu", true),
         (1, 17, 52, 96, 1, "relu", false),
+        // Chunks of whole vectors that start inside a panel: 256 channels cut 128/128, and
+        // 260 (the last panel 20 rows, its second vector 4 lanes) cut 128/132.
+        (1, 16, 28, 256, 1, "relu", true),
+        (1, 24, 28, 260, 1, "relu6", false),
     ] {
         let (operands, consts) = if bias {
             ("%x, %w, %b", vec![("w", vec![m, c, 3, 3]), ("b", vec![m])])

@@ -873,6 +873,29 @@ mod tests {
     }
 
     #[test]
+    fn strided_panels_are_cut_inside_a_panel_where_the_halves_are_more_equal() {
+        // ResNet's 3×3/2 layers onto 14×14 and 7×7 (one pixel block, weights in 48-row
+        // panels): whole panels split 256 channels 144/112 and 512 240/272; chunks of whole
+        // vectors of at least two panels split them in halves, 8 and 16 vectors each side.
+        for (c, m, h, count) in [(128, 256, 28, 2), (256, 256, 28, 2), (512, 512, 14, 4)] {
+            let d = conv(c, m, 1, h, 3, 2, 1);
+            assert_eq!(panel::packed_rows(&d, 16), Some(48), "{c}->{m}");
+            let t = tiling(&d, false, 16, conv_work(&d), MIN_TILE_FLOPS);
+            assert_eq!((t.units, t.granule, t.count), (m, 16, count), "{c}->{m}");
+            assert_eq!(t.larger_half(), m / 2, "{c}->{m}");
+        }
+        // Whole panels that split evenly stay whole panels (Inception v3's 384 at 17×17).
+        let d = conv(288, 384, 1, 35, 3, 2, 0);
+        let t = tiling(&d, false, 16, conv_work(&d), MIN_TILE_FLOPS);
+        assert_eq!((t.granule, t.larger_half()), (48, 192));
+        // The pointwise layers on the same panels keep whole panels (cut by vectors, ResNet-50's
+        // 14×14 ones measured slower at 2 threads).
+        let d = conv(1024, 256, 1, 14, 1, 1, 0);
+        let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
+        assert_eq!((t.granule, t.larger_half()), (48, 144));
+    }
+
+    #[test]
     fn im2col_convolutions_of_large_images_are_cut_by_rows() {
         // selfie_segmentation's first layer: 3 → 16 channels, 3×3 stride 2, 144×256 → 72×128
         // (its 16 channels in 6-row tiles would be cut 6/10).
