@@ -446,7 +446,8 @@ fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
 /// are then the GEMM's A, stored `[M/MR][C][MR]` so that a tile's weights or broadcasts read
 /// one contiguous stream. Every tile of every thread count starts at a multiple of MR (the
 /// row granule of [`tiling`]: the panel height itself, or a multiple of every narrow tile
-/// height), so a chunk of channels starts at a panel.
+/// height), so a chunk of channels starts at a panel — but a strided convolution's on the
+/// channel-vector panels, which may start at any vector inside one ([`inside_panels`]).
 /// A dense k×k convolution on the packed im2col panel is packed as [`panel::packed_rows`]
 /// says (its `[M, C, KH, KW]` weights are the `[M, C·KH·KW]` A of the panel's GEMM).
 pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64> {
@@ -664,16 +665,20 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
     }
 }
 
-/// The cut of a convolution on the channel-vector tiles (weights in `mr`-row panels, cut by
-/// whole panels as `panels`) into chunks that may start inside a panel, at any multiple of
-/// the `w` lanes, when two threads then share it more equally: 256 channels in 48-row panels
-/// (5 and a 16-row one) split 144 / 112, 512 split 240 / 272 and 1024 528 / 496, where
-/// vectors split them in halves (ResNet-50's 14×14 layers ran 1.4–1.65× faster on 2 threads
-/// than on 1, docs/codegen.md "Chunks that start inside a panel"). Each chunk then holds at
-/// least two panels' rows, so its row tiles are mostly whole (`3·W` rows; a chunk of 128
-/// runs 48 + 48 + 32), where chunks of 32 would run every row on two-vector tiles. The
-/// GEMM finds a chunk's rows in the panels ([`crate::kernels::gemm::PackedRows`]); each
-/// output's FMA chain is the same whatever its tile, so the bits do not change.
+/// The cut of a strided convolution on the channel-vector panels (weights in `mr`-row
+/// panels, cut by whole panels as `panels`) into chunks of whole `w`-lane vectors that may
+/// start inside a panel, when two threads then share its channels more equally: 256 channels
+/// in 48-row panels (5 and a 16-row one) split 144 / 112 and 512 split 240 / 272, where
+/// vectors split them in halves. Each chunk holds at least two panels' rows, so its row tiles
+/// are mostly whole (a chunk of 128 runs 48 + 48 + 32 rows), where chunks of 32 would run
+/// every row on two-vector tiles; and every chunk packs the image panel again, so fewer
+/// chunks pack less: ResNet-50's 3×3/2 onto 14×14 went from 1.10 to 0.99 ms at one thread
+/// and 0.70 to 0.55 at two, onto 7×7 1.13 → 1.08 and 0.66 → 0.62 (docs/codegen.md, "Strided
+/// panels cut inside a panel"). The GEMM finds a chunk's rows in the panels
+/// ([`crate::kernels::gemm::PackedRows`]); each output's FMA chain is the same whatever its
+/// tile, so the bits do not change. Pointwise layers keep whole panels: ResNet-50's five
+/// 1024 → 256 layers at 14×14 cut 128 / 128 so took 1.56–1.60 ms at two threads against
+/// 1.46–1.50 cut 144 / 112 (the same at one).
 fn inside_panels(panels: Tiling, w: i64, mr: i64, work: u64, min: u64) -> Tiling {
     let vectors = Tiling::new(panels.images, panels.units, w, work, min);
     let most = (panels.units / (2 * mr)).max(1);

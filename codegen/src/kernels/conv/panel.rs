@@ -173,8 +173,9 @@ const SUMS_BYTES: i64 = 512 * 1024;
 /// `K = C·KH·KW` in `(c, i, j)` order, the pointwise layers' layout), if they are: `d` is
 /// strided and its pixel blocks are small images whose GEMM the channel-vector tiles take
 /// (3 vectors of output channels × up to 8 pixels, every lane an output): one block cut by
-/// channel panels for the threads ([`chanvec_conv_rows`]: ResNet's 3×3/2 onto 14×14 and
-/// 7×7, Inception v3's onto 17×17), or blocks cut by rows, each running every channel
+/// channels for the threads ([`chanvec_conv_rows`]: ResNet's 3×3/2 onto 14×14 and 7×7,
+/// Inception v3's onto 17×17; whole panels, or chunks of vectors that may start inside a
+/// panel where two threads then share the channels more equally), or blocks cut by rows, each running every channel
 /// ([`chanvec_rows`]: ResNet's onto 28×28, blocks of 7 rows), with the partial sums within
 /// [`SUMS_BYTES`]. On the pixel-vector tiles a 196-pixel block (3·64 + 4) ended in a 12 × 1
 /// tile with 4 live lanes, and read the unpacked weights as 6 row streams `C·9` floats

@@ -15,7 +15,8 @@
 //! `k = 0..K` order (`x·w + acc`, the product commutes exactly), then the same per-element
 //! epilogue ([`finish_with`]: bias, residual, activation, PReLU slope). So the outputs are
 //! bitwise those of the pixel-vector kernel, and of every thread cut that starts chunks of
-//! channels at a panel.
+//! channels at a multiple of `W`: at a panel, or inside one ([`Rows`]: a tile's vectors then
+//! read the rest of one panel and the start of the next).
 
 use super::spec::{finish_with, step_tiles, Job};
 use super::tile::{k_blocks, KBlock, NARROW};
