@@ -239,7 +239,7 @@ pub(crate) fn conv2d<'a, 'c>(
                 None => k.mul(u0, ci * kh * kw)?,
             };
             let at = image_at(image, k.c(0), k.mul(u0, oh * ow)?)?.channels(&k, u0, wo)?;
-            let scratch = scratch.from_channel(u0);
+            let scratch = scratch.at_channel(u0);
             panel::emit_rows(&k, g.width, &sub, scratch, at, k.c(0), oh)
         })?;
     } else {

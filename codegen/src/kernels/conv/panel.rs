@@ -222,7 +222,7 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 /// call; its size depends on the shape only, not on `d.m`: a channel tile packs the same
 /// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums and
 /// where the kernel's output channels lie in the packed weights (from row 0, or from a
-/// thread's chunk's first channel: [`Scratch::from_channel`]).
+/// thread's chunk's first channel: [`Scratch::at_channel`]).
 #[derive(Clone, Copy)]
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
@@ -233,7 +233,7 @@ impl<'c> Scratch<'c> {
     /// The scratch of a tile whose output channels start at `m0` of the packed weights (a
     /// multiple of the vector width, perhaps inside a panel); the weights' pointer stays at
     /// their start.
-    pub(super) fn from_channel(self, m0: IntValue<'c>) -> Self {
+    pub(super) fn at_channel(self, m0: IntValue<'c>) -> Self {
         Scratch {
             sums: self
                 .sums
