@@ -1355,9 +1355,12 @@ fn pointwise_channel_vectors() {
     // (53 = 48 + 5), of a full vector and 6 lanes (70 = 48 + 22), M below 16, two full panels
     // with a batch, odd K; every fused activation, with and without a bias. 14×14 (7-pixel
     // tiles; 260 = 5·48 + 20 channels) and 17×17 (8 and a 1-pixel tail; 190 = 3·48 + 46,
-    // fewer channels than pixels: cut by channels, not pixel columns). The neighbours: 99
-    // pixels with 49 channels and 14×14 with 100 (past 8×8 with too uneven a 2-thread cut
-    // of 48-channel panels: the pixel-vector tiles), N = 64 (8×8, whole vectors but on the
+    // fewer channels than pixels: cut by channels, not pixel columns). Past 8×8 where two
+    // threads would share the 48-channel panels unevenly, cut by chunks of pixel tiles
+    // instead: 99 pixels with 49 channels, 14×14 with 100 and with 64 (7-pixel tiles, 4
+    // chunks of 49), 17×17 with 112 and a batch (8-pixel tiles, chunks of 80 and a last of
+    // 49), 13×13 with 16 (a chunk of 48 pixels, a whole number of vectors, still on the
+    // channel vectors). The neighbours: N = 64 (8×8, whole vectors but on the
     // channel vectors: 8-pixel tiles, 100 = 2·48 + 4 channels), N = 256 (whole vectors), N = 306
     // (past 17×17: cut by pixel columns) and N = 1 (the gemv). Cut into 48-channel chunks on 0–3 threads
     // (`check`).
@@ -1373,6 +1376,9 @@ fn pointwise_channel_vectors() {
         (1, 256, 260, 14, 14, "relu", true),
         (1, 130, 190, 17, 17, "relu6", false),
         (1, 256, 100, 14, 14, "relu", true),
+        (1, 200, 64, 14, 14, "relu", true),
+        (2, 160, 112, 17, 17, "relu6", true),
+        (1, 144, 16, 13, 13, "relu", false),
         (2, 128, 49, 9, 11, "sigmoid", true),
         (1, 128, 40, 16, 16, "relu", true),
         (1, 129, 40, 18, 17, "relu", true),
@@ -1403,6 +1409,8 @@ fn pointwise_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (256, 260, 14, "relu"),
         (130, 190, 17, "relu"),
         (192, 100, 8, "relu"),
+        (512, 128, 14, "relu"),
+        (144, 16, 13, "relu"),
     ] {
         packed_and_row_major_weights_agree_bitwise(
             [c, hw, hw],

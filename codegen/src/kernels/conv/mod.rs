@@ -18,7 +18,8 @@ pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_
 
 use super::common::{args_of, dims, unsupported, Call};
 use super::gemm::{
-    chanvec_conv_rows, gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm, PackedRows,
+    chanvec_pixels, chanvec_rows, chanvec_split_evenly, gemm_chanvec, gemm_packed, gemm_residual,
+    narrow_rows, Epilogue, Gemm, PackedRows,
 };
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
@@ -440,7 +441,7 @@ fn tconv_by_rows(d: &transpose::TConv, work: u64, min_flops: u64) -> bool {
 
 /// The panel height the weights of `op` are packed with at compile time for `width`-lane
 /// vectors, if they are: a pointwise convolution (one group, 1×1, unit strides, no padding)
-/// on a small image, which runs with vectors along the output channels ([`chanvec_conv_rows`]:
+/// on a small image, which runs with vectors along the output channels ([`chanvec_rows`]:
 /// 3 vectors of channels per panel), or else whose GEMM is narrow ([`narrow_rows`]: at most
 /// a few vectors of pixels, ResNet's and Inception's last stages). Its weights `[M, C, 1, 1]`
 /// are then the GEMM's A, stored `[M/MR][C][MR]` so that a tile's weights or broadcasts read
@@ -455,7 +456,7 @@ pub(crate) fn panel_rows(func: &Function, op: &OpData, width: u32) -> Option<i64
         return dense_panel_rows(func, op, width);
     };
     let n = od[2] * od[3];
-    chanvec_conv_rows(width, n, xd[1], od[1]).or_else(|| narrow_rows(width, n))
+    chanvec_rows(width, n, xd[1]).or_else(|| narrow_rows(width, n))
 }
 
 /// [`panel::packed_rows`] of `op` if it is a rank-4 convolution.
@@ -532,16 +533,37 @@ pub(crate) fn pointwise_dims(
 fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     // With one block of columns there is nothing to cut by columns: cut by channels instead
     // (iris_landmark's 64-channel 8×8 layers, 64 columns in one 64-column block, ran whole).
-    // The channel-vector tiles ([`chanvec_conv_rows`]) run every pixel of a panel of channels:
-    // their weights are packed for the whole image, so they are cut by channels.
+    // The channel-vector tiles ([`chanvec_rows`]) are cut by their channel panels where two
+    // threads share those evenly, else by their pixel tiles, every tile running every panel
+    // on its pixels (GoogLeNet's 512 → 64, 112, 128, 160 at 14×14: 2 or 3 panels, or 4 of
+    // which one is a third).
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
     let pixels = d.oh * d.ow;
-    if pixels < d.m || pixels <= block || chanvec_conv_rows(w, pixels, d.c, d.m).is_some() {
+    if let Some(mr) = chanvec_rows(w, pixels, d.c) {
+        return !chanvec_split_evenly(pixels, d.m, mr);
+    }
+    if pixels < d.m || pixels <= block {
         return false;
     }
     let work = conv_work(d);
     let columns = Tiling::new(d.n, pixels, block, work, min_flops);
     !columns.is_parallel() || !channel_tiling(d, true, w, work, min_flops).halves_below(&columns)
+}
+
+/// At most this many chunks of pixels for a layer on the channel-vector tiles cut by pixels
+/// ([`split_columns`]): every chunk streams every weight and starts each K chunk of each panel
+/// cold, so fewer, longer chunks keep more of the kernel's reuse. GoogLeNet's nineteen 1×1
+/// layers at 14×14 at one thread (the tiles run one after the other): 1.71–1.77 ms cut by
+/// channels on the pixel-vector tiles, 1.65–1.66 in 4 chunks, 1.62–1.65 in 2, 1.75 in 8
+/// (docs/codegen.md "GoogLeNet's uneven pointwise layers cut by pixels").
+const CHANVEC_PIXEL_CHUNKS: i64 = 4;
+
+/// The granule of a pixel cut of the channel-vector tiles on `pixels` pixels: whole pixel
+/// tiles, at most [`CHANVEC_PIXEL_CHUNKS`] granules.
+fn chanvec_pixel_chunk(pixels: i64) -> i64 {
+    let t = chanvec_pixels(pixels);
+    let tiles = (pixels + t - 1) / t;
+    (tiles + CHANVEC_PIXEL_CHUNKS - 1) / CHANVEC_PIXEL_CHUNKS * t
 }
 
 /// Whether the threads cut `d`, a stride-1 row-packed convolution, by bands of output rows
@@ -606,9 +628,15 @@ fn tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) -> Tilin
         return Tiling::new(d.n, d.groups, 1, work, min);
     }
     if pointwise && split_columns(d, w, min_flops) {
-        // Whole `NV·W`-column blocks of the GEMM micro-kernel.
+        // Whole `NV·W`-column blocks of the GEMM micro-kernel, or whole pixel tiles of the
+        // channel-vector tiles.
+        let pixels = d.oh * d.ow;
         let nv = crate::kernels::gemm::wide(w).1 as i64;
-        return Tiling::new(d.n, d.oh * d.ow, nv * w as i64, work, min_flops);
+        let granule = match chanvec_rows(w, pixels, d.c) {
+            Some(_) => chanvec_pixel_chunk(pixels),
+            None => nv * w as i64,
+        };
+        return Tiling::new(d.n, pixels, granule, work, min_flops);
     }
     if !pointwise && rowpack_pixels(d, w) {
         return Tiling::new(d.n, rowpack::pixel_units(d, w).0, 1, work, min_flops);
@@ -628,7 +656,7 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
     let cg = d.c / d.groups.max(1);
     let pixels = d.oh * d.ow;
     let packed = match pointwise {
-        true => chanvec_conv_rows(w, pixels, d.c, d.m),
+        true => chanvec_rows(w, pixels, d.c),
         false => panel::packed_rows(d, w),
     };
     let granule = match packed {
@@ -757,7 +785,11 @@ fn emit<'a, 'c>(
                     act: d.act,
                     row_slope,
                 };
+                // The kernel the whole image's shape picks, for a chunk of its pixels too.
                 match packed {
+                    Some((mr, rows)) if chanvec_rows(width, hw, cg) == Some(mr) => {
+                        gemm_chanvec(k, width, &gm, epi, res, rows)
+                    }
                     Some(p) => gemm_packed(k, width, &gm, epi, res, p),
                     None => gemm_residual(k, width, &gm, epi, res),
                 }
@@ -849,23 +881,34 @@ mod tests {
     #[test]
     fn pointwise_layers_go_to_the_cut_that_two_threads_share_more_equally() {
         // pose_detection's 14×14 layers: 196 pixels in 64-column blocks would be cut 64, 64,
-        // 64, 4 (halves 128 and 68), so they are cut by output channels, in 6-row tiles.
+        // 64, 4 (halves 128 and 68). On the channel-vector tiles, 1152 → 192 is cut by its
+        // four 48-channel panels; 192 → 112 and 480 → 80 (3 and 2 panels, halves 96/16 and
+        // 48/32) by chunks of 7-pixel tiles, 49 pixels each; 100 → 112 (K below the
+        // channel-vector tiles' minimum) by 6-row tiles of channels.
         for (c, m, halves) in [
             (1152, 192, (96, 96)),
-            (192, 112, (54, 58)),
-            (480, 80, (42, 38)),
+            (192, 112, (98, 98)),
+            (480, 80, (98, 98)),
+            (100, 112, (54, 58)),
         ] {
             let d = conv(c, m, 1, 14, 1, 1, 0);
-            assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
             let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
-            // Where the channel-vector tiles run the layer (1152 → 192: four 48-channel
-            // panels), a chunk of channels is whole panels; elsewhere whole 6-row tiles.
-            match chanvec_conv_rows(16, 196, c, m) {
-                Some(mr) => assert_eq!((t.units, t.granule), (m, mr), "{c}->{m}"),
-                None => assert_eq!((t.units, t.granule, t.count), (m, 6, 8), "{c}->{m}"),
+            match chanvec_rows(16, 196, c) {
+                Some(mr) if chanvec_split_evenly(196, m, mr) => {
+                    assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
+                    assert_eq!((t.units, t.granule), (m, mr), "{c}->{m}");
+                }
+                Some(_) => {
+                    assert!(split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
+                    assert_eq!((t.units, t.granule, t.count), (196, 49, 4), "{c}->{m}");
+                }
+                None => {
+                    assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
+                    assert_eq!((t.units, t.granule, t.count), (m, 6, 8), "{c}->{m}")
+                }
             }
             let mid = t.first(t.count / 2);
-            assert_eq!((mid, m - mid), halves, "{c}->{m}");
+            assert_eq!((mid, t.units - mid), halves, "{c}->{m}");
         }
         // 28×28 and 56×56 (13 and 49 blocks, halves within a block of each other) and 72×72
         // stay cut by columns, even where the channels' halves are a little more equal.
@@ -898,6 +941,19 @@ mod tests {
         let d = conv(1024, 256, 1, 14, 1, 1, 0);
         let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
         assert_eq!((t.granule, t.larger_half()), (48, 144));
+    }
+
+    #[test]
+    fn channel_vector_pixel_cuts_are_at_most_four_chunks_of_whole_pixel_tiles() {
+        // 14×14: 28 tiles of 7; 17×17: 36 tiles of 8 and one of 1; 13×13: 21 tiles of 8 and
+        // one of 1 (a chunk of 48 pixels, whole vectors).
+        assert_eq!(chanvec_pixel_chunk(196), 49);
+        assert_eq!(chanvec_pixel_chunk(289), 80);
+        assert_eq!(chanvec_pixel_chunk(169), 48);
+        let d = conv(1024, 32, 1, 17, 1, 1, 0);
+        assert!(split_columns(&d, 16, MIN_TILE_FLOPS));
+        let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
+        assert_eq!((t.units, t.granule, t.count), (289, 80, 4));
     }
 
     #[test]

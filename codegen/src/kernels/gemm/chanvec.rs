@@ -64,22 +64,30 @@ pub(crate) fn panel_rows(w: u32, n: i64, kk: i64) -> Option<i64> {
         .then_some(VECTORS * wl)
 }
 
-/// [`panel_rows`] for a whole pointwise convolution of `m` output channels, which the threads
-/// cut into chunks of whole panels: on images past the narrow tiles' [`NARROW_PIXELS`] only
-/// when two threads' halves of the panels are at most 1/8 above half of `m` (256, 512, 1024,
-/// 192 and 96 channels are; 128 and 160 are not: 3 panels split 2 + 1 and 4 panels of which
-/// one is a third, where the pixel-column cut they had splits evenly). Every choice that
-/// must agree — the packing, the kernel, the thread cut — asks this with the op's `m`.
+/// [`panel_rows`] for a whole convolution of `m` output channels on `n` pixels that the
+/// threads can only cut into chunks of whole panels (the strided panels of
+/// `kernels::conv::panel`): where [`panels_split_evenly`]. Every choice that must agree — the
+/// packing, the kernel, the thread cut — asks this with the op's `m`.
 pub(crate) fn conv_panel_rows(w: u32, n: i64, kk: i64, m: i64) -> Option<i64> {
-    panel_rows(w, n, kk).filter(|&mr| {
-        let panels = (m + mr - 1) / mr;
-        n <= NARROW_PIXELS || 16 * ((panels + 1) / 2 * mr) <= 9 * m
-    })
+    panel_rows(w, n, kk).filter(|&mr| panels_split_evenly(n, m, mr))
+}
+
+/// Whether two threads share `m` channels on `n` pixels evenly enough in chunks of whole
+/// `mr`-row panels: on images past the narrow tiles' [`NARROW_PIXELS`] only when the larger
+/// half of the panels is at most 1/8 above half of `m` (256, 512, 1024, 192 and 96 channels
+/// are; 64, 128 and 160 are not: 2 panels split 1 + 1 of which one is a third, 3 panels
+/// split 2 + 1, 4 panels of which one is a third). A pointwise convolution whose panels do
+/// not split evenly is cut by pixel tiles instead (`kernels::conv`'s `split_columns`), every
+/// tile running every panel on its pixels.
+pub(crate) fn panels_split_evenly(n: i64, m: i64, mr: i64) -> bool {
+    let panels = (m + mr - 1) / mr;
+    n <= NARROW_PIXELS || 16 * ((panels + 1) / 2 * mr) <= 9 * m
 }
 
 /// Pixels per tile for `n` pixels: a count that divides `n` if one of 8, 7, 6 does (64, 49,
-/// 36), so no pixel tile is short, else 8 and a shorter last tile.
-fn pixels(n: i64) -> i64 {
+/// 36), so no pixel tile is short, else 8 and a shorter last tile. A thread cut by pixels
+/// ([`panels_split_evenly`]) is in chunks of whole tiles of the image's count.
+pub(crate) fn pixels(n: i64) -> i64 {
     [PIXELS, 7, 6]
         .into_iter()
         .find(|p| n % p == 0)

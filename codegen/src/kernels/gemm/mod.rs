@@ -9,6 +9,8 @@ mod tile;
 pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_K};
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
+// A pointwise layer on them is cut for the threads by channel panels or by pixel tiles.
+pub(crate) use chanvec::{panels_split_evenly as chanvec_split_evenly, pixels as chanvec_pixels};
 // The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
 pub(crate) use chanvec::{
     chains as chanvec_chains, panel_vectors as chanvec_panel_vectors, KC as CHANVEC_KC,
@@ -96,15 +98,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
         return Ok(());
     }
     if chanvec_rows(w, gm.n, gm.k) == Some(mr) {
-        let job = Job {
-            k,
-            w,
-            gm,
-            epi,
-            res,
-            taps: None,
-        };
-        return chanvec::emit(job, rows);
+        return gemm_chanvec(k, w, gm, epi, res, rows);
     }
     if narrow_rows(w, gm.n) != Some(mr) {
         return Err(crate::CodegenError::Unsupported {
@@ -130,6 +124,33 @@ pub(crate) fn gemm_packed<'a, 'c>(
         res,
         taps: None,
     })
+}
+
+/// [`gemm_residual`] on the channel-vector tiles of [`chanvec`], A packed at compile time into
+/// [`chanvec_rows`]-row panels for the whole image: for a chunk of its pixels too (`gm.n` the
+/// chunk's, `gm.b_rs` and `gm.c_rs` the image's), whose own count may not be one
+/// [`chanvec_rows`] takes (a whole number of vectors); `rows`: where its rows lie in the
+/// panels, as for [`gemm_packed`].
+pub(crate) fn gemm_chanvec<'a, 'c>(
+    k: &K<'a, 'c>,
+    w: u32,
+    gm: &Gemm<'c>,
+    epi: Epilogue<'c>,
+    res: Option<PointerValue<'c>>,
+    rows: PackedRows<'c>,
+) -> R<()> {
+    if gm.m <= 0 || gm.n <= 0 {
+        return Ok(());
+    }
+    let job = Job {
+        k,
+        w,
+        gm,
+        epi,
+        res,
+        taps: None,
+    };
+    chanvec::emit(job, rows)
 }
 
 /// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
