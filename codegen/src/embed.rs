@@ -81,7 +81,7 @@ pub fn header(func: &Function, name: &str) -> String {
          `for (int64_t t = 0; t < tiles; t++) body(ctx, t, t + 1);`\n   \
          Strided convolutions pack their input into a scratch panel on the stack of the\n   \
          thread that runs them (about 200 KiB, and up to 512 KiB more of partial sums onto\n   \
-         small outputs or 100 KiB beside stride-1 rows): run `body` on threads with at least 1 MiB. */\n\
+         small outputs or 115 KiB beside stride-1 rows): run `body` on threads with at least 1 MiB. */\n\
          typedef void (*{name}_parallel_for)(void *pool, void (*body)(void *ctx, int64_t begin, int64_t end),\n    \
          void *ctx, int64_t tiles);\n\
          void {name}_run_parallel(const void *const *inputs, void *const *outputs, void *slab,\n    \

@@ -419,12 +419,14 @@ fn conv2d_strided_packed_panel() {
 /// on narrow rows too (Inception v3's 5×5 at 35×35, its 5 pixel blocks made 6 for two
 /// threads' halves; a 7×7 at 20×20). Rows of 128 or more read the taps in place from one
 /// padded copy of each block's input rows: more than 64 output channels (a group of 64
-/// sums and a tail group), two padded rows at the bottom and a one-row tail block, and 90
-/// input channels at 147 wide, whose copy passes one chunk (back to the per-tap panel).
+/// sums and a tail group), two padded rows at the bottom and a one-row tail block, blocks
+/// of three rows (147 wide: fewer GEMM vectors than two) with a one-row and a two-row tail,
+/// and 90 input channels at 147 wide, whose copy passes one chunk (back to the per-tap
+/// panel).
 #[test]
 fn conv2d_stride_one_wide_rows_packed_panel() {
     #[allow(clippy::type_complexity)]
-    let shapes: [(u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 12] = [
+    let shapes: [(u64, u64, u64, u64, u64, [u64; 2], [u64; 4], [u64; 2]); 13] = [
         // (n, c, h, w, m, kernel, pads, dilations)
         (1, 4, 14, 149, 32, [3, 3], [0, 0, 0, 0], [1, 1]),
         (1, 3, 13, 147, 37, [3, 3], [1, 1, 1, 1], [1, 1]),
@@ -438,6 +440,7 @@ fn conv2d_stride_one_wide_rows_packed_panel() {
         (1, 3, 12, 147, 70, [3, 3], [1, 1, 1, 1], [1, 1]),
         (1, 4, 11, 140, 32, [3, 3], [0, 1, 2, 1], [1, 1]),
         (2, 90, 6, 147, 33, [3, 3], [1, 1, 1, 1], [1, 1]),
+        (1, 5, 14, 147, 32, [3, 3], [1, 1, 1, 1], [1, 1]),
     ];
     for (case, &(n, c, h, w, m, [kh, kw], pads, [dh, dw])) in shapes.iter().enumerate() {
         let act = ["", ", activation = relu", ", activation = relu6"][case % 3];

@@ -108,6 +108,14 @@ pub(super) fn applies(d: &Conv, w: u32) -> bool {
 /// layers as one block of 289 pixels against 3.33 as blocks of 153 and 136 (one thread,
 /// docs/codegen.md "Inception v3 and GoogLeNet, issue 20").
 pub(super) fn block_rows(d: &Conv) -> i64 {
+    if let Some(r) = in_place_rows(d) {
+        return r;
+    }
+    default_rows(d)
+}
+
+/// [`block_rows`] by pixel count alone (every block but the in-place ones).
+fn default_rows(d: &Conv) -> i64 {
     let oh = d.oh.max(1);
     if oh * d.ow <= BLOCK_PIXELS * 5 / 4 {
         return oh;
@@ -144,12 +152,35 @@ const IN_PLACE_GROUP: i64 = 64;
 /// j + p`, [`crate::kernels::gemm::gemm_part_taps`]); the `KW − 1` columns per row that
 /// straddle two rows are computed and dropped when the sums are copied out.
 fn in_place(d: &Conv) -> bool {
-    d.sh == 1
-        && d.sw == 1
-        && d.dh == 1
-        && d.dw == 1
-        && d.ow >= IN_PLACE_OW
-        && d.c * (block_rows(d) + d.kh - 1) * padded(d) * 4 <= PANEL_BYTES
+    in_place_rows(d).is_some()
+}
+
+/// The rows of an in-place block ([`in_place`]), if `d` reads its taps in place: of
+/// [`default_rows`]` r` and `r + 1`, the one whose blocks run the fewest GEMM vectors over
+/// the image (a block of `rows` runs `⌈(rows·Wp − (KW − 1)) / 16⌉` vectors of AVX-512's 16
+/// lanes — a multiple of the narrower widths —, the tail block its own). A block's last
+/// vector is partly idle and its `KW − 1` columns between rows are dropped: at 147²,
+/// blocks of 2 rows run 304 lanes for 294 outputs and a one-row tail, blocks of 3 run
+/// 448 for 441 and divide 147; each block also copies `KH − 1` rows fewer per output row.
+/// Stems 32→32 and 32→64 at 147²: 4–5% faster (docs/codegen.md "The in-place stems: one
+/// K block, blocks of three rows").
+fn in_place_rows(d: &Conv) -> Option<i64> {
+    if !(d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1 && d.ow >= IN_PLACE_OW) {
+        return None;
+    }
+    let fits = |r: i64| d.c * (r + d.kh - 1) * padded(d) * 4 <= PANEL_BYTES;
+    let r = default_rows(d);
+    let vectors = |r: i64| {
+        let block = |rows: i64| (in_place_cols(d, rows) + 15) / 16;
+        let tail = d.oh % r;
+        d.oh / r * block(r) + if tail > 0 { block(tail) } else { 0 }
+    };
+    let r = if r < d.oh && fits(r + 1) && vectors(r + 1) < vectors(r) {
+        r + 1
+    } else {
+        r
+    };
+    fits(r).then_some(r)
 }
 
 /// The padded input row of an in-place block ([`in_place`]): `OW + KW − 1` columns.
@@ -684,6 +715,22 @@ mod tests {
         assert_eq!(packed_rows(&d, 16), None);
     }
 
+    #[test]
+    fn in_place_blocks_take_the_rows_with_fewer_vectors() {
+        // 147²: blocks of 2 rows run 73 · 19 + 10 (a one-row tail) = 1397 vectors, blocks
+        // of 3 run 49 · 28 = 1372.
+        let d = stride_one(32, 32, 147, 3);
+        assert_eq!(default_rows(&d), 2);
+        assert_eq!(block_rows(&d), 3);
+        // 11 rows of 140: 5 · 18 + 9 against 3 · 27 + 18, no fewer: blocks of 2 stay.
+        let mut d = stride_one(4, 32, 140, 3);
+        d.oh = 11;
+        assert_eq!(block_rows(&d), 2);
+        // Not in place (a copy past one chunk): the rows by pixel count.
+        let d = stride_one(90, 32, 147, 3);
+        assert_eq!(block_rows(&d), default_rows(&d));
+    }
+
     /// [`strided`] at stride 1: a "same" `k`×`k` convolution.
     fn stride_one(c: i64, m: i64, h: i64, k: i64) -> Conv {
         let mut d = strided(c, m, h, k);
@@ -693,13 +740,13 @@ mod tests {
 
     #[test]
     fn inception_stems_at_147_read_their_taps_in_place() {
-        // The 32→32 and 32→64 3×3/1 stems: 32 channels of 4 padded rows of 149 floats (76
+        // The 32→32 and 32→64 3×3/1 stems: 32 channels of 5 padded rows of 149 floats (95
         // KiB) in one chunk, the sums of 64 channels beside them.
         for m in [32, 64] {
             let d = stride_one(32, m, 147, 3);
             assert!(applies(&d, 16) && in_place(&d));
             assert_eq!(chunks(&d, 16), (32, 1));
-            assert_eq!(in_place_cols(&d, block_rows(&d)), 2 * 149 - 2);
+            assert_eq!(in_place_cols(&d, block_rows(&d)), 3 * 149 - 2);
         }
         // The 71-wide 80→192 stem keeps the per-tap copies (measured slower in place), as do
         // strided layers and inputs whose copy would not fit one chunk.

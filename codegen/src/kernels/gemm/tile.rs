@@ -84,7 +84,16 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         let kb = part(KBlock::whole(k, groups));
         return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
     }
-    let kc = ((PANEL_BYTES / (nv_wide as i64 * wl * 4)).max(8) / group).max(1);
+    // The panel a K block keeps in L1 is what its groups touch: `nr` floats per row of B,
+    // but the taps of one channel read overlapping runs of the same copied rows (a 3×3
+    // kernel's nine runs of 64 floats cover three runs of 66), so they count once. On
+    // Inception v3's 147² stems that makes the whole K (32 channels, 19 KiB touched per
+    // column block) one block instead of three of 11 channels, and no tile stores and
+    // reloads its partial sums (docs/codegen.md "The in-place stems: one K block, blocks
+    // of three rows").
+    let kc = (PANEL_BYTES / (runs_touched(j.taps, nr) * 4))
+        .max(8 / group)
+        .max(1);
     k_blocks(k, groups, kc, &mut |kb| {
         let kb = part(kb);
         k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, nv_wide, None))?;
@@ -93,6 +102,21 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         }
         Ok(())
     })
+}
+
+/// Floats of B one K group touches in a column block `nr` wide: `nr` per row of B (without
+/// taps: one row per group), the taps' runs `[off, off + nr)` merged where they overlap.
+fn runs_touched(taps: Option<&[i64]>, nr: i64) -> i64 {
+    let Some(taps) = taps else { return nr };
+    let mut offs = taps.to_vec();
+    offs.sort_unstable();
+    let (mut total, mut end) = (0, i64::MIN);
+    for o in offs {
+        let lo = o.max(end);
+        total += (o + nr - lo).max(0);
+        end = end.max(o + nr);
+    }
+    total.max(1)
 }
 
 /// Narrow (late layers: N = H·W = 49, 196 at most a few vectors): every column in one tile,
@@ -368,5 +392,18 @@ mod tests {
                 assert_eq!(acc_regs(w) % mr, 0, "row granule at {w} lanes");
             }
         }
+    }
+
+    /// A K group's taps count the B floats they touch once: a 3×3 kernel read in place from
+    /// rows 149 apart touches three runs of `nr + 2`; taps farther apart than `nr` (or no
+    /// taps: one row) count `nr` each.
+    #[test]
+    fn tap_groups_count_overlapping_runs_once() {
+        let w = 16;
+        let taps: Vec<i64> = (0..9).map(|t| t / 3 * 149 + t % 3).collect();
+        assert_eq!(runs_touched(Some(&taps), 64), 3 * 66);
+        assert_eq!(runs_touched(Some(&[0, 100, 200]), 64), 3 * 64);
+        assert_eq!(runs_touched(Some(&[0, 0]), 64), 64);
+        assert_eq!(runs_touched(None, 16 * w), 256);
     }
 }
