@@ -1424,7 +1424,7 @@ fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (100, 100, 13, 1, 7, "relu"),
         (96, 96, 28, 1, 14, "relu6"),
         (40, 96, 35, 0, 17, "relu"),
-        (16, 40, 56, 1, 28, "relu"),
+        (32, 40, 56, 1, 28, "relu"),
     ] {
         packed_and_row_major_weights_agree_bitwise(
             [c, h, h],
@@ -1503,9 +1503,9 @@ fn conv2d_strided_packed_panel_channel_vectors() {
         (2, 96, 28, 96, 1, "relu", true),
         (1, 40, 35, 96, 0, "relu6", true),
         (1, 128, 9, 40, 1, "relu", true),
-        (1, 20, 14, 53, 1, "sigmoid", false),
-        (1, 16, 56, 40, 1, "relu", true),
-        (1, 17, 52, 96, 1, "relu", false),
+        (1, 29, 14, 53, 1, "sigmoid", false),
+        (1, 32, 56, 40, 1, "relu", true),
+        (1, 29, 52, 96, 1, "relu", false),
     ] {
         let (operands, consts) = if bias {
             ("%x, %w, %b", vec![("w", vec![m, c, 3, 3]), ("b", vec![m])])
