@@ -872,7 +872,7 @@ fn pools_border_rows_unrolled_inner_rows_looped() {
 #[test]
 fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
     let mut rng = Rng::new(20);
-    let cases: [(u64, u64, u64, u64, u64, &str); 7] = [
+    let cases: [(u64, u64, u64, u64, u64, &str); 9] = [
         // (h = w, kernel, stride, pad, channels, extra)
         (28, 3, 1, 1, 2, ""),
         (14, 3, 1, 1, 3, ", ceil_mode = true"),
@@ -881,6 +881,8 @@ fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
         (56, 3, 2, 0, 2, ", ceil_mode = true"),
         (14, 3, 2, 0, 3, ", ceil_mode = true"),
         (12, 9, 1, 4, 2, ""),
+        (109, 3, 2, 0, 2, ", ceil_mode = true"),
+        (30, 3, 2, 1, 3, ""),
     ];
     for ((hw, k, s, p, c, extra), nans) in cases.iter().flat_map(|&c| [(c, true), (c, false)]) {
         let n = (c * hw * hw) as usize;
@@ -911,6 +913,40 @@ fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
                 "{text}"
             );
         }
+    }
+}
+
+/// The inner rows of a max pool whose windows overlap in rows share each input row's
+/// maximum between output rows (`Window::shared_rows`), with the sum that tests its taps for
+/// NaN: a single NaN in an input row that two output rows read (3×3/2: row 2·oy + 2; 3×3/1:
+/// any) must reach both, in a clean vector and a border one, bitwise the interpreter's.
+#[test]
+fn max_pool_shared_rows_carry_a_nan_to_the_next_output_row() {
+    for (hw, k, s, p, row, col) in [
+        (54, 3, 2, 0, 10, 20),
+        (54, 3, 2, 0, 10, 52),
+        (40, 3, 1, 1, 17, 5),
+        (40, 3, 1, 1, 17, 39),
+    ] {
+        let n = (2 * hw * hw) as usize;
+        let mut xs: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+        xs[(hw * hw + row * hw + col) as usize] = f32::NAN;
+        let text = model(
+            &[("x", vec![1, 2, hw, hw])],
+            &[],
+            &format!(
+                "max_pool(%x) {{kernel = [{k}, {k}], strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}], ceil_mode = true}}"
+            ),
+        );
+        let given = vec![Tensor::f32(vec![1, 2, hw, hw], xs).unwrap()];
+        let (expected, got) = both_with(&text, "sharing=true", Some(given));
+        let nans = |t: &[f32]| t.iter().filter(|v| v.is_nan()).count();
+        assert!(nans(&expected[0]) >= 2, "{text}");
+        assert_eq!(
+            expected[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            got[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{text}"
+        );
     }
 }
 
