@@ -175,7 +175,7 @@ const SUMS_BYTES: i64 = 512 * 1024;
 /// 128-step chunks, which a short K does not amortise. SqueezeNet's 3→96 7×7/2 stem (K =
 /// 147, blocks of 2 × 109 = 218 pixels: 13.6 vectors, 97% of the pixel-vector tiles' lanes
 /// live) ran 1.54–1.56 ms there against 1.36–1.40 on the pixel-vector tiles (one thread,
-/// docs/codegen.md "SqueezeNet's stem, pools and fire modules"); ResNet's 3×3/2 layers (K =
+/// docs/codegen.md "SqueezeNet's stem and max pools"); ResNet's 3×3/2 layers (K =
 /// 576 and more) gained there.
 const PACKED_MIN_K: i64 = 256;
 
