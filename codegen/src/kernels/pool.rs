@@ -28,14 +28,14 @@ const MAX_BORDER_ROWS: i64 = 8;
 /// 28×28 plane (49 vectors of 16 lanes, 441 taps) is one.
 const FLAT_TAPS: i64 = 512;
 
-/// Output rows ahead whose input lines a max pool's shared rows prefetch
-/// ([`Window::shared_column`]). SqueezeNet's 3×3/2 pool on 96 planes of 109² (read from L3):
-/// 0.094–0.102 ms without, 0.074–0.087 with 4 rows ahead; 2, 6 and 8 were no better
+/// Largest plane (input bytes) whose max pool shares kernel rows' maxima down columns
+/// ([`Window::shared_rows`]): a column walks down the plane, so the plane must stay in L1
+/// (48 KiB) for the next columns. SqueezeNet's 3×3/2 pools on 54² and 27² planes (11.4 and
+/// 2.8 KiB) went 0.062–0.063 → 0.050–0.051 and 0.030 → 0.022–0.026 ms; on the 109² and
+/// GoogLeNet's 112² planes (46 and 49 KiB, read from L3) the columns were no faster, or
+/// slower (0.069–0.077 → 0.077–0.081 ms), even with the next rows prefetched
 /// (docs/codegen.md "SqueezeNet's stem and max pools").
-const PREFETCH_ROWS: i64 = 4;
-
-/// Floats per cache line.
-const LINE: i64 = 16;
+const SHARED_PLANE_BYTES: i64 = 32 * 1024;
 
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
@@ -406,10 +406,14 @@ impl Window {
     }
 
     /// Whether the inner rows `r0 .. r1` of a max share their kernel rows' maxima
-    /// ([`Self::shared_rows`]): consecutive windows overlap in rows (`KH > SH`), and there
-    /// are at least two such rows.
+    /// ([`Self::shared_rows`]): consecutive windows overlap in rows (`KH > SH`), there are
+    /// at least two such rows, and the plane fits [`SHARED_PLANE_BYTES`].
     fn shares_rows(&self, wl: i64, (r0, r1): (i64, i64)) -> bool {
-        self.is_max && self.vectorise(wl) && self.kh > self.sh && r1 - r0 >= 2
+        self.is_max
+            && self.vectorise(wl)
+            && self.kh > self.sh
+            && r1 - r0 >= 2
+            && self.h * self.w * 4 <= SHARED_PLANE_BYTES
     }
 
     /// The inner rows `r0 .. r1` of a max pool's plane ([`Self::inner_rows`]), one column
@@ -473,18 +477,6 @@ impl Window {
         }
         k.loop_carry(r0, r1, 1, init, &mut |oy, carried| {
             let mut rows = carried.to_vec();
-            // The lines this column will read [`PREFETCH_ROWS`] output rows on, into L1: a
-            // column walks down the plane one row at a time, and where the plane comes from
-            // L3 (SqueezeNet's first pool reads the stem's 4.5 MB) each row's new lines
-            // otherwise wait there. Past the plane the prefetch touches nothing.
-            let ahead = k.add(oy, k.c(PREFETCH_ROWS))?;
-            let first = k.add(k.mul(col0, self.sw)?, k.c(-self.pl))?;
-            for i in keep as i64..self.kh {
-                let b = k.add(row_at(ahead, i)?, first)?;
-                for l in 0..(wl * self.sw + self.kw + LINE - 2) / LINE {
-                    crate::kernels::gemm::prefetch_into(k, xp, k.add(b, k.c(l * LINE))?, 3)?;
-                }
-            }
             for i in keep as i64..self.kh {
                 rows.extend(reduce(row_at(oy, i)?)?);
             }

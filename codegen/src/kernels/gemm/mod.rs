@@ -12,8 +12,6 @@ pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as cha
 // The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
 pub(crate) use chanvec::{chains as chanvec_chains, KC as CHANVEC_KC, VECTORS as CHANVEC_VECTORS};
 pub(crate) use tile::{k_blocks, KBlock};
-// Software prefetches (`llvm.prefetch`), for kernels outside the GEMM too.
-pub(crate) use chanvec::prefetch_into;
 // The matrix-vector product's rows at a run-time count (`crate::dynamic`).
 pub(crate) use gemv::emit_rows as gemv_rows;
 pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
