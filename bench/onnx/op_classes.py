@@ -13,6 +13,11 @@ import argparse
 import collections
 import json
 import os
+
+# numpy's OpenBLAS starts a thread per core that spins for a while after the import; under
+# `chrt -f` it holds a core, and the first tir run at 2 threads ran on one (6.6 against
+# 3.4 ms for SqueezeNet). One BLAS thread: this script does no linear algebra.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import statistics
 import subprocess
 import tempfile

@@ -875,7 +875,7 @@ fn pools_border_rows_unrolled_inner_rows_looped() {
 #[test]
 fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
     let mut rng = Rng::new(20);
-    let cases: [(u64, u64, u64, u64, u64, &str); 7] = [
+    let cases: [(u64, u64, u64, u64, u64, &str); 9] = [
         // (h = w, kernel, stride, pad, channels, extra)
         (28, 3, 1, 1, 2, ""),
         (14, 3, 1, 1, 3, ", ceil_mode = true"),
@@ -884,6 +884,8 @@ fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
         (56, 3, 2, 0, 2, ", ceil_mode = true"),
         (14, 3, 2, 0, 3, ", ceil_mode = true"),
         (12, 9, 1, 4, 2, ""),
+        (109, 3, 2, 0, 2, ", ceil_mode = true"),
+        (30, 3, 2, 1, 3, ""),
     ];
     for ((hw, k, s, p, c, extra), nans) in cases.iter().flat_map(|&c| [(c, true), (c, false)]) {
         let n = (c * hw * hw) as usize;
@@ -914,6 +916,40 @@ fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
                 "{text}"
             );
         }
+    }
+}
+
+/// The inner rows of a max pool whose windows overlap in rows share each input row's
+/// maximum between output rows (`Window::shared_rows`), with the sum that tests its taps for
+/// NaN: a single NaN in an input row that two output rows read (3×3/2: row 2·oy + 2; 3×3/1:
+/// any) must reach both, in a clean vector and a border one, bitwise the interpreter's.
+#[test]
+fn max_pool_shared_rows_carry_a_nan_to_the_next_output_row() {
+    for (hw, k, s, p, row, col) in [
+        (54, 3, 2, 0, 10, 20),
+        (54, 3, 2, 0, 10, 52),
+        (40, 3, 1, 1, 17, 5),
+        (40, 3, 1, 1, 17, 39),
+    ] {
+        let n = (2 * hw * hw) as usize;
+        let mut xs: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+        xs[(hw * hw + row * hw + col) as usize] = f32::NAN;
+        let text = model(
+            &[("x", vec![1, 2, hw, hw])],
+            &[],
+            &format!(
+                "max_pool(%x) {{kernel = [{k}, {k}], strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}], ceil_mode = true}}"
+            ),
+        );
+        let given = vec![Tensor::f32(vec![1, 2, hw, hw], xs).unwrap()];
+        let (expected, got) = both_with(&text, "sharing=true", Some(given));
+        let nans = |t: &[f32]| t.iter().filter(|v| v.is_nan()).count();
+        assert!(nans(&expected[0]) >= 2, "{text}");
+        assert_eq!(
+            expected[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            got[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{text}"
+        );
     }
 }
 
@@ -1435,10 +1471,10 @@ fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (100, 100, 13, 1, 7, "relu"),
         (96, 96, 28, 1, 14, "relu6"),
         (40, 96, 35, 0, 17, "relu"),
-        (16, 40, 56, 1, 28, "relu"),
+        (32, 40, 56, 1, 28, "relu"),
         // 260 channels cut 128/132 by vectors: the second chunk starts 32 rows into a
         // panel and ends in the 20-row last panel.
-        (24, 260, 28, 1, 14, "relu"),
+        (32, 260, 28, 1, 14, "relu"),
     ] {
         packed_and_row_major_weights_agree_bitwise(
             [c, h, h],
@@ -1517,13 +1553,14 @@ fn conv2d_strided_packed_panel_channel_vectors() {
         (2, 96, 28, 96, 1, "relu", true),
         (1, 40, 35, 96, 0, "relu6", true),
         (1, 128, 9, 40, 1, "relu", true),
-        (1, 20, 14, 53, 1, "sigmoid", false),
-        (1, 16, 56, 40, 1, "relu", true),
-        (1, 17, 52, 96, 1, "relu", false),
-        // Chunks of whole vectors that start inside a panel: 256 channels cut 128/128, and
-        // 260 (the last panel 20 rows, its second vector 4 lanes) cut 128/132.
-        (1, 16, 28, 256, 1, "relu", true),
-        (1, 24, 28, 260, 1, "relu6", false),
+        (1, 29, 14, 53, 1, "sigmoid", false),
+        (1, 32, 56, 40, 1, "relu", true),
+        (1, 29, 52, 96, 1, "relu", false),
+        // Chunks of whole vectors that start inside a panel (K at least the packed panels'
+        // 256): 256 channels cut 128/128, and 260 (the last panel 20 rows, its second
+        // vector 4 lanes) cut 128/132.
+        (1, 32, 28, 256, 1, "relu", true),
+        (1, 32, 28, 260, 1, "relu6", false),
     ] {
         let (operands, consts) = if bias {
             ("%x, %w, %b", vec![("w", vec![m, c, 3, 3]), ("b", vec![m])])

@@ -28,6 +28,15 @@ const MAX_BORDER_ROWS: i64 = 8;
 /// 28×28 plane (49 vectors of 16 lanes, 441 taps) is one.
 const FLAT_TAPS: i64 = 512;
 
+/// Largest plane (input bytes) whose max pool shares kernel rows' maxima down columns
+/// ([`Window::shared_rows`]): a column walks down the plane, so the plane must stay in L1
+/// (48 KiB) for the next columns. SqueezeNet's 3×3/2 pools on 54² and 27² planes (11.4 and
+/// 2.8 KiB) went 0.063–0.064 → 0.050–0.052 and 0.031 → 0.023–0.025 ms; on the 109² and
+/// GoogLeNet's 112² planes (46 and 49 KiB, read from L3) the columns were no faster, or
+/// slower (0.069–0.077 → 0.077–0.081 ms), even with the next rows prefetched
+/// (docs/codegen.md "SqueezeNet's stem and max pools").
+const SHARED_PLANE_BYTES: i64 = 32 * 1024;
+
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
 pub(crate) fn pool<'a, 'c>(
@@ -100,7 +109,11 @@ pub(crate) fn pool<'a, 'c>(
                 for oy in 0..r0 {
                     geo.row(k, width, xp, op_, k.c(oy), false)?;
                 }
-                k.loop_(r0, r1, &mut |oy| geo.row(k, width, xp, op_, oy, true))?;
+                if geo.shares_rows(width as i64, (r0, r1)) {
+                    geo.shared_rows(k, width, (xp, op_), (r0, r1))?;
+                } else {
+                    k.loop_(r0, r1, &mut |oy| geo.row(k, width, xp, op_, oy, true))?;
+                }
                 for oy in r1..oh {
                     geo.row(k, width, xp, op_, k.c(oy), false)?;
                 }
@@ -147,6 +160,17 @@ struct Window {
 enum Cols<'c> {
     Border(i64),
     Clean(IntValue<'c>),
+}
+
+impl<'c> Cols<'c> {
+    /// The first output column, and how many of the vector's lanes exist (a border vector
+    /// may run past the row's end, `ow` columns).
+    fn at(self, k: &K<'_, 'c>, ow: i64, wl: i64) -> (IntValue<'c>, i64) {
+        match self {
+            Cols::Border(ox0) => (k.c(ox0), (ow - ox0).min(wl)),
+            Cols::Clean(c) => (c, wl),
+        }
+    }
 }
 
 impl Window {
@@ -325,6 +349,185 @@ impl Window {
         (r0, r1)
     }
 
+    /// The taps of one kernel row for the `W` output columns from `cols`, in `j` order: the
+    /// input row at `at` of the plane `xp`, `sw·W` lanes loaded per tap and every `sw`-th
+    /// kept; padded lanes read as −∞ for the max, `+0` for the sum (border vectors only, by
+    /// compile-time lane masks), and a tap with no lane in the row left out.
+    fn taps<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        xp: PointerValue<'c>,
+        at: IntValue<'c>,
+        cols: Cols<'c>,
+    ) -> R<Vec<VectorValue<'c>>> {
+        let wl = w as i64;
+        let s = self.sw;
+        let (col0, lanes) = cols.at(k, self.ow, wl);
+        let i32t = k.ctx.i32_type();
+        let every: Vec<_> = (0..w)
+            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
+            .collect();
+        let every = VectorType::const_vector(&every);
+        let fill = if self.is_max { f64::NEG_INFINITY } else { 0.0 };
+        let mut taps = Vec::new();
+        for j in 0..self.kw {
+            let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j - self.pl))?;
+            // Per loaded lane `q = l·s + t`: whether output lane `l` exists and its cell `t`
+            // lies in the row; border vectors only.
+            let on: Option<Vec<bool>> = match cols {
+                Cols::Border(ox0) => Some(
+                    (0..wl * s)
+                        .map(|q| {
+                            let (l, t) = (q / s, q % s);
+                            let ix = self.ix(ox0 + l, j);
+                            l < lanes && ix >= 0 && ix + t < self.w
+                        })
+                        .collect(),
+                ),
+                Cols::Clean(_) => None,
+            };
+            if let Some(on) = &on {
+                if !(0..lanes).any(|l| on[(l * s) as usize]) {
+                    continue;
+                }
+            }
+            let wide = match &on {
+                Some(on) => k.ldv_lanes_or(xp, base, on, fill)?,
+                None => k.ldv(xp, base, (wl * s) as u32)?,
+            };
+            taps.push(if s == 1 {
+                wide
+            } else {
+                llvm(k.b.build_shuffle_vector(wide, wide.get_type().get_undef(), every, "every"))?
+            });
+        }
+        Ok(taps)
+    }
+
+    /// Whether the inner rows `r0 .. r1` of a max share their kernel rows' maxima
+    /// ([`Self::shared_rows`]): consecutive windows overlap in rows (`KH > SH`), there are
+    /// at least two such rows, and the plane fits [`SHARED_PLANE_BYTES`].
+    fn shares_rows(&self, wl: i64, (r0, r1): (i64, i64)) -> bool {
+        self.is_max
+            && self.vectorise(wl)
+            && self.kh > self.sh
+            && r1 - r0 >= 2
+            && self.h * self.w * 4 <= SHARED_PLANE_BYTES
+    }
+
+    /// The inner rows `r0 .. r1` of a max pool's plane ([`Self::inner_rows`]), one column
+    /// vector at a time down the rows, each input row's maximum over its `KW` taps computed
+    /// once: output row `oy` reads kernel row `i` at input row `oy·SH − PT + i`, which output
+    /// row `oy + 1` reads as its kernel row `i − SH`, so the last `KH − SH` rows' maxima (and
+    /// the sums that test them for NaN) are carried to the next output row (a 3×3/2 pool:
+    /// two rows reduced per output row instead of three). The window is then the tree of its
+    /// rows' maxima, the grouping [`window_max`] uses, so the same bits; a vector whose taps
+    /// sum to NaN is recomputed by [`Row::vector`] and takes the exact step.
+    fn shared_rows<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        (r0, r1): (i64, i64),
+    ) -> R<()> {
+        let wl = w as i64;
+        let (va, vb) = self.clean_run(wl);
+        let nvec = (self.ow + wl - 1) / wl;
+        let column = |cols: Cols<'c>| self.shared_column(k, w, (xp, op), (r0, r1), cols);
+        if vb > va {
+            k.loop_(va, vb, &mut |v| column(Cols::Clean(k.mul(v, wl)?)))?;
+        }
+        for v in (0..nvec).filter(|&v| v < va || v >= vb) {
+            column(Cols::Border(v * wl))?;
+        }
+        Ok(())
+    }
+
+    /// One column vector of [`Self::shared_rows`].
+    fn shared_column<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        (r0, r1): (i64, i64),
+        cols: Cols<'c>,
+    ) -> R<()> {
+        let wl = w as i64;
+        let (col0, lanes) = cols.at(k, self.ow, wl);
+        let keep = (self.kh - self.sh) as usize;
+        // Input row `oy·SH − PT + i`'s offset in the plane.
+        let row_at = |oy: IntValue<'c>, i: i64| -> R<IntValue<'c>> {
+            k.mul(k.add(k.mul(oy, self.sh)?, k.c(i - self.pt))?, self.w)
+        };
+        // A kernel row's maximum and the sum of its taps (−∞ and +0 for a row of no tap).
+        let reduce = |at: IntValue<'c>| -> R<[BasicValueEnum<'c>; 2]> {
+            let taps = self.taps(k, w, xp, at, cols)?;
+            if taps.is_empty() {
+                let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+                return Ok([ninf.into(), k.vty(w).const_zero().into()]);
+            }
+            let m = tree(&taps, &|a, b| max_step(k, a, b, false))?;
+            let s = tree(&taps, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?;
+            Ok([m.into(), s.into()])
+        };
+        let mut init = Vec::with_capacity(2 * keep);
+        for i in 0..keep as i64 {
+            init.extend(reduce(row_at(k.c(r0), i)?)?);
+        }
+        k.loop_carry(r0, r1, 1, init, &mut |oy, carried| {
+            let mut rows = carried.to_vec();
+            for i in keep as i64..self.kh {
+                rows.extend(reduce(row_at(oy, i)?)?);
+            }
+            let (maxima, sums): (Vec<_>, Vec<_>) = rows
+                .chunks(2)
+                .map(|r| (r[0].into_vector_value(), r[1].into_vector_value()))
+                .unzip();
+            let at = k.add(k.mul(oy, self.ow)?, col0)?;
+            let offsets = (0..self.kh)
+                .map(|i| Ok((None, row_at(oy, i)?)))
+                .collect::<R<Vec<_>>>()?;
+            let row = Row {
+                win: self,
+                k,
+                w,
+                xp,
+                op,
+                oy,
+                rows: &offsets,
+                cnt_y: k.f(self.kh as f64),
+            };
+            let any_nan = any_nan(
+                k,
+                tree(&sums, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?,
+            )?;
+            k.if_else(any_nan, &mut |nan| match nan {
+                true => row.vector(cols),
+                false => store_lanes(
+                    k,
+                    op,
+                    at,
+                    tree(&maxima, &|a, b| max_step(k, a, b, false))?,
+                    lanes,
+                ),
+            })?;
+            Ok(rows[2 * self.sh as usize..].to_vec())
+        })?;
+        Ok(())
+    }
+
+    /// The run `va .. vb` of clean vectors in the middle of an output row (a vector is clean
+    /// when its first lane's first tap and last lane's last tap are inside).
+    fn clean_run(&self, wl: i64) -> (i64, i64) {
+        let nvec = (self.ow + wl - 1) / wl;
+        let clean: Vec<i64> = (0..nvec).filter(|&v| self.clean(v, wl)).collect();
+        match (clean.first(), clean.last()) {
+            (Some(&a), Some(&b)) => (a, b + 1),
+            _ => (0, 0),
+        }
+    }
+
     /// Output row `oy` of one plane (`xp`, `op` at the plane); `inner`: every kernel row of
     /// it lies in the plane ([`Self::inner_rows`]), so no tap needs the row test.
     fn row<'a, 'c>(
@@ -362,13 +565,7 @@ impl Window {
             rows.push((Some(inside), at));
         }
         let nvec = (self.ow + wl - 1) / wl;
-        let clean: Vec<i64> = (0..nvec).filter(|&v| self.clean(v, wl)).collect();
-        // The clean vectors are one run in the middle of the row (a vector is clean when
-        // its first lane's first tap and last lane's last tap are inside).
-        let (va, vb) = match (clean.first(), clean.last()) {
-            (Some(&a), Some(&b)) => (a, b + 1),
-            _ => (0, 0),
-        };
+        let (va, vb) = self.clean_run(wl);
         let ctx = Row {
             win: self,
             k,
@@ -407,68 +604,20 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
     fn vector(&self, cols: Cols<'c>) -> R<()> {
         let (k, win, w) = (self.k, self.win, self.w);
         let wl = w as i64;
-        let s = win.sw;
-        // Output lanes that exist (a border vector may run past the row's end).
-        let lanes = match cols {
-            Cols::Border(ox0) => (win.ow - ox0).min(wl),
-            Cols::Clean(_) => wl,
-        };
-        let col0 = match cols {
-            Cols::Border(ox0) => k.c(ox0),
-            Cols::Clean(c) => c,
-        };
+        let (col0, lanes) = cols.at(k, win.ow, wl);
         let start = if win.is_max { f64::NEG_INFINITY } else { 0.0 };
         let mut acc = k.splat(k.f(start), w)?;
-        let i32t = k.ctx.i32_type();
-        let every: Vec<_> = (0..w)
-            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
-            .collect();
-        let every = VectorType::const_vector(&every);
         // The max's taps per kernel row, with the row's test.
         let mut maxima = Vec::new();
-        let fill = if win.is_max { f64::NEG_INFINITY } else { 0.0 };
         for &(inside, at) in self.rows {
-            let mut taps = Vec::new();
-            for j in 0..win.kw {
-                let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j - win.pl))?;
-                // Per loaded lane `q = l·s + t`: whether output lane `l` exists and its cell
-                // `t` lies in the row; border vectors only.
-                let on: Option<Vec<bool>> = match cols {
-                    Cols::Border(ox0) => Some(
-                        (0..wl * s)
-                            .map(|q| {
-                                let (l, t) = (q / s, q % s);
-                                let ix = win.ix(ox0 + l, j);
-                                l < lanes && ix >= 0 && ix + t < win.w
-                            })
-                            .collect(),
-                    ),
-                    Cols::Clean(_) => None,
-                };
-                if let Some(on) = &on {
-                    if !(0..lanes).any(|l| on[(l * s) as usize]) {
-                        continue;
-                    }
+            let taps = win.taps(k, w, self.xp, at, cols)?;
+            if win.is_max {
+                if !taps.is_empty() {
+                    maxima.push((inside, taps));
                 }
-                // Padded lanes read as −∞ for the max, `+0` for the sum.
-                let wide = match &on {
-                    Some(on) => k.ldv_lanes_or(self.xp, base, on, fill)?,
-                    None => k.ldv(self.xp, base, (wl * s) as u32)?,
-                };
-                let v = if s == 1 {
-                    wide
-                } else {
-                    llvm(k.b.build_shuffle_vector(
-                        wide,
-                        wide.get_type().get_undef(),
-                        every,
-                        "every",
-                    ))?
-                };
-                if win.is_max {
-                    taps.push(v);
-                    continue;
-                }
+                continue;
+            }
+            for v in taps {
                 let next = llvm(k.b.build_float_add(acc, v, "sum"))?;
                 // A kernel row outside the plane leaves the window as it was.
                 acc = match inside {
@@ -477,9 +626,6 @@ impl<'r, 'k, 'a, 'c> Row<'r, 'k, 'a, 'c> {
                     }
                     None => next,
                 };
-            }
-            if !taps.is_empty() {
-                maxima.push((inside, taps));
             }
         }
         let at = k.add(k.mul(self.oy, win.ow)?, col0)?;
@@ -579,14 +725,19 @@ fn window_max<'c>(
     };
     let taps: Vec<VectorValue<'c>> = rows.iter().flat_map(|r| r.1.iter().copied()).collect();
     let sum = tree(&taps, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?;
+    k.if_else(any_nan(k, sum)?, &mut |exact| store(max(exact)?))
+}
+
+/// Whether any lane of `sum` (the taps of a vector of windows added) is NaN: a NaN tap, or
+/// `∞ − ∞`, which then take the exact step.
+fn any_nan<'c>(k: &K<'_, 'c>, sum: VectorValue<'c>) -> R<IntValue<'c>> {
     let nan = llvm(k.b.build_float_compare(FloatPredicate::UNO, sum, sum, "nan"))?;
     let or = k.intrinsic("llvm.vector.reduce.or", &[nan.get_type().into()])?;
-    let any = llvm(k.b.build_call(or, &[nan.into()], "nan"))?
+    Ok(llvm(k.b.build_call(or, &[nan.into()], "nan"))?
         .try_as_basic_value()
         .basic()
         .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
-        .into_int_value();
-    k.if_else(any, &mut |exact| store(max(exact)?))
+        .into_int_value())
 }
 
 /// One step of the max: the reference's ([`K::max_nan_of`]) when `exact`, else `v > m ? v :

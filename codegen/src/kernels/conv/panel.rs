@@ -200,6 +200,16 @@ fn in_place_cols(d: &Conv, rows: i64) -> i64 {
 /// while the next chunk of the image is packed, so it must stay in L2 beside the panel.
 const SUMS_BYTES: i64 = 512 * 1024;
 
+/// Fewest K steps (`C·KH·KW`) for which a strided layer's blocks take the channel-vector
+/// tiles ([`packed_rows`]). Those tiles end by storing every output as a scalar (48 × 8 per
+/// tile against `24·K` FMAs: about `32 / K` of the tile's time) and keep their sums between
+/// 128-step chunks, which a short K does not amortise. SqueezeNet's 3→96 7×7/2 stem (K =
+/// 147, blocks of 2 × 109 = 218 pixels: 13.6 vectors, 97% of the pixel-vector tiles' lanes
+/// live) ran 1.54–1.56 ms there against 1.36–1.40 on the pixel-vector tiles (one thread,
+/// docs/codegen.md "SqueezeNet's stem and max pools"); ResNet's 3×3/2 layers (K =
+/// 576 and more) gained there.
+const PACKED_MIN_K: i64 = 256;
+
 /// The panel height the weights of `d` are packed with at compile time (`[M/MR][K][MR]`,
 /// `K = C·KH·KW` in `(c, i, j)` order, the pointwise layers' layout), if they are: `d` is
 /// strided and its pixel blocks are small images whose GEMM the channel-vector tiles take
@@ -208,16 +218,16 @@ const SUMS_BYTES: i64 = 512 * 1024;
 /// Inception v3's onto 17×17; whole panels, or chunks of vectors that may start inside a
 /// panel where two threads then share the channels more equally), or blocks cut by rows, each running every channel
 /// ([`chanvec_rows`]: ResNet's onto 28×28, blocks of 7 rows), with the partial sums within
-/// [`SUMS_BYTES`]. On the pixel-vector tiles a 196-pixel block (3·64 + 4) ended in a 12 × 1
-/// tile with 4 live lanes, and read the unpacked weights as 6 row streams `C·9` floats
-/// apart. Stride-1 convolutions on the panel (Inception's stem rows, the 5×5 layers) keep
-/// their weights as stored (not measured here).
+/// [`SUMS_BYTES`], and K at least [`PACKED_MIN_K`]. On the pixel-vector tiles a 196-pixel
+/// block (3·64 + 4) ended in a 12 × 1 tile with 4 live lanes, and read the unpacked weights
+/// as 6 row streams `C·9` floats apart. Stride-1 convolutions on the panel (Inception's stem
+/// rows, the 5×5 layers) keep their weights as stored (not measured here).
 pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
-    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) {
+    let kk = d.c * d.kh * d.kw;
+    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) || kk < PACKED_MIN_K {
         return None;
     }
     let n = block_rows(d) * d.ow;
-    let kk = d.c * d.kh * d.kw;
     let mr = match cut_rows(d) {
         true => chanvec_rows(w, n, kk),
         false => chanvec_conv_rows(w, n, kk, d.m),
@@ -729,6 +739,20 @@ mod tests {
         // Not in place (a copy past one chunk): the rows by pixel count.
         let d = stride_one(90, 32, 147, 3);
         assert_eq!(block_rows(&d), default_rows(&d));
+    }
+
+    #[test]
+    fn squeezenet_stem_keeps_its_weights_for_the_pixel_vectors() {
+        // 3→96 7×7/2, no padding, 224 → 109: blocks of 2 rows (218 pixels, not whole
+        // vectors, so the channel-vector tiles would take them), but K = 147 is short.
+        let mut d = strided(3, 96, 224, 7);
+        (d.pt, d.pl, d.oh, d.ow) = (0, 0, 109, 109);
+        assert!(applies(&d, 16) && cut_rows(&d));
+        assert_eq!(block_rows(&d), 2);
+        assert_eq!(packed_rows(&d, 16), None);
+        // The same block with K = 16·49 = 784 packs.
+        d.c = 16;
+        assert_eq!(packed_rows(&d, 16), Some(48));
     }
 
     /// [`strided`] at stride 1: a "same" `k`×`k` convolution.
