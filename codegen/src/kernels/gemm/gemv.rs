@@ -127,14 +127,7 @@ pub(crate) fn emit_rows<'a, 'c>(
     epi: Epilogue<'c>,
     rows: IntValue<'c>,
 ) -> R<()> {
-    let j = Job {
-        k,
-        w,
-        gm,
-        epi,
-        res: None,
-        taps: None,
-    };
+    let j = Job::new(k, w, gm, epi, None);
     k.loop_between(k.c(0), rows, &mut |i| block(j, i, 1))
 }
 
@@ -149,14 +142,7 @@ pub(crate) fn emit_rows_strided<'a, 'c>(
     rows: IntValue<'c>,
     at: &dyn Fn(IntValue<'c>) -> R<(IntValue<'c>, IntValue<'c>)>,
 ) -> R<()> {
-    let j = Job {
-        k,
-        w,
-        gm,
-        epi,
-        res: None,
-        taps: None,
-    };
+    let j = Job::new(k, w, gm, epi, None);
     k.loop_between(k.c(0), rows, &mut |i| {
         let (ar, cs) = at(i)?;
         block_at(j, i, &[ar], Some(cs))

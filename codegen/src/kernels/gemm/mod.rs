@@ -60,23 +60,9 @@ pub(crate) fn gemm_residual<'a, 'c>(
         return Ok(());
     }
     if gm.n == 1 && gm.a_cs == 1 && gm.b_rs == 1 && gm.k >= w as i64 {
-        return gemv::emit(Job {
-            k,
-            w,
-            gm,
-            epi,
-            res,
-            taps: None,
-        });
+        return gemv::emit(Job::new(k, w, gm, epi, res));
     }
-    tile::emit(Job {
-        k,
-        w,
-        gm,
-        epi,
-        res,
-        taps: None,
-    })
+    tile::emit(Job::new(k, w, gm, epi, res))
 }
 
 /// [`gemm_residual`] on an A packed at compile time into row panels of `mr` rows
@@ -116,14 +102,7 @@ pub(crate) fn gemm_packed<'a, 'c>(
         a: k.gep(gm.a, k.mul(rows.first, gm.k)?)?,
         ..*gm
     };
-    tile::emit_packed(Job {
-        k,
-        w,
-        gm,
-        epi,
-        res,
-        taps: None,
-    })
+    tile::emit_packed(Job::new(k, w, gm, epi, res))
 }
 
 /// [`gemm_residual`] on the channel-vector tiles of [`chanvec`], A packed at compile time into
@@ -142,15 +121,7 @@ pub(crate) fn gemm_chanvec<'a, 'c>(
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    let job = Job {
-        k,
-        w,
-        gm,
-        epi,
-        res,
-        taps: None,
-    };
-    chanvec::emit(job, rows)
+    chanvec::emit(Job::new(k, w, gm, epi, res), rows)
 }
 
 /// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
@@ -172,21 +143,7 @@ pub(crate) fn gemm_packed_part<'a, 'c>(
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    chanvec::emit_part(
-        Job {
-            k,
-            w,
-            gm,
-            epi,
-            res,
-            taps: None,
-        },
-        rows,
-        sums,
-        steps,
-        first,
-        last,
-    )
+    chanvec::emit_part(Job::new(k, w, gm, epi, res), rows, sums, steps, first, last)
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed

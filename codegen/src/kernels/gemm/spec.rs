@@ -45,6 +45,26 @@ pub(super) struct Job<'x, 'a, 'c> {
     pub taps: Option<&'x [i64]>,
 }
 
+impl<'x, 'a, 'c> Job<'x, 'a, 'c> {
+    /// The job of a GEMM whose B rows are `gm.b_rs` apart (no tap groups).
+    pub(super) fn new(
+        k: &'x K<'a, 'c>,
+        w: u32,
+        gm: &'x Gemm<'c>,
+        epi: Epilogue<'c>,
+        res: Option<PointerValue<'c>>,
+    ) -> Self {
+        Job {
+            k,
+            w,
+            gm,
+            epi,
+            res,
+            taps: None,
+        }
+    }
+}
+
 /// Tiles of `step` over `0..n` as a loop from 0, then one tile of the `n mod step` left
 /// (apart, so every tile's extent is a constant): `body(start, extent)`.
 pub(super) fn step_tiles<'a, 'c>(
