@@ -3,9 +3,8 @@
 //!
 //! The static compile runs a 1×1 convolution on a small image (2–289 pixels but the full
 //! pixel-vector tiles of 3 vectors or more, K ≥ 128, 32 vector registers:
-//! `gemm::chanvec_rows`) with vectors along
-//! the output channels: on the pixel-vector tiles 9 pixels fill 9 of 16 lanes, here every lane
-//! but in the last channel panel is an output. MobileNet v2 at 96×96 runs its last stages at
+//! `gemm::chanvec_rows`) with vectors along the output channels: on the pixel-vector tiles 9
+//! pixels fill 9 of 16 lanes, here every lane but in the last channel panel is an output. MobileNet v2 at 96×96 runs its last stages at
 //! 6×6 and 3×3, where the dynamic pixel-vector tiles took about 1.3× the static time.
 //!
 //! Weights are constants whatever the image size, so a dynamic compile stores, for every
@@ -14,8 +13,8 @@
 //! (`Storage::copy_panels_by`, [`super::cnn::chanvec_rows`]). At run time the kernel takes this
 //! path exactly when the static compile at that shape would ([`PixelMask::chosen`]: the
 //! static rule, `gemm::chanvec_rows`, evaluated at compile time for every pixel count and
-//! kept as a bit mask), with the static kernel's pixel tiles (`chanvec::pixels`: 8, 7 or 6 pixels, whichever
-//! divides the count first, else 8 and a shorter last tile) and K chunks.
+//! kept as a bit mask), with the static kernel's pixel tiles (`chanvec::pixels`: 8, 7 or 6
+//! pixels, whichever divides the count first, else 8 and a shorter last tile) and K chunks.
 //!
 //! **Bits.** Every output is the static chain: zero, one FMA per k in `k = 0..K` order (the
 //! chunks resume from the exact f32 partial sums they stored), then `gemm::finish_with`. That
@@ -37,15 +36,15 @@ use inkwell::IntPredicate;
 /// past `chanvec`'s `MAX_PIXELS` (289, 17×17), so every count the static compile may run on
 /// these tiles has its bit (a test checks the rule takes none past it). Until issue 18's
 /// follow-up the mask was one word (1–64 pixels), and at 14×14 (MobileNet v2 at 224, its
-/// 384→64 and 576→96 layers) the run-time compile stayed on the pixel-vector tiles where the
+/// 384→64, 384→96 and 576→96 layers) the run-time compile stayed on the pixel-vector tiles where the
 /// static compile had moved to these.
 const MAX_PIXELS: i64 = 64 * WORDS as i64;
 /// Words of [`PixelMask`].
 const WORDS: usize = 5;
 
 /// The pixel counts `n` (bit `(n − 1) mod 64` of word `(n − 1) / 64`) at which the static
-/// compile runs a pointwise convolution of some K input channels on the channel-vector tiles
-/// at some vector width: `gemm::chanvec_rows` itself, evaluated at compile time, so the
+/// compile runs a pointwise convolution (of given input channels, at given lanes) on the
+/// channel-vector tiles: `gemm::chanvec_rows` itself, evaluated at compile time, so the
 /// run-time choice cannot drift from the static one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PixelMask([u64; WORDS]);
