@@ -4,8 +4,9 @@
 //! The static compile runs a 1×1 convolution on a small image (2–289 pixels but the full
 //! pixel-vector tiles of 3 vectors or more, K ≥ 128, 32 vector registers:
 //! `gemm::chanvec_rows`) with vectors along the output channels: on the pixel-vector tiles 9
-//! pixels fill 9 of 16 lanes, here every lane but in the last channel panel is an output. MobileNet v2 at 96×96 runs its last stages at
-//! 6×6 and 3×3, where the dynamic pixel-vector tiles took about 1.3× the static time.
+//! pixels fill 9 of 16 lanes, here every lane but in the last channel panel is an output.
+//! MobileNet v2 at 96×96 runs its last stages at 6×6 and 3×3, where the dynamic pixel-vector
+//! tiles took about 1.3× the static time.
 //!
 //! Weights are constants whatever the image size, so a dynamic compile stores, for every
 //! pointwise convolution that may take this path, a second copy of its weights in the
