@@ -229,30 +229,10 @@ const CHANVEC_CASE: Case = Case {
     interpret: true,
 };
 
-/// The channel-vector tiles at a run-time pixel count, on both sides of the static rule
-/// (`gemm::chanvec_rows`, at 16 lanes: 2–64 pixels but 48): one pixel (the matrix-vector
-/// branch), 2 and 7 (one tile of every pixel), 9, 10, 25 and 63 (tiles of 8 and a shorter
-/// last one), 36 and 49 (tiles of 6 and 7: `chanvec::pixels`), 64 (8 tiles of 8), 48 (the
-/// pixel-vector tiles, full there), 65 (above the rule).
-/// Every weight matrix has rows past its last whole 48-row panel or fewer than one. A
-/// kernel that read the copy at the wrong place, or the first layout, fails these sizes.
-#[test]
-fn channel_vector_tiles_match_the_static_compile_at_every_pixel_count() {
-    let dir = scratch("chanvec");
-    for (h, w) in [
-        (1, 1),
-        (1, 2),
-        (1, 7),
-        (3, 3),
-        (2, 5),
-        (5, 5),
-        (6, 6),
-        (7, 7),
-        (6, 8),
-        (8, 8),
-        (7, 9),
-        (5, 13),
-    ] {
+/// [`check_threads`] of the channel-vector model's outputs at each `(h, w)`.
+fn check_chanvec_sizes(test: &str, sizes: &[(u64, u64)]) {
+    let dir = scratch(test);
+    for &(h, w) in sizes {
         check_threads(
             &dir,
             &CHANVEC_CASE,
@@ -263,6 +243,56 @@ fn channel_vector_tiles_match_the_static_compile_at_every_pixel_count() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The channel-vector tiles at a run-time pixel count, on both sides of the static rule
+/// (`gemm::chanvec_rows`, at 16 lanes: 2–289 pixels but the full pixel-vector tiles of 3
+/// vectors or more): one pixel (the matrix-vector branch), 2 and 7 (one tile of every
+/// pixel), 9, 10, 25 and 63 (tiles of 8 and a shorter last one), 36 and 49 (tiles of 6 and
+/// 7: `chanvec::pixels`), 64 (8 tiles of 8), 48 (the pixel-vector tiles, full there), 65.
+/// Every weight matrix has rows past its last whole 48-row panel or fewer than one. A
+/// kernel that read the copy at the wrong place, or the first layout, fails these sizes.
+#[test]
+fn channel_vector_tiles_match_the_static_compile_at_every_pixel_count() {
+    check_chanvec_sizes(
+        "chanvec",
+        &[
+            (1, 1),
+            (1, 2),
+            (1, 7),
+            (3, 3),
+            (2, 5),
+            (5, 5),
+            (6, 6),
+            (7, 7),
+            (6, 8),
+            (8, 8),
+            (7, 9),
+            (5, 13),
+        ],
+    );
+}
+
+/// Past 64 pixels, where the run-time rule once stopped (a one-word mask) and the static
+/// compile runs these tiles up to 17×17: 10×10 (tiles of 8 and a last one of 4), 14×14
+/// (tiles of 7, MobileNet v2's at 224), 13×13 (8 and 1), 17×17 (289, the rule's last count
+/// and the largest scratch of partial sums, 700 input channels in 6 chunks); and the counts
+/// the rule leaves to the pixel-vector tiles: 96 and 288 (full tiles of 6 and 18 vectors)
+/// and 306 (past it).
+#[test]
+fn channel_vector_tiles_match_the_static_compile_past_64_pixels() {
+    check_chanvec_sizes(
+        "chanvec_large",
+        &[
+            (10, 10),
+            (14, 14),
+            (13, 13),
+            (17, 17),
+            (6, 16),
+            (18, 16),
+            (17, 18),
+        ],
+    );
 }
 
 fn narrow_exe() -> &'static Path {

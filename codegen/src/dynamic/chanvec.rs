@@ -1,20 +1,21 @@
 //! The channel-vector GEMM of a pointwise convolution (`kernels::gemm::chanvec`, issue 20)
 //! at a pixel count known only at run time (issue 18).
 //!
-//! The static compile runs a 1×1 convolution on a small image (2–64 pixels but 48, a full
-//! pixel-vector tile, K ≥ 128, 32 vector registers: `gemm::chanvec_rows`) with vectors along
-//! the output channels: on the pixel-vector tiles 9 pixels fill 9 of 16 lanes, here every lane
-//! but in the last channel panel is an output. MobileNet v2 at 96×96 runs its last stages at
-//! 6×6 and 3×3, where the dynamic pixel-vector tiles took about 1.3× the static time.
+//! The static compile runs a 1×1 convolution on a small image (2–289 pixels but the full
+//! pixel-vector tiles of 3 vectors or more, K ≥ 128, 32 vector registers:
+//! `gemm::chanvec_rows`) with vectors along the output channels: on the pixel-vector tiles 9
+//! pixels fill 9 of 16 lanes, here every lane but in the last channel panel is an output.
+//! MobileNet v2 at 96×96 runs its last stages at 6×6 and 3×3, where the dynamic pixel-vector
+//! tiles took about 1.3× the static time.
 //!
 //! Weights are constants whatever the image size, so a dynamic compile stores, for every
 //! pointwise convolution that may take this path, a second copy of its weights in the
 //! static kernel's `[M/MR][K][MR]` panels (`MR` = 3 vectors) right after its first layout
 //! (`Storage::copy_panels_by`, [`super::cnn::chanvec_rows`]). At run time the kernel takes this
-//! path exactly when the static compile at that shape would ([`chosen`]: the static rule,
-//! `gemm::chanvec_rows`, evaluated at compile time for every pixel count and kept as a bit
-//! mask), with the static kernel's pixel tiles (`chanvec::pixels`: 8, 7 or 6 pixels, whichever
-//! divides the count first, else 8 and a shorter last tile) and K chunks.
+//! path exactly when the static compile at that shape would ([`PixelMask::chosen`]: the
+//! static rule, `gemm::chanvec_rows`, evaluated at compile time for every pixel count and
+//! kept as a bit mask), with the static kernel's pixel tiles (`chanvec::pixels`: 8, 7 or 6
+//! pixels, whichever divides the count first, else 8 and a shorter last tile) and K chunks.
 //!
 //! **Bits.** Every output is the static chain: zero, one FMA per k in `k = 0..K` order (the
 //! chunks resume from the exact f32 partial sums they stored), then `gemm::finish_with`. That
@@ -32,39 +33,83 @@ use crate::nest::{llvm, R};
 use inkwell::values::{IntValue, PointerValue};
 use inkwell::IntPredicate;
 
-/// Pixel counts up to which the rule may choose this kernel (`chanvec`'s `MAX_PIXELS`: the
-/// mask below has one bit per count).
-const MAX_PIXELS: i64 = 64;
+/// Pixel counts up to which the mask below holds the static rule: 5 words of 64 counts,
+/// past `chanvec`'s `MAX_PIXELS` (289, 17×17), so every count the static compile may run on
+/// these tiles has its bit (a test checks the rule takes none past it). Until issue 18's
+/// follow-up the mask was one word (1–64 pixels), and at 14×14 (MobileNet v2 at 224, its
+/// 384→64, 384→96 and 576→96 layers) the run-time compile stayed on the pixel-vector tiles where the
+/// static compile had moved to these.
+const MAX_PIXELS: i64 = 64 * WORDS as i64;
+/// Words of [`PixelMask`].
+const WORDS: usize = 5;
 
-/// The bit mask of the pixel counts `n` (bit `n − 1`) at which the static compile runs a
-/// pointwise convolution of `kk` input channels on the channel-vector tiles at `w` lanes;
-/// 0 when it never does (too few registers or channels).
-pub(super) fn pixel_mask(w: u32, kk: i64) -> u64 {
-    (1..=MAX_PIXELS)
-        .filter(|&n| chanvec_rows(w, n, kk).is_some())
-        .fold(0, |m, n| m | 1 << (n - 1))
-}
+/// The pixel counts `n` (bit `(n − 1) mod 64` of word `(n − 1) / 64`) at which the static
+/// compile runs a pointwise convolution (of given input channels, at given lanes) on the
+/// channel-vector tiles: `gemm::chanvec_rows` itself, evaluated at compile time, so the
+/// run-time choice cannot drift from the static one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PixelMask([u64; WORDS]);
 
-/// Whether the run-time pixel count `n` takes the channel-vector tiles: `n − 1 < 64`
-/// (unsigned) and its bit set in `mask`.
-pub(super) fn chosen<'a, 'c>(d: &Dk<'a, 'c>, mask: u64, n: IntValue<'c>) -> R<IntValue<'c>> {
-    let k = &d.k;
-    let b = k.b;
-    let i = k.add(n, k.c(-1))?;
-    let small = llvm(b.build_int_compare(IntPredicate::ULT, i, k.c(MAX_PIXELS), "cv_small"))?;
-    // The shift amount masked into 0..63, so it is defined for every `n`.
-    let sh = llvm(b.build_and(i, k.c(MAX_PIXELS - 1), "cv_sh"))?;
-    let bits = k.i64t.const_int(mask, false);
-    let bit = llvm(b.build_right_shift(bits, sh, false, "cv_bit"))?;
-    let bit = llvm(b.build_and(bit, k.c(1), "cv_bit1"))?;
-    let on = llvm(b.build_int_compare(IntPredicate::NE, bit, k.c(0), "cv_on"))?;
-    llvm(b.build_and(small, on, "cv"))
+impl PixelMask {
+    /// The mask of a pointwise convolution of `kk` input channels at `w` lanes; empty when
+    /// the static rule never takes the tiles (too few registers or channels).
+    pub(super) fn of(w: u32, kk: i64) -> Self {
+        let mut words = [0; WORDS];
+        for n in (1..=MAX_PIXELS).filter(|&n| chanvec_rows(w, n, kk).is_some()) {
+            let i = (n - 1) as usize;
+            words[i / 64] |= 1 << (i % 64);
+        }
+        Self(words)
+    }
+
+    /// Whether no pixel count takes the tiles.
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.iter().all(|&m| m == 0)
+    }
+
+    /// Whether `n` pixels take the tiles.
+    fn has(&self, n: i64) -> bool {
+        (1..=MAX_PIXELS).contains(&n) && {
+            let i = (n - 1) as usize;
+            self.0[i / 64] >> (i % 64) & 1 == 1
+        }
+    }
+
+    /// The largest pixel count that takes the tiles (0 when none does): the partial sums'
+    /// scratch holds that many pixels' slots.
+    fn largest(&self) -> i64 {
+        (1..=MAX_PIXELS).rev().find(|&n| self.has(n)).unwrap_or(0)
+    }
+
+    /// Whether the run-time pixel count `n` takes the channel-vector tiles: `n − 1 <`
+    /// [`MAX_PIXELS`] (unsigned) and its bit set. The word is picked by a chain of selects
+    /// (at most 5 constants, no table in memory), the shift masked into 0..63 so it is
+    /// defined for every `n`.
+    pub(super) fn chosen<'a, 'c>(&self, d: &Dk<'a, 'c>, n: IntValue<'c>) -> R<IntValue<'c>> {
+        let k = &d.k;
+        let b = k.b;
+        let i = k.add(n, k.c(-1))?;
+        let small = llvm(b.build_int_compare(IntPredicate::ULT, i, k.c(MAX_PIXELS), "cv_small"))?;
+        let wi = llvm(b.build_right_shift(i, k.c(6), false, "cv_wi"))?;
+        let mut bits = k.i64t.const_int(self.0[0], false);
+        for (j, &m) in self.0.iter().enumerate().skip(1) {
+            let is = llvm(b.build_int_compare(IntPredicate::EQ, wi, k.c(j as i64), "cv_w"))?;
+            let word = k.i64t.const_int(m, false);
+            bits = llvm(b.build_select(is, word, bits, "cv_word"))?.into_int_value();
+        }
+        let sh = llvm(b.build_and(i, k.c(63), "cv_sh"))?;
+        let bit = llvm(b.build_right_shift(bits, sh, false, "cv_bit"))?;
+        let bit = llvm(b.build_and(bit, k.c(1), "cv_bit1"))?;
+        let on = llvm(b.build_int_compare(IntPredicate::NE, bit, k.c(0), "cv_on"))?;
+        llvm(b.build_and(small, on, "cv"))
+    }
 }
 
 /// A pointwise convolution's GEMM of one image: `C[M, N] = A[M, K] · B[K, N]`, `N = n` pixels
 /// at run time, A the `[M/MR][K][MR]` panels at `a`, B and C row-major with row stride `n`.
 /// Rows `[m0, m1)`: `m0` a multiple of `MR` (a thread's share, cut at whole panels), `m1`
-/// one too or `M`. `epi`: its row bias indexed by the absolute row.
+/// one too or `M`. `epi`: its row bias indexed by the absolute row. `mask`: the pixel counts
+/// at which the caller runs this (the scratch holds the largest).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn emit<'a, 'c>(
     d: &Dk<'a, 'c>,
@@ -74,11 +119,13 @@ pub(super) fn emit<'a, 'c>(
     n: IntValue<'c>,
     (m0, m1): (IntValue<'c>, IntValue<'c>),
     epi: Epilogue<'c>,
+    mask: &PixelMask,
 ) -> R<()> {
     let k = &d.k;
     let mr = CHANVEC_VECTORS * w as i64;
-    // One slot of `MR` floats per pixel: every pixel tile's partial sums between K chunks.
-    let sums = entry_scratch(k, mr * MAX_PIXELS, "cv_sums")?;
+    // One slot of `MR` floats per pixel: every pixel tile's partial sums between K chunks
+    // (the static kernel's `MR · n`; 54 KiB at 289 pixels and 16 lanes).
+    let sums = entry_scratch(k, mr * mask.largest(), "cv_sums")?;
     let g = Tiles {
         d,
         w,
@@ -212,16 +259,38 @@ mod tests {
 
     #[test]
     fn the_mask_is_the_static_rule() {
-        // At 16 lanes with K ≥ 128: 2–64 pixels but 48 (a full pixel-vector tile; 64, the
-        // narrow tiles' reach, runs here too).
-        let m = pixel_mask(16, 128);
+        // At 16 lanes with K ≥ 128: 2–289 pixels but the full pixel-vector tiles of 3 vectors
+        // or more (48, 80, …, 288; 64, the narrow tiles' reach, runs here too).
+        let m = PixelMask::of(16, 128);
         for n in 1..=MAX_PIXELS {
-            let on = m >> (n - 1) & 1 == 1;
-            assert_eq!(on, chanvec_rows(16, n, 128).is_some(), "{n} pixels");
-            assert_eq!(on, (2..=64).contains(&n) && n != 48, "{n} pixels");
+            assert_eq!(m.has(n), chanvec_rows(16, n, 128).is_some(), "{n} pixels");
+            let full = n % 16 == 0 && n >= 48 && n != 64;
+            assert_eq!(m.has(n), (2..=289).contains(&n) && !full, "{n} pixels");
         }
-        // Too few channels, or 8 lanes (16 registers): never.
-        assert_eq!(pixel_mask(16, 127), 0);
-        assert_eq!(pixel_mask(8, 512), 0);
+        assert_eq!(m.largest(), 289);
+    }
+
+    #[test]
+    fn the_mask_is_empty_without_enough_channels_or_registers() {
+        assert!(PixelMask::of(16, 127).is_empty());
+        assert!(PixelMask::of(8, 512).is_empty());
+        assert_eq!(PixelMask::of(8, 512).largest(), 0);
+    }
+
+    #[test]
+    fn the_static_rule_takes_no_count_past_the_mask() {
+        // Were the static rule raised past the mask's reach, the run-time compile would run
+        // the pixel-vector tiles at those counts and fall behind the static one unseen.
+        for w in [4, 8, 16] {
+            for kk in [128, 4096] {
+                for n in MAX_PIXELS + 1..=4 * MAX_PIXELS {
+                    assert_eq!(
+                        chanvec_rows(w, n, kk),
+                        None,
+                        "{w} lanes, {n} pixels, K {kk}"
+                    );
+                }
+            }
+        }
     }
 }

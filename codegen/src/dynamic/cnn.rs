@@ -498,7 +498,7 @@ pub(super) fn conv2d<'a, 'c>(
         let cv = match copy {
             Some(_) => Some(ChanVec {
                 a: d.k.gep(pw, d.k.c(m * ci))?,
-                mask: super::chanvec::pixel_mask(g.width, ci),
+                mask: super::chanvec::PixelMask::of(g.width, ci),
             }),
             None => None,
         };
@@ -620,16 +620,16 @@ pub(crate) fn chanvec_rows(
         && we[3].as_constant() == Some(1)
         && c.strides == [1, 1]
         && c.pads == [0; 4];
-    (pointwise && super::chanvec::pixel_mask(width, kk) != 0)
+    (pointwise && !super::chanvec::PixelMask::of(width, kk).is_empty())
         .then(|| crate::kernels::gemm::CHANVEC_VECTORS * width as i64)
 }
 
 /// The channel-vector copy of a pointwise convolution's weights ([`chanvec_rows`]): where it
-/// starts, and the pixel counts that take it ([`super::chanvec::pixel_mask`]).
+/// starts, and the pixel counts that take it ([`super::chanvec::PixelMask`]).
 #[derive(Clone, Copy)]
 struct ChanVec<'c> {
     a: PointerValue<'c>,
-    mask: u64,
+    mask: super::chanvec::PixelMask,
 }
 
 /// How a pointwise convolution's weights `[M, C]` are stored.
@@ -662,7 +662,7 @@ fn pointwise_conv<'a, 'c>(
     let hw = d.imul(geo.h, geo.wi)?;
     if let Some(cv) = cv {
         // The static compile at this pixel count runs the channel-vector tiles: so do we.
-        let on = super::chanvec::chosen(d, cv.mask, hw)?;
+        let on = cv.mask.chosen(d, hw)?;
         let mut taken = Ok(());
         k.if_else(on, &mut |yes| {
             if !yes {
@@ -682,7 +682,7 @@ fn pointwise_conv<'a, 'c>(
                 let xo = d.imul(k.mul(b, geo.ci)?, hw)?;
                 let oo = d.imul(k.mul(b, geo.m)?, hw)?;
                 let ptrs = (cv.a, k.gep(px, xo)?, k.gep(po, oo)?);
-                super::chanvec::emit(d, w, ptrs, (geo.m, geo.ci), hw, rows, epi)
+                super::chanvec::emit(d, w, ptrs, (geo.m, geo.ci), hw, rows, epi, &cv.mask)
             })
         })?;
         return taken;
