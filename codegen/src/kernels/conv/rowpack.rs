@@ -205,10 +205,10 @@ fn pixel_tiles(d: &Conv, w: u32) -> (Option<Periodic>, [Vec<(i64, i64)>; 3]) {
     }
 }
 
-/// The units of the threads' cut by pixels: with a periodic run its pixel tiles (so that
-/// two threads split GoogLeNet's 56² layer, 9 repetitions of 7 tiles and 3 tiles around
-/// them, 33 + 33 tiles instead of 4 + 5 repetitions), else the grid vectors; and whether
-/// they are tiles of a periodic run.
+/// The units of the threads' cut by pixels: with a periodic run its pixel tiles, else the
+/// grid vectors; and whether they are tiles of a periodic run. Cut by whole repetitions, the
+/// 56² layers (2 tiles, 8 repetitions of 7, 8 tiles) gave two threads 88 and 108 of their
+/// 196 vectors; cut by tiles, 33 + 33 tiles, 97 and 99 vectors.
 pub(crate) fn pixel_units(d: &Conv, w: u32) -> (i64, bool) {
     match pixel_tiles(d, w) {
         (Some(p), [before, body, after]) => (
@@ -690,6 +690,41 @@ mod tests {
         assert_eq!(Periodic::find(&conv(28, 28, 3, 1), 16), None);
         assert_eq!(Periodic::find(&conv(20, 147, 3, 1), 16), None);
         assert!(!applies(&conv(20, 147, 3, 1), 16));
+    }
+
+    /// The threads' units on a periodic image are its pixel tiles (those around the run and
+    /// each repetition's), so that two threads share the 56² image to within a tile: by whole
+    /// repetitions (8 of them) one thread took 4 and the 24 vectors after the run.
+    #[test]
+    fn periodic_images_are_cut_by_pixel_tiles() {
+        let d = conv(56, 56, 3, 1);
+        let p = Periodic::find(&d, 16).expect("periodic");
+        let (_, [before, body, after]) = pixel_tiles(&d, 16);
+        assert_eq!(
+            (before.len(), body.len(), after.len(), p.count),
+            (2, 7, 8, 8)
+        );
+        let units = 2 + 8 + 8 * 7;
+        assert_eq!(pixel_units(&d, 16), (units, true));
+        // Every grid vector in exactly one tile, in order.
+        let mut next = 0;
+        let reps = (0..p.count).flat_map(|r| body.iter().map(move |&(v, n)| (v + r * p.len, n)));
+        for (v, n) in before
+            .iter()
+            .copied()
+            .chain(reps)
+            .chain(after.iter().copied())
+        {
+            assert_eq!(v, next);
+            next += n;
+        }
+        assert_eq!(next, 196);
+        // Halves of a cut into 8 chunks within a tile of each other.
+        let t = crate::parallel::Tiling::new(1, units, 1, u64::MAX, 1);
+        assert_eq!(t.count, 8);
+        assert!(2 * t.larger_half() <= units + 1, "{t:?}");
+        // A 28-wide image has no run: its units stay grid vectors.
+        assert_eq!(pixel_units(&conv(28, 28, 3, 1), 16), (49, false));
     }
 
     /// Accumulators, the input vectors of one tap and the weight broadcast fit the registers.
