@@ -185,15 +185,15 @@ pub(crate) fn conv2d<'a, 'c>(
             emit(&k, g.width, &sub, true, Some(cols), packed, at)
         })?;
     } else if rowpack_pixels(&d, g.width) {
-        // Bands of output rows: repetitions of the periodic run (at run time), or ranges of
-        // grid vectors (constants: the tile picks its chunk's code).
+        // Bands of output rows: ranges of the periodic run's pixel tiles (at run time), or
+        // ranges of grid vectors (constants: the tile picks its chunk's code).
         let (_, periodic) = rowpack::pixel_units(&d, g.width);
         let sub = Conv { n: 1, ..d };
         g.for_tiles(&k, f, nargs, tiling, &mut |image, u0, units| {
             let at = image_at(image, k.c(0), k.c(0))?;
             let body = |part| rowpack::emit(&k, g.width, &sub, part, at);
             if periodic {
-                return body(rowpack::Part::Reps {
+                return body(rowpack::Part::Tiles {
                     first: u0,
                     count: units,
                 });

@@ -176,20 +176,46 @@ fn balanced(a: i64, b: i64, nv: i64) -> Vec<(i64, i64)> {
 pub(crate) enum Part<'c> {
     /// Every grid vector.
     All,
-    /// Repetitions `first..first + count` of the periodic run, with the vectors before the
-    /// run when `first` is 0 and those after it when the range ends the run.
-    Reps { first: IntValue<'c>, count: i64 },
+    /// Pixel tiles `first..first + count` of an image with a periodic run, numbered in the
+    /// order they are computed ([`pixel_tiles`]): those before the run, each repetition's,
+    /// those after it. A band may start or end inside a repetition.
+    Tiles { first: IntValue<'c>, count: i64 },
     /// Grid vectors `a..b` of an image without a periodic run (unrolled: constants).
     Vectors { a: i64, b: i64 },
 }
 
-/// The units of the threads' cut by pixels: the repetitions of the periodic run (the vectors
-/// before and after it go with the first and the last), else the grid vectors; and whether
-/// they are repetitions.
-pub(crate) fn pixel_units(d: &Conv, w: u32) -> (i64, bool) {
+/// The pixel tiles `(first vector, vectors)` of an image: those before its periodic run,
+/// one repetition's (each computed `count` times), those after it; without a run, all of
+/// them before.
+#[allow(clippy::type_complexity)]
+fn pixel_tiles(d: &Conv, w: u32) -> (Option<Periodic>, [Vec<(i64, i64)>; 3]) {
+    let wl = w as i64;
+    let nv = tile(w).1;
+    let nvec = (grid(d) + wl - 1) / wl;
     match Periodic::find(d, w) {
-        Some(p) => (p.count, true),
-        None => ((grid(d) + w as i64 - 1) / w as i64, false),
+        Some(p) => (
+            Some(p),
+            [
+                balanced(0, p.v0, nv),
+                balanced(p.v0, p.v0 + p.len, nv),
+                balanced(p.v0 + p.count * p.len, nvec, nv),
+            ],
+        ),
+        None => (None, [balanced(0, nvec, nv), Vec::new(), Vec::new()]),
+    }
+}
+
+/// The units of the threads' cut by pixels: with a periodic run its pixel tiles, else the
+/// grid vectors; and whether they are tiles of a periodic run. Cut by whole repetitions, the
+/// 56² layers (2 tiles, 8 repetitions of 7, 8 tiles) gave two threads 88 and 108 of their
+/// 196 vectors; cut by tiles, 33 + 33 tiles, 97 and 99 vectors.
+pub(crate) fn pixel_units(d: &Conv, w: u32) -> (i64, bool) {
+    match pixel_tiles(d, w) {
+        (Some(p), [before, body, after]) => (
+            (before.len() + after.len()) as i64 + p.count * body.len() as i64,
+            true,
+        ),
+        (None, _) => ((grid(d) + w as i64 - 1) / w as i64, false),
     }
 }
 
@@ -200,52 +226,55 @@ pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, part: Part<'c>, io: Io<'c>)
     let cg = d.c / d.groups;
     let mg = d.m / d.groups;
     let wl = w as i64;
-    let (mr, nv_max) = tile(w);
-    let nvec = (grid(d) + wl - 1) / wl;
+    let mr = tile(w).0;
     // Pixel tiles: unrolled before and after a periodic run (computed by a loop over its
     // repetitions, [`Periodic`]), or over the whole image.
-    let periodic = Periodic::find(d, w);
-    let (before, body, after) = match (periodic, part) {
-        (Some(p), _) => (
-            balanced(0, p.v0, nv_max),
-            balanced(p.v0, p.v0 + p.len, nv_max),
-            balanced(p.v0 + p.count * p.len, nvec, nv_max),
-        ),
-        (None, Part::Vectors { a, b }) => (balanced(a, b, nv_max), Vec::new(), Vec::new()),
-        (None, _) => (balanced(0, nvec, nv_max), Vec::new(), Vec::new()),
+    let (periodic, [before, body, after]) = match (pixel_tiles(d, w), part) {
+        ((None, _), Part::Vectors { a, b }) => (None, [balanced(a, b, tile(w).1), vec![], vec![]]),
+        (tiles, _) => tiles,
     };
-    // The periodic run's repetitions this part computes, and the conditions (none: always)
-    // under which it computes the vectors before and after the run.
-    let eq = |a: IntValue<'c>, b: i64| {
-        llvm(k.b.build_int_compare(inkwell::IntPredicate::EQ, a, k.c(b), "part"))
-    };
-    let (reps, head, tail) = match (periodic, part) {
-        (Some(p), Part::All) => (Some((k.c(0), k.c(p.count))), None, None),
-        (Some(p), Part::Reps { first, count }) => {
+    // The periodic run's repetitions this part computes, and (for a band of tiles) whether
+    // it computes tile `u` of the image: `u − first` in `0..count`, one unsigned compare.
+    let (nb, nr) = (before.len() as i64, body.len() as i64);
+    let (reps, band) = match (periodic, part) {
+        (Some(p), Part::All) => (Some((k.c(0), k.c(p.count))), None),
+        (Some(p), Part::Tiles { first, count }) => {
+            // Repetitions holding a tile of the band: ⌊(first − nb)/nr⌋ to ⌈(end − nb)/nr⌉,
+            // clamped to the run.
+            let rep_of = |u: IntValue<'c>, round_up: i64| -> R<IntValue<'c>> {
+                let r = k.iclamp(k.add(u, k.c(round_up - nb))?, 0, p.count * nr + round_up)?;
+                llvm(k.b.build_int_signed_div(r, k.c(nr), "rep"))
+            };
             let end = k.add(first, k.c(count))?;
             (
-                Some((first, end)),
-                Some(eq(first, 0)?),
-                Some(eq(end, p.count)?),
+                Some((rep_of(first, 0)?, rep_of(end, nr - 1)?)),
+                Some((first, count)),
             )
         }
-        (None, Part::All | Part::Vectors { .. }) => (None, None, None),
-        (Some(_), Part::Vectors { .. }) | (None, Part::Reps { .. }) => {
+        (None, Part::All | Part::Vectors { .. }) => (None, None),
+        (Some(_), Part::Vectors { .. }) | (None, Part::Tiles { .. }) => {
             return Err(crate::CodegenError::Llvm(
                 "row-packed convolution: a part that does not match the image's periodic run"
                     .into(),
             ))
         }
     };
-    let guard = |c: Option<IntValue<'c>>, f: &mut dyn FnMut() -> R<()>| -> R<()> {
-        match c {
-            Some(c) => k.when(c, f),
+    // Runs `f` when the band holds tile `u` (always for a whole image).
+    let guard = |u: IntValue<'c>, f: &mut dyn FnMut() -> R<()>| -> R<()> {
+        match band {
+            Some((first, count)) => {
+                let off = llvm(k.b.build_int_sub(u, first, "off"))?;
+                let c =
+                    k.b.build_int_compare(inkwell::IntPredicate::ULT, off, k.c(count), "in");
+                k.when(llvm(c)?, f)
+            }
             None => f(),
         }
     };
-    let ntiles = before.len() as i64
-        + periodic.map_or(0, |p| p.count * body.len() as i64)
-        + after.len() as i64;
+    // Tile numbers: the `i`-th before the run, tile `t` of repetition `rep`, the `j`-th after.
+    let after_at = nb + periodic.map_or(0, |p| p.count * nr);
+    let body_at = |rep: IntValue<'c>, t: usize| k.add(k.mul(rep, nr)?, k.c(nb + t as i64));
+    let ntiles = after_at + after.len() as i64;
     // Loop order by memory traffic: channel tiles outside re-read the group's whole input
     // once per tile of MR output channels, pixel tiles outside re-read its weights once per
     // pixel tile. An input that stays in L2 is cheap to re-read; a bigger one (ResNet's
@@ -269,69 +298,39 @@ pub fn emit<'a, 'c>(k: &K<'a, 'c>, w: u32, d: &Conv, part: Part<'c>, io: Io<'c>)
                 },
                 io: io.group(k, d, b, gi)?,
             };
-            // Every channel tile × the pixel tiles `ts`, `shift` the periodic run's offsets.
-            let channels = |ts: &[(i64, i64)], shift: Option<Shift<'c>>| -> R<()> {
-                channel_tiles(k, mg, mr, &mut |m0, h| {
-                    for &(v0, nv) in ts {
-                        img.tile(m0, h, v0, nv, shift)?;
-                    }
-                    Ok(())
-                })
-            };
-            let run = |f: &dyn Fn(Shift<'c>) -> R<()>| -> R<()> {
-                match (periodic, reps) {
-                    (Some(p), Some((lo, hi))) => k.loop_between(lo, hi, &mut |rep| {
-                        f(Shift {
+            // Every pixel tile of the part in order, each with its shift (if in the run).
+            let each = |f: &dyn Fn((i64, i64), Option<Shift<'c>>) -> R<()>| -> R<()> {
+                for (i, &t) in before.iter().enumerate() {
+                    guard(k.c(i as i64), &mut || f(t, None))?;
+                }
+                if let (Some(p), Some((lo, hi))) = (periodic, reps) {
+                    k.loop_between(lo, hi, &mut |rep| {
+                        let sh = Shift {
                             x: k.mul(rep, p.x_step)?,
                             o: k.mul(rep, p.o_step)?,
-                        })
-                    }),
-                    _ => Ok(()),
+                        };
+                        for (t, &tile) in body.iter().enumerate() {
+                            guard(body_at(rep, t)?, &mut || f(tile, Some(sh)))?;
+                        }
+                        Ok(())
+                    })?;
                 }
+                for (j, &t) in after.iter().enumerate() {
+                    guard(k.c(after_at + j as i64), &mut || f(t, None))?;
+                }
+                Ok(())
             };
             if pixels_outer {
-                guard(head, &mut || {
-                    for t in &before {
-                        channels(std::slice::from_ref(t), None)?;
-                    }
-                    Ok(())
-                })?;
-                run(&|sh| {
-                    for t in &body {
-                        channels(std::slice::from_ref(t), Some(sh))?;
-                    }
-                    Ok(())
-                })?;
-                guard(tail, &mut || {
-                    for t in &after {
-                        channels(std::slice::from_ref(t), None)?;
-                    }
-                    Ok(())
+                // Every channel tile on each pixel tile.
+                each(&|(v0, nv), sh| {
+                    channel_tiles(k, mg, mr, &mut |m0, h| img.tile(m0, h, v0, nv, sh))
                 })
             } else {
                 // Channel tiles outside: each runs the part's pixels, the periodic run as a
                 // loop inside it.
-                let pixels = |m0: IntValue<'c>, mr: i64| -> R<()> {
-                    guard(head, &mut || {
-                        for &(v0, nv) in &before {
-                            img.tile(m0, mr, v0, nv, None)?;
-                        }
-                        Ok(())
-                    })?;
-                    run(&|sh| {
-                        for &(v0, nv) in &body {
-                            img.tile(m0, mr, v0, nv, Some(sh))?;
-                        }
-                        Ok(())
-                    })?;
-                    guard(tail, &mut || {
-                        for &(v0, nv) in &after {
-                            img.tile(m0, mr, v0, nv, None)?;
-                        }
-                        Ok(())
-                    })
-                };
-                channel_tiles(k, mg, mr, &mut |m0, h| pixels(m0, h))
+                channel_tiles(k, mg, mr, &mut |m0, h| {
+                    each(&|(v0, nv), sh| img.tile(m0, h, v0, nv, sh))
+                })
             }
         })
     })
@@ -691,6 +690,41 @@ mod tests {
         assert_eq!(Periodic::find(&conv(28, 28, 3, 1), 16), None);
         assert_eq!(Periodic::find(&conv(20, 147, 3, 1), 16), None);
         assert!(!applies(&conv(20, 147, 3, 1), 16));
+    }
+
+    /// The threads' units on a periodic image are its pixel tiles (those around the run and
+    /// each repetition's), so that two threads share the 56² image to within a tile: by whole
+    /// repetitions (8 of them) one thread took 4 and the 24 vectors after the run.
+    #[test]
+    fn periodic_images_are_cut_by_pixel_tiles() {
+        let d = conv(56, 56, 3, 1);
+        let p = Periodic::find(&d, 16).expect("periodic");
+        let (_, [before, body, after]) = pixel_tiles(&d, 16);
+        assert_eq!(
+            (before.len(), body.len(), after.len(), p.count),
+            (2, 7, 8, 8)
+        );
+        let units = 2 + 8 + 8 * 7;
+        assert_eq!(pixel_units(&d, 16), (units, true));
+        // Every grid vector in exactly one tile, in order.
+        let mut next = 0;
+        let reps = (0..p.count).flat_map(|r| body.iter().map(move |&(v, n)| (v + r * p.len, n)));
+        for (v, n) in before
+            .iter()
+            .copied()
+            .chain(reps)
+            .chain(after.iter().copied())
+        {
+            assert_eq!(v, next);
+            next += n;
+        }
+        assert_eq!(next, 196);
+        // Halves of a cut into 8 chunks within a tile of each other.
+        let t = crate::parallel::Tiling::new(1, units, 1, u64::MAX, 1);
+        assert_eq!(t.count, 8);
+        assert!(2 * t.larger_half() <= units + 1, "{t:?}");
+        // A 28-wide image has no run: its units stay grid vectors.
+        assert_eq!(pixel_units(&conv(28, 28, 3, 1), 16), (49, false));
     }
 
     /// Accumulators, the input vectors of one tap and the weight broadcast fit the registers.
