@@ -94,7 +94,7 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
     let kc = (PANEL_BYTES / (runs_touched(j.taps, nr) * 4))
         .max(8 / group)
         .max(1);
-    k_blocks(k, groups, kc, &mut |kb| {
+    k_blocks(k, groups, one_block_within(groups, kc), &mut |kb| {
         let kb = part(kb);
         k.loop_step(0, nfull, nr, &mut |j0| rows(kb, j0, nv_wide, None))?;
         if rest > 0 {
@@ -102,6 +102,20 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         }
         Ok(())
     })
+}
+
+/// The K block length for `groups` K groups whose L1 panel holds `kc`: all of them when
+/// they exceed it by at most a quarter (a B panel of up to 40 KiB in the 48 KiB L1d).
+/// Two blocks there store and reload every tile's sums once for a panel that nearly fits:
+/// the 7×7/2 stems (K = 147, 3 channels × 49 taps, blocks of 74 and 73 against `kc` =
+/// 128) of GoogLeNet, SqueezeNet and ResNet (docs/codegen.md "The 7×7/2 stems in one K
+/// block").
+fn one_block_within(groups: i64, kc: i64) -> i64 {
+    if groups <= kc + kc / 4 {
+        groups
+    } else {
+        kc
+    }
 }
 
 /// Floats of B one K group touches in a column block `nr` wide: `nr` per row of B (without
@@ -392,6 +406,15 @@ mod tests {
                 assert_eq!(acc_regs(w) % mr, 0, "row granule at {w} lanes");
             }
         }
+    }
+
+    /// A K of at most 1.25 panels is one block; a longer one keeps the panel's blocks.
+    #[test]
+    fn a_k_within_a_quarter_of_the_panel_is_one_block() {
+        assert_eq!(one_block_within(147, 128), 147);
+        assert_eq!(one_block_within(160, 128), 160);
+        assert_eq!(one_block_within(161, 128), 128);
+        assert_eq!(one_block_within(100, 128), 100);
     }
 
     /// A K group's taps count the B floats they touch once: a 3×3 kernel read in place from
