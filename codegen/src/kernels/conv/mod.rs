@@ -536,7 +536,7 @@ fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     // The channel-vector tiles ([`chanvec_rows`]) are cut by their channel panels where two
     // threads share those evenly, else by their pixel tiles, every tile running every panel
     // on its pixels (GoogLeNet's 512 → 64, 112, 128, 160 at 14×14: 2 or 3 panels, or 4 of
-    // which one is a third).
+    // which one is a third; ResNet-50's 1024 → 256, 512: [`chanvec_pixel_cut`]).
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
     let pixels = d.oh * d.ow;
     if let Some(mr) = chanvec_rows(w, pixels, d.c) {
@@ -560,7 +560,8 @@ fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
 /// layers cut by pixels"). Cut inside the panels by vectors instead (128 / 128, chunks of
 /// 48 + 48 + 32 rows) they measured slower ([`inside_panels`]). Panels whose larger half is
 /// within 1/16 of half the channels (1024 → 528, 192 → 96) stay the cut: by pixels every
-/// thread streams every weight, and the 256 → 1024 layers read 1.91 → 1.93 ms so. Images
+/// thread streams every weight, and the seven 1×1 layers onto 1024 channels read 1.91 → 1.92
+/// ms at two threads so. Images
 /// within the narrow tiles' reach keep whole panels (not measured).
 fn chanvec_pixel_cut(pixels: i64, m: i64, mr: i64) -> bool {
     let chunk = chanvec_pixel_chunk(pixels);
@@ -725,9 +726,10 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
 /// and 0.70 to 0.55 at two, onto 7×7 1.13 → 1.08 and 0.66 → 0.62 (docs/codegen.md, "Strided
 /// panels cut inside a panel"). The GEMM finds a chunk's rows in the panels
 /// ([`crate::kernels::gemm::PackedRows`]); each output's FMA chain is the same whatever its
-/// tile, so the bits do not change. Pointwise layers keep whole panels: ResNet-50's five
-/// 1024 → 256 layers at 14×14 cut 128 / 128 so took 1.56–1.60 ms at two threads against
-/// 1.46–1.50 cut 144 / 112 (the same at one).
+/// tile, so the bits do not change. Pointwise layers are not cut so: ResNet-50's five
+/// 1024 → 256 layers at 14×14 cut 128 / 128 took 1.56–1.60 ms at two threads against
+/// 1.46–1.50 cut 144 / 112 (the same at one); they are cut by pixels
+/// ([`chanvec_pixel_cut`]).
 fn inside_panels(panels: Tiling, w: i64, mr: i64, work: u64, min: u64) -> Tiling {
     let vectors = Tiling::new(panels.images, panels.units, w, work, min);
     let most = (panels.units / (2 * mr)).max(1);
