@@ -1399,7 +1399,9 @@ fn pointwise_channel_vectors() {
     // instead: 99 pixels with 49 channels, 14×14 with 100 and with 64 (7-pixel tiles, 4
     // chunks of 49), 17×17 with 112 and a batch (8-pixel tiles, chunks of 80 and a last of
     // 49), 13×13 with 16 (a chunk of 48 pixels, a whole number of vectors, still on the
-    // channel vectors). The neighbours: N = 64 (8×8, whole vectors but on the
+    // channel vectors); 14×14 with 256 (six panels that split evenly enough, 144 / 112,
+    // but less equally than the pixels: cut by pixels too; K = 272, two K chunks and a
+    // tail). The neighbours: N = 64 (8×8, whole vectors but on the
     // channel vectors: 8-pixel tiles, 100 = 2·48 + 4 channels), N = 256 (whole vectors), N = 306
     // (past 17×17: cut by pixel columns) and N = 1 (the gemv). Cut into 48-channel chunks on 0–3 threads
     // (`check`).
@@ -1416,6 +1418,7 @@ fn pointwise_channel_vectors() {
         (1, 130, 190, 17, 17, "relu6", false),
         (1, 256, 100, 14, 14, "relu", true),
         (1, 200, 64, 14, 14, "relu", true),
+        (1, 272, 256, 14, 14, "relu", true),
         (2, 160, 112, 17, 17, "relu6", true),
         (1, 144, 16, 13, 13, "relu", false),
         (2, 128, 49, 9, 11, "sigmoid", true),

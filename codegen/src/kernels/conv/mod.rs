@@ -18,8 +18,8 @@ pub(crate) use sparse::{csr_bytes as sparse_csr_bytes, row_stride as sparse_row_
 
 use super::common::{args_of, dims, unsupported, Call};
 use super::gemm::{
-    chanvec_pixels, chanvec_rows, chanvec_split_evenly, gemm_chanvec, gemm_packed, gemm_residual,
-    narrow_rows, Epilogue, Gemm, PackedRows,
+    chanvec_narrow_image, chanvec_pixels, chanvec_rows, chanvec_split_evenly, gemm_chanvec,
+    gemm_packed, gemm_residual, narrow_rows, Epilogue, Gemm, PackedRows,
 };
 use crate::nest::{llvm, K, R};
 use crate::parallel::Tiling;
@@ -536,11 +536,11 @@ fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     // The channel-vector tiles ([`chanvec_rows`]) are cut by their channel panels where two
     // threads share those evenly, else by their pixel tiles, every tile running every panel
     // on its pixels (GoogLeNet's 512 → 64, 112, 128, 160 at 14×14: 2 or 3 panels, or 4 of
-    // which one is a third).
+    // which one is a third; ResNet-50's 1024 → 256, 512: [`chanvec_pixel_cut`]).
     let block = crate::kernels::gemm::wide(w).1 as i64 * w as i64;
     let pixels = d.oh * d.ow;
     if let Some(mr) = chanvec_rows(w, pixels, d.c) {
-        return !chanvec_split_evenly(pixels, d.m, mr);
+        return chanvec_pixel_cut(pixels, d.m, mr);
     }
     if pixels < d.m || pixels <= block {
         return false;
@@ -548,6 +548,28 @@ fn split_columns(d: &Conv, w: u32, min_flops: u64) -> bool {
     let work = conv_work(d);
     let columns = Tiling::new(d.n, pixels, block, work, min_flops);
     !columns.is_parallel() || !channel_tiling(d, true, w, work, min_flops).halves_below(&columns)
+}
+
+/// Whether the threads cut a pointwise convolution on the channel-vector tiles (`m` output
+/// channels in `mr`-row panels, `pixels` pixels) by chunks of pixel tiles rather than by
+/// whole panels: where the panels split unevenly ([`chanvec_split_evenly`], GoogLeNet's),
+/// and where they split less equally than the pixels do. Whole panels give two threads the
+/// larger half 144 of 256 channels and 288 of 512 (1.78× at best from the second thread);
+/// 196 pixels split 98 / 98: ResNet-50's five 1024 → 256 layers at 14×14 went from 1.22 to
+/// 1.11 ms at two threads, the same at one (docs/codegen.md, "ResNet-50's reducing 1×1
+/// layers cut by pixels"). Cut inside the panels by vectors instead (128 / 128, chunks of
+/// 48 + 48 + 32 rows) they measured slower ([`inside_panels`]). Panels whose larger half is
+/// within 1/16 of half the channels (1024 → 528, 192 → 96) stay the cut: by pixels every
+/// thread streams every weight, and the seven 1×1 layers onto 1024 channels read 1.91 → 1.92
+/// ms at two threads so. Images
+/// within the narrow tiles' reach keep whole panels (not measured).
+fn chanvec_pixel_cut(pixels: i64, m: i64, mr: i64) -> bool {
+    let chunk = chanvec_pixel_chunk(pixels);
+    let pixel_halves_equal =
+        !chanvec_narrow_image(pixels) && pixels % chunk == 0 && (pixels / chunk) % 2 == 0;
+    let panels = (m + mr - 1) / mr;
+    let panel_halves_equal = 32 * ((panels + 1) / 2 * mr) <= 17 * m;
+    !chanvec_split_evenly(pixels, m, mr) || (pixel_halves_equal && !panel_halves_equal)
 }
 
 /// At most this many chunks of pixels for a layer on the channel-vector tiles cut by pixels
@@ -704,9 +726,10 @@ fn channel_tiling(d: &Conv, pointwise: bool, w: u32, work: u64, min_flops: u64) 
 /// and 0.70 to 0.55 at two, onto 7×7 1.13 → 1.08 and 0.66 → 0.62 (docs/codegen.md, "Strided
 /// panels cut inside a panel"). The GEMM finds a chunk's rows in the panels
 /// ([`crate::kernels::gemm::PackedRows`]); each output's FMA chain is the same whatever its
-/// tile, so the bits do not change. Pointwise layers keep whole panels: ResNet-50's five
-/// 1024 → 256 layers at 14×14 cut 128 / 128 so took 1.56–1.60 ms at two threads against
-/// 1.46–1.50 cut 144 / 112 (the same at one).
+/// tile, so the bits do not change. Pointwise layers are not cut so: ResNet-50's five
+/// 1024 → 256 layers at 14×14 cut 128 / 128 took 1.56–1.60 ms at two threads against
+/// 1.46–1.50 cut 144 / 112 (the same at one); they are cut by pixels
+/// ([`chanvec_pixel_cut`]).
 fn inside_panels(panels: Tiling, w: i64, mr: i64, work: u64, min: u64) -> Tiling {
     let vectors = Tiling::new(panels.images, panels.units, w, work, min);
     let most = (panels.units / (2 * mr)).max(1);
@@ -890,11 +913,14 @@ mod tests {
             (192, 112, (98, 98)),
             (480, 80, (98, 98)),
             (100, 112, (54, 58)),
+            (1024, 256, (98, 98)),
+            (1024, 512, (98, 98)),
+            (256, 1024, (528, 496)),
         ] {
             let d = conv(c, m, 1, 14, 1, 1, 0);
             let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
             match chanvec_rows(16, 196, c) {
-                Some(mr) if chanvec_split_evenly(196, m, mr) => {
+                Some(mr) if !chanvec_pixel_cut(196, m, mr) => {
                     assert!(!split_columns(&d, 16, MIN_TILE_FLOPS), "{c}->{m}");
                     assert_eq!((t.units, t.granule), (m, mr), "{c}->{m}");
                 }
@@ -936,11 +962,26 @@ mod tests {
         let d = conv(288, 384, 1, 35, 3, 2, 0);
         let t = tiling(&d, false, 16, conv_work(&d), MIN_TILE_FLOPS);
         assert_eq!((t.granule, t.larger_half()), (48, 192));
-        // The pointwise layers on the same panels keep whole panels (cut by vectors, ResNet-50's
-        // 14×14 ones measured slower at 2 threads).
-        let d = conv(1024, 256, 1, 14, 1, 1, 0);
+        // The pointwise layers on the same panels are not cut by vectors (ResNet-50's 14×14
+        // ones measured slower at 2 threads): at 7×7, whose pixel tiles do not split in
+        // halves, they keep whole panels.
+        let d = conv(2048, 512, 1, 7, 1, 1, 0);
         let t = tiling(&d, true, 16, conv_work(&d), MIN_TILE_FLOPS);
-        assert_eq!((t.granule, t.larger_half()), (48, 144));
+        assert_eq!((t.units, t.granule, t.larger_half()), (512, 48, 272));
+    }
+
+    #[test]
+    fn reducing_pointwise_layers_at_14x14_are_cut_by_pixels_where_panels_split_unequally() {
+        // Whole 48-row panels split 256 and 512 channels 144 / 112 and 288 / 224, the pixel
+        // tiles 98 / 98; 1024 channels split 528 / 496, within 1/16 of halves, stay panels.
+        assert!(chanvec_pixel_cut(196, 256, 48));
+        assert!(chanvec_pixel_cut(196, 512, 48));
+        assert!(!chanvec_pixel_cut(196, 1024, 48));
+        assert!(!chanvec_pixel_cut(196, 192, 48));
+        // 49 pixels in 7-pixel tiles do not split in halves, nor does an image within the
+        // narrow tiles' reach keep anything but whole panels.
+        assert!(!chanvec_pixel_cut(49, 512, 48));
+        assert!(!chanvec_pixel_cut(64, 256, 48));
     }
 
     #[test]

@@ -81,7 +81,13 @@ pub(crate) fn conv_panel_rows(w: u32, n: i64, kk: i64, m: i64) -> Option<i64> {
 /// tile running every panel on its pixels.
 pub(crate) fn panels_split_evenly(n: i64, m: i64, mr: i64) -> bool {
     let panels = (m + mr - 1) / mr;
-    n <= NARROW_PIXELS || 16 * ((panels + 1) / 2 * mr) <= 9 * m
+    narrow_image(n) || 16 * ((panels + 1) / 2 * mr) <= 9 * m
+}
+
+/// Whether `n` pixels are within the narrow tiles' reach ([`NARROW_PIXELS`]), where the
+/// threads keep whole panels however the channels split.
+pub(crate) fn narrow_image(n: i64) -> bool {
+    n <= NARROW_PIXELS
 }
 
 /// Pixels per tile for `n` pixels: a count that divides `n` if one of 8, 7, 6 does (64, 49,

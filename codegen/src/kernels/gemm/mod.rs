@@ -10,7 +10,10 @@ pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
 // A pointwise layer on them is cut for the threads by channel panels or by pixel tiles.
-pub(crate) use chanvec::{panels_split_evenly as chanvec_split_evenly, pixels as chanvec_pixels};
+pub(crate) use chanvec::{
+    narrow_image as chanvec_narrow_image, panels_split_evenly as chanvec_split_evenly,
+    pixels as chanvec_pixels,
+};
 // The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
 pub(crate) use chanvec::{
     chains as chanvec_chains, panel_vectors as chanvec_panel_vectors, KC as CHANVEC_KC,
