@@ -15,7 +15,8 @@
 //! vectors; `tests/dynamic/depthwise_rows.tir`, interior depthwise rows in blocks of 8 and 4;
 //! `tests/dynamic/dense_tiles.tir`, dense convolutions in tiles of 8 output channels;
 //! `tests/dynamic/squeeze_excite.tir`, pointwise convolutions on a constant 1×1 image with a
-//! run-time batch.
+//! run-time batch; `tests/dynamic/pool_inside.tir`, pooling without padding whose windows
+//! all lie inside the image.
 
 mod common;
 
@@ -34,6 +35,7 @@ const FLAT: &str = "tests/dynamic/depthwise_flat.tir";
 const ROWS: &str = "tests/dynamic/depthwise_rows.tir";
 const DENSE: &str = "tests/dynamic/dense_tiles.tir";
 const SQUEEZE: &str = "tests/dynamic/squeeze_excite.tir";
+const POOL: &str = "tests/dynamic/pool_inside.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -433,6 +435,27 @@ fn squeeze_excite_convolutions_on_one_pixel_match_the_static_compile() {
             interpret: true,
         };
         dynamic::check(&dir, exe, &run);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Pooling without padding: every window inside the image (3×40, PP-OCRv4's 3×2/3×2 onto
+/// 1×20; 6×8 and 12×41 for the ceil_mode pools too) or a ceil_mode window past the end (odd
+/// sizes: 7×9, 12×41's width), on 1–3 threads.
+#[test]
+fn pooling_windows_inside_the_image_match_the_static_compile() {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = compiled(POOL, &EXE);
+    let case = Case {
+        model: POOL,
+        input: "x0",
+        channels: 5,
+        interpret: true,
+    };
+    let dir = scratch("pool");
+    let outputs = ["a.npy", "b.npy", "c.npy", "d.npy"];
+    for (h, w) in [(3, 40), (6, 8), (7, 9), (12, 41), (3, 3)] {
+        check_threads(&dir, &case, exe, &outputs, h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
