@@ -63,9 +63,7 @@ fn static_rows(dir: &Path, model: &str, dims: &[(&str, u64)]) -> Vec<String> {
         "-o".into(),
         s(&exe).into(),
     ];
-    for (n, v) in dims {
-        args.extend(["--dim".to_string(), format!("{n}={v}")]);
-    }
+    args.extend(dim_flags(dims));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     dynamic::ok(dynamic::tirc(&args), "static compile");
     let r = rows(&run(&exe, &["--profile", "2"]));
@@ -73,10 +71,19 @@ fn static_rows(dir: &Path, model: &str, dims: &[(&str, u64)]) -> Vec<String> {
     r
 }
 
-fn dim_args(dims: &[(&str, u64)]) -> Vec<String> {
+/// `--dim NAME=N` for each dim.
+fn dim_flags(dims: &[(&str, u64)]) -> Vec<String> {
     dims.iter()
         .flat_map(|(n, v)| ["--dim".to_string(), format!("{n}={v}")])
         .collect()
+}
+
+/// The dynamic executable's `--profile 2` at `dims` (given with `--dim`).
+fn profile_at(exe: &Path, dims: &[(&str, u64)]) -> String {
+    let mut args = dim_flags(dims);
+    args.extend(["--profile".to_string(), "2".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(exe, &args)
 }
 
 #[test]
@@ -87,10 +94,7 @@ fn profile_rows_are_the_static_compiles_at_each_run_time_shape() {
     // Its smallest size, an odd one and a wide one: one executable, three shapes.
     for (h, w) in [(7, 7), (16, 20), (33, 70)] {
         let dims = [("h", h), ("w", w)];
-        let mut args = dim_args(&dims);
-        args.extend(["--profile".to_string(), "2".to_string()]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let text = run(exe, &args);
+        let text = profile_at(exe, &dims);
         assert!(text.contains("profile over 2 runs"), "{text}");
         assert_eq!(
             rows(&text),
@@ -123,10 +127,7 @@ fn profile_rows_cover_every_convolution_kind_with_its_gflops() {
     let exe = dynamic::compiled("profile", VARIANTS, "h, w", &EXE);
     let dir = scratch("variants");
     let dims = [("h", 11), ("w", 70)];
-    let mut args = dim_args(&dims);
-    args.extend(["--profile".to_string(), "2".to_string()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let text = run(exe, &args);
+    let text = profile_at(exe, &dims);
     assert_eq!(rows(&text), static_rows(&dir, VARIANTS, &dims), "{text}");
     // Every convolution does multiply-adds at this shape, so its GFLOP/s is a number.
     let convs: Vec<&str> = table(&text).filter(|l| l.contains("conv2d.")).collect();

@@ -1907,37 +1907,31 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             guarded: guarded.as_ref().map(|(gd, gs)| (*gd, gs)),
             syms: &spec.symbols,
         };
+        // An entry point `<name>_<suffix>(inputs, outputs, slab, offsets, dims, extra...)`.
+        let entry = |suffix: &str, extra: &[BasicMetadataTypeEnum<'ctx>]| {
+            let mut params = plan_params.to_vec();
+            params.extend_from_slice(extra);
+            let ty = self.ctx.void_type().fn_type(&params, false);
+            self.module
+                .add_function(&format!("{name}_{suffix}"), ty, None)
+        };
         // `<name>_run_dyn(inputs, outputs, slab, offsets, dims)`: every tile on this thread.
-        let ty = self.ctx.void_type().fn_type(&plan_params, false);
-        let f = self
-            .module
-            .add_function(&format!("{name}_run_dyn"), ty, None);
-        self.dyn_calls(f, &ops, None, None)?;
+        self.dyn_calls(entry("run_dyn", &[]), &ops, None, None)?;
         // `<name>_run_dyn_parallel(..., parallel_for, pool)`: the tiled kernels handed to the
         // caller's `parallel_for` (`crate::parallel`).
         let pfor_ptr = self.parallel_for_type().ptr_type(AddressSpace::default());
-        let mut par_params = plan_params.to_vec();
-        par_params.push(pfor_ptr.into());
-        par_params.push(i8p.into());
-        let ty = self.ctx.void_type().fn_type(&par_params, false);
-        let f = self
-            .module
-            .add_function(&format!("{name}_run_dyn_parallel"), ty, None);
-        self.dyn_calls(f, &ops, Some(5), None)?;
+        let pool = [pfor_ptr.into(), i8p.into()];
+        self.dyn_calls(entry("run_dyn_parallel", &pool), &ops, Some(5), None)?;
         // The profiled twin (`crate::profile`): `<name>_run_dyn_profiled(..., dims, tick,
         // parallel_for, pool)` makes the parallel entry's calls with `tick(i)` before the
         // kernels of the i-th op that has kernels and `tick(count)` after the last;
         // `<name>_profile_ops` lists those ops' layout indices (the outputs' copy last, at the
         // op count), then -1, for the executable to label them at the shape that runs
         // (`main_c`'s `tir_prof_line`).
-        let mut prof_params = plan_params.to_vec();
-        prof_params.push(self.tick_ptr_type().into());
-        prof_params.push(pfor_ptr.into());
-        prof_params.push(i8p.into());
-        let ty = self.ctx.void_type().fn_type(&prof_params, false);
-        let f = self
-            .module
-            .add_function(&format!("{name}_run_dyn_profiled"), ty, None);
+        let f = entry(
+            "run_dyn_profiled",
+            &[self.tick_ptr_type().into(), pool[0], pool[1]],
+        );
         // Unguarded, as the static profiled entry: the profile times the kernels alone.
         let unguarded = DynOps {
             guarded: None,
