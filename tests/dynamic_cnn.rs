@@ -13,7 +13,10 @@
 //! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row;
 //! `tests/dynamic/depthwise_flat.tir`, flat depthwise planes in blocks of two groups and two
 //! vectors; `tests/dynamic/depthwise_rows.tir`, interior depthwise rows in blocks of 8 and 4;
-//! `tests/dynamic/dense_tiles.tir`, dense convolutions in tiles of 8 output channels.
+//! `tests/dynamic/dense_tiles.tir`, dense convolutions in tiles of 8 output channels;
+//! `tests/dynamic/squeeze_excite.tir`, pointwise convolutions on a constant 1×1 image with a
+//! run-time batch; `tests/dynamic/pool_inside.tir`, pooling without padding whose windows
+//! all lie inside the image.
 
 mod common;
 
@@ -31,6 +34,8 @@ const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
 const FLAT: &str = "tests/dynamic/depthwise_flat.tir";
 const ROWS: &str = "tests/dynamic/depthwise_rows.tir";
 const DENSE: &str = "tests/dynamic/dense_tiles.tir";
+const SQUEEZE: &str = "tests/dynamic/squeeze_excite.tir";
+const POOL: &str = "tests/dynamic/pool_inside.tir";
 
 fn scratch(test: &str) -> PathBuf {
     dynamic::scratch("cnn", test)
@@ -410,6 +415,47 @@ fn dense_tiles_of_eight_channels_match_the_static_compile() {
     let dir = scratch("dense");
     for (h, w) in [(2, 2), (5, 7), (12, 12), (30, 41), (64, 70)] {
         check_threads(&dir, &DENSE_CASE, dense_exe(), &["b.npy", "c.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Pointwise convolutions on a constant 1×1 image (after a global pool), dynamic only by
+/// their batch: the matrix-vector product on row-major weights, at batches 1–3 and images
+/// of one pixel, odd sizes and a wide one.
+#[test]
+fn squeeze_excite_convolutions_on_one_pixel_match_the_static_compile() {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = dynamic::compiled("cnn", SQUEEZE, "n, h, w", &EXE);
+    let dir = scratch("squeeze");
+    for (n, h, w) in [(1, 1, 1), (1, 7, 9), (2, 12, 40), (3, 5, 80)] {
+        let run = Run {
+            model: SQUEEZE,
+            dims: &[("n", n), ("h", h), ("w", w)],
+            inputs: &[("x", vec![n, 32, h, w], n * 7 + h * 131 + w)],
+            interpret: true,
+        };
+        dynamic::check(&dir, exe, &run);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Pooling without padding: every window inside the image (3×40, PP-OCRv4's 3×2/3×2 onto
+/// 1×20; 6×8 and 12×41 for the ceil_mode pools too) or a ceil_mode window past the end (odd
+/// sizes: 7×9, 12×41's width), on 1–3 threads.
+#[test]
+fn pooling_windows_inside_the_image_match_the_static_compile() {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = compiled(POOL, &EXE);
+    let case = Case {
+        model: POOL,
+        input: "x0",
+        channels: 5,
+        interpret: true,
+    };
+    let dir = scratch("pool");
+    let outputs = ["a.npy", "b.npy", "c.npy", "d.npy"];
+    for (h, w) in [(3, 40), (6, 8), (7, 9), (12, 41), (3, 3)] {
+        check_threads(&dir, &case, exe, &outputs, h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1907,29 +1907,63 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             guarded: guarded.as_ref().map(|(gd, gs)| (*gd, gs)),
             syms: &spec.symbols,
         };
+        // An entry point `<name>_<suffix>(inputs, outputs, slab, offsets, dims, extra...)`.
+        let entry = |suffix: &str, extra: &[BasicMetadataTypeEnum<'ctx>]| {
+            let mut params = plan_params.to_vec();
+            params.extend_from_slice(extra);
+            let ty = self.ctx.void_type().fn_type(&params, false);
+            self.module
+                .add_function(&format!("{name}_{suffix}"), ty, None)
+        };
         // `<name>_run_dyn(inputs, outputs, slab, offsets, dims)`: every tile on this thread.
-        let ty = self.ctx.void_type().fn_type(&plan_params, false);
-        let f = self
-            .module
-            .add_function(&format!("{name}_run_dyn"), ty, None);
-        self.dyn_calls(f, &ops, None)?;
+        self.dyn_calls(entry("run_dyn", &[]), &ops, None, None)?;
         // `<name>_run_dyn_parallel(..., parallel_for, pool)`: the tiled kernels handed to the
         // caller's `parallel_for` (`crate::parallel`).
         let pfor_ptr = self.parallel_for_type().ptr_type(AddressSpace::default());
-        let mut par_params = plan_params.to_vec();
-        par_params.push(pfor_ptr.into());
-        par_params.push(i8p.into());
-        let ty = self.ctx.void_type().fn_type(&par_params, false);
-        let f = self
+        let pool = [pfor_ptr.into(), i8p.into()];
+        self.dyn_calls(entry("run_dyn_parallel", &pool), &ops, Some(5), None)?;
+        // The profiled twin (`crate::profile`): `<name>_run_dyn_profiled(..., dims, tick,
+        // parallel_for, pool)` makes the parallel entry's calls with `tick(i)` before the
+        // kernels of the i-th op that has kernels and `tick(count)` after the last;
+        // `<name>_profile_ops` lists those ops' layout indices (the outputs' copy last, at the
+        // op count), then -1, for the executable to label them at the shape that runs
+        // (`main_c`'s `tir_prof_line`).
+        let f = entry(
+            "run_dyn_profiled",
+            &[self.tick_ptr_type().into(), pool[0], pool[1]],
+        );
+        // Unguarded, as the static profiled entry: the profile times the kernels alone.
+        let unguarded = DynOps {
+            guarded: None,
+            ..ops
+        };
+        self.dyn_calls(f, &unguarded, Some(6), Some(5))?;
+        let i32t = self.ctx.i32_type();
+        let listed: Vec<_> = profiled_ops(&per_op)
+            .map(|i| i32t.const_int(i as u64, false))
+            .chain([i32t.const_int(u64::MAX, true)])
+            .collect();
+        let init = i32t.const_array(&listed);
+        let g = self
             .module
-            .add_function(&format!("{name}_run_dyn_parallel"), ty, None);
-        self.dyn_calls(f, &ops, Some(5))
+            .add_global(init.get_type(), None, &format!("{name}_profile_ops"));
+        g.set_initializer(&init);
+        g.set_constant(true);
+        Ok(())
     }
 
-    /// The body of an entry point `f(inputs, outputs, slab, offsets, dims[, parallel_for,
-    /// pool])`: every op's kernels at the run-time plan's offsets, tiled ones with their
-    /// run-time tile count, through `parallel_for` when `pfor` gives its parameter.
-    fn dyn_calls(&self, f: FunctionValue<'ctx>, o: &DynOps<'_, 'ctx>, pfor: Option<u32>) -> R<()> {
+    /// The body of an entry point `f(inputs, outputs, slab, offsets, dims[, tick][,
+    /// parallel_for, pool])`: every op's kernels at the run-time plan's offsets, tiled ones
+    /// with their run-time tile count, through `parallel_for` when `pfor` gives its parameter;
+    /// with `tick` (its parameter), `tick(i)` before the i-th op that has kernels and
+    /// `tick(count)` at the end, as the static profiled entry (`Gen::emit_calls`).
+    fn dyn_calls(
+        &self,
+        f: FunctionValue<'ctx>,
+        o: &DynOps<'_, 'ctx>,
+        pfor: Option<u32>,
+        tick: Option<u32>,
+    ) -> R<()> {
         self.attrs(f);
         let entry = self.ctx.append_basic_block(f, "entry");
         self.builder.position_at_end(entry);
@@ -1961,7 +1995,16 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let regs = regions(o.func, o.storage);
         let fp = self.ctx.f32_type().ptr_type(AddressSpace::default());
         let plan = [slab, offsets, dims];
+        let tick = match tick {
+            Some(i) => Some(self.param(f, i)?),
+            None => None,
+        };
+        let mut ticked = 0u32;
         for (idx, calls) in o.per_op.iter().enumerate() {
+            if let Some(t) = tick.filter(|_| !calls.is_empty()) {
+                self.tick(t, ticked)?;
+                ticked += 1;
+            }
             if let Some((_, gs)) = &o.guarded {
                 self.dyn_guard_fill(gs, plan, idx)?;
             }
@@ -2037,6 +2080,9 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
                 self.dyn_guard_after(gs, gd, o.func, o.storage, plan, idx)?;
             }
         }
+        if let Some(t) = tick {
+            self.tick(t, ticked)?;
+        }
         llvm(self.builder.build_return(None))?;
         Ok(())
     }
@@ -2051,6 +2097,64 @@ struct DynOps<'o, 'c> {
     globals: &'o [PointerValue<'c>],
     guarded: Option<(&'o crate::guard::Guard, &'o crate::guard::DynGuarded<'c>)>,
     syms: &'o [String],
+}
+
+/// The layout indices of the ops that have kernels (the outputs' copy is the last entry of
+/// `per_op`, at the op count): the rows of the profile, in the order of its ticks.
+fn profiled_ops<T>(per_op: &[Vec<T>]) -> impl Iterator<Item = usize> + '_ {
+    per_op
+        .iter()
+        .enumerate()
+        .filter(|(_, calls)| !calls.is_empty())
+        .map(|(i, _)| i)
+}
+
+/// `tir_prof_line(d, op, buf, n)`: the profile line (`crate::profile`'s format: kind, result,
+/// shape, flops) of the op at layout index `op` at the dims `d`, its shape and flops evaluated
+/// from the symbolic types (the outputs' copy at the op count). The executable's `--profile`
+/// builds its table from it for the ops `<name>_profile_ops` lists.
+fn profile_c(func: &Function, spec: &DynSpec) -> String {
+    use std::fmt::Write as _;
+    let syms = &spec.symbols;
+    let mut x = String::from(
+        "static int tir_prof_line(const long long *d, int op, char *buf, unsigned long n) {\n    (void)d;\n    switch (op) {\n",
+    );
+    let mut count = 0;
+    for (idx, (id, op)) in func.ops_in_order().enumerate() {
+        count = idx + 1;
+        let (kind, name) = crate::profile::label(func, id, false);
+        let shape = op
+            .results
+            .first()
+            .and_then(|&v| spec.dims(func, v).ok())
+            .unwrap_or_default();
+        let flops = crate::profile::flop_factors(op, |v| spec.dims(func, v).ok()).map_or(
+            "(tir_i128)0".to_string(),
+            |f| {
+                let mut e = "(tir_i128)2".to_string();
+                for d in &f {
+                    let _ = write!(e, " * {}", c_expr(d, syms));
+                }
+                e
+            },
+        );
+        let fmt = vec!["%llu"; shape.len()].join("x");
+        let dims: String = shape
+            .iter()
+            .map(|e| format!(", tir_clamp({})", c_expr(e, syms)))
+            .collect();
+        let _ = writeln!(
+            x,
+            "    case {idx}: return snprintf(buf, n, \"%s\\t%s\\t{fmt}\\t%llu\\n\", \"{}\", \"{}\"{dims}, tir_clamp({flops}));",
+            c_string_body(&kind, false),
+            c_string_body(&name, false),
+        );
+    }
+    let _ = writeln!(
+        x,
+        "    case {count}: return snprintf(buf, n, \"copy\\t(outputs)\\t\\t0\\n\");\n    default: return snprintf(buf, n, \"?\\t\\t\\t0\\n\");\n    }}\n}}"
+    );
+    x
 }
 
 /// The C expression of `e` over `d[i]` (the dims in `syms` order), with the helpers
@@ -2311,8 +2415,11 @@ pub fn main_c(
     let _ = writeln!(x, " }}");
     let _ = writeln!(
         x,
-        "void {name}_run_dyn_parallel(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims, tir_parallel_for parallel_for, void *pool);\n#define MODEL_RUN_DYN {name}_run_dyn_parallel"
+        "void {name}_run_dyn_parallel(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims, tir_parallel_for parallel_for, void *pool);\n#define MODEL_RUN_DYN {name}_run_dyn_parallel\n\
+         void {name}_run_dyn_profiled(const void *const *inputs, void *const *outputs, void *slab, const unsigned long long *offsets, const long long *dims, void (*tick)(int), tir_parallel_for parallel_for, void *pool);\n#define MODEL_RUN_DYN_PROFILED {name}_run_dyn_profiled\n\
+         extern const int {name}_profile_ops[];\n#define MODEL_PROFILE_OPS {name}_profile_ops"
     );
+    x.push_str(&profile_c(func, spec));
     if guard > 0 {
         let _ = writeln!(x, "#define TIR_GUARD {guard}");
     }

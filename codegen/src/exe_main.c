@@ -703,17 +703,39 @@ static void prof_tick(int i) {
     if (i > 0) prof_t[i - 1] = t - prof_last;
     prof_last = t;
 }
-#if !DYNAMIC
-/* --profile N: per op, the median over N runs of the time between its tick and the next. */
+#if DYNAMIC
+static void *dyn_slab; static plan_t *cur_plan;
+/* The profile's table at the shape that runs: one `tir_prof_line` per op the module lists
+   (`<model>_profile_ops`), its shape and flops evaluated at these dims. */
+static char *profile_info(void) {
+    size_t cap = 1, len = 0;
+    for (const int *op = MODEL_PROFILE_OPS; *op >= 0; op++) cap += (size_t)tir_prof_line(dimv, *op, NULL, 0);
+    char *info = xmalloc(cap);
+    info[0] = 0;
+    for (const int *op = MODEL_PROFILE_OPS; *op >= 0; op++) len += (size_t)tir_prof_line(dimv, *op, info + len, cap - len);
+    return info;
+}
+#endif
+/* --profile N: per op, the median over N runs of the time between its tick and the next.
+   With run-time dims, at the shape of this run (its plan's offsets and these dims). */
 static void profile(const void *const *ins, void *const *outs, void *slab, long runs) {
+#if DYNAMIC
+    (void)slab;
+    char *info = profile_info();
+#else
     const char *info = MODEL_PROFILE_INFO;
+#endif
     int n = 0;
     for (const char *c = info; *c; c++) n += *c == '\n';
     size_t ops = n ? (size_t)n : 1;
     double *all = xmalloc(bytes_of(bytes_of(ops, (size_t)runs), sizeof(double)));
     prof_t = xmalloc(sizeof(double) * ops);
     for (long r = 0; r < runs; r++) {
+#if DYNAMIC
+        MODEL_RUN_DYN_PROFILED(ins, outs, dyn_slab, cur_plan->offsets, dimv, prof_tick, pool_parallel_for, &pool);
+#else
         MODEL_RUN_PROFILED(ins, outs, slab, prof_tick, pool_parallel_for, &pool);
+#endif
         for (int i = 0; i < n; i++) all[(size_t)i * runs + r] = prof_t[i];
     }
     double *med = xmalloc(sizeof(double) * ops), total = 0;
@@ -749,8 +771,10 @@ static void profile(const void *const *ins, void *const *outs, void *slab, long 
     printf("by kind:\n");
     for (int k = 0; k < nk; k++) printf("  %-22s %9.3f ms %6.1f%%\n", kinds[k], ktime[k], total > 0 ? 100 * ktime[k] / total : 0);
     free(all); free(prof_t); free(med);
-}
+#if DYNAMIC
+    free(info);
 #endif
+}
 
 /* ---- the command line ------------------------------------------------------------------
    Every misuse (an unknown flag, a flag without its value or given twice, a count that is not
@@ -758,7 +782,7 @@ static void profile(const void *const *ins, void *const *outs, void *slab, long 
 
 static const char *prog = "model";
 #if DYNAMIC
-#define USAGE "usage: %s [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--output DIR|FILE.npy] [--print-plan FILE.csv] [--bench N] [--threads N]\n"
+#define USAGE "usage: %s [--input NAME=FILE.npy ...] [--dim NAME=N ...] [--output DIR|FILE.npy] [--print-plan FILE.csv] [--bench N] [--profile N] [--threads N]\n"
 #else
 #define USAGE "usage: %s [--input NAME=FILE.npy ...] [--output DIR|FILE.npy] [--bench N] [--profile N] [--threads N]\n"
 #endif
@@ -800,7 +824,7 @@ static int print_plan(const char *path, const plan_t *p) {
     free(buf);
     return rc;
 }
-static void *dyn_slab; static unsigned long long dyn_slab_size; static plan_t *cur_plan;
+static unsigned long long dyn_slab_size;
 #endif
 /* One run of the model: at batch 1 once per sample (BATCHED), each operand advanced by its
    per-sample size; else once. */
@@ -856,7 +880,6 @@ int main(int argc, char **argv) {
             dimv[found] = v; dim_src[found] = -1;
             continue;
         }
-        if (!strcmp(flag, "--profile")) return misuse("--profile is not available for a model with run-time dims (compile it with --dim NAME=N to profile it)");
 #endif
         int takes_value = !strcmp(flag, "--input") || !strcmp(flag, "--output") || !strcmp(flag, "--bench") || !strcmp(flag, "--profile") || !strcmp(flag, "--threads");
         if (!takes_value) return misuse("unknown argument `%s`", flag);
@@ -1034,9 +1057,7 @@ int main(int argc, char **argv) {
 #endif
         free(t);
     }
-#if !DYNAMIC
     if (prof > 0) profile(ins, outs, slab, prof);
-#endif
     size_t out_len = out ? strlen(out) : 0;
     int single = out && NO == 1 && out_len > 4 && !strcmp(out + out_len - 4, ".npy");
     for (int j = 0; j < NO && out; j++) {

@@ -819,9 +819,7 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
 
         // The profiled twin (see `profile`): `tick(i)` before the i-th op with kernels,
         // `tick(count)` at the end.
-        let i32t = self.ctx.i32_type();
-        let tick_ty = self.ctx.void_type().fn_type(&[i32t.into()], false);
-        let tick_ptr = tick_ty.ptr_type(AddressSpace::default());
+        let tick_ptr = self.tick_ptr_type();
         let prof_ty = self.ctx.void_type().fn_type(
             &[
                 i8pp.into(),
@@ -883,21 +881,11 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
         let outputs = self.param(run, 1)?;
         let slab = self.param(run, 2)?;
         let mut bases: Vec<(Base, PointerValue<'ctx>)> = Vec::new();
-        let i32t = self.ctx.i32_type();
-        let tick_at = |i: u32, p: PointerValue<'ctx>| -> R<()> {
-            let f = inkwell::values::CallableValue::try_from(p)
-                .map_err(|_| CodegenError::Llvm("tick is not a function pointer".into()))?;
-            llvm(
-                self.builder
-                    .build_call(f, &[i32t.const_int(i.into(), false).into()], ""),
-            )?;
-            Ok(())
-        };
         let mut ticked = 0u32;
         for (idx, calls) in per_op.iter().enumerate() {
             if let Some((lines, tick)) = ticks {
                 if lines.get(idx).is_some_and(Option::is_some) {
-                    tick_at(ticked, tick)?;
+                    self.tick(tick, ticked)?;
                     ticked += 1;
                 }
             }
@@ -943,10 +931,31 @@ impl<'a, 'ctx> Gen<'a, 'ctx> {
             }
         }
         if let Some((_, tick)) = ticks {
-            tick_at(ticked, tick)?;
+            self.tick(tick, ticked)?;
         }
         llvm(self.builder.build_return(None))?;
         Ok(())
+    }
+
+    /// A call of the profile's `tick(i)` (see `profile`) at the builder's position.
+    fn tick(&self, tick: PointerValue<'ctx>, i: u32) -> R<()> {
+        let f = inkwell::values::CallableValue::try_from(tick)
+            .map_err(|_| CodegenError::Llvm("tick is not a function pointer".into()))?;
+        let i32t = self.ctx.i32_type();
+        llvm(
+            self.builder
+                .build_call(f, &[i32t.const_int(i.into(), false).into()], ""),
+        )?;
+        Ok(())
+    }
+
+    /// The type of the profile's `tick` callback, `void (*)(int)`.
+    fn tick_ptr_type(&self) -> inkwell::types::PointerType<'ctx> {
+        let i32t = self.ctx.i32_type();
+        self.ctx
+            .void_type()
+            .fn_type(&[i32t.into()], false)
+            .ptr_type(AddressSpace::default())
     }
 
     /// The `parallel_for` callback and pool that `f` takes as parameters `i` and `i + 1`,

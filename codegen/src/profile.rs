@@ -9,54 +9,66 @@
 //! executable's `main` times between ticks; the kernels themselves are untouched, so the
 //! profiled run measures the code `<model>_run` runs.
 
-use tir_ir::{Function, Op, OpId};
+use tir_ir::{Function, Op, OpData, OpId, Value};
 
 /// Multiply-add work of an op, counting a fused multiply-add as two flops.
 pub fn flops(func: &Function, id: OpId) -> u64 {
-    let op = &func.ops[id];
-    let shape = |i: usize| -> Vec<u64> {
+    flop_factors(&func.ops[id], |v| func.ty(v).map(|t| t.shape.clone()))
+        .map_or(0, |f| 2 * f.iter().product::<u64>())
+}
+
+/// The factors whose product is half an op's multiply-add flops (`None`: an op whose
+/// multiply-adds do not count), over the dims `dims` gives for a value: the static shapes
+/// ([`flops`]) or the symbolic ones of a model with run-time dims (the executable's profile
+/// evaluates their product at the shape that runs: `dynamic::main_c`).
+pub fn flop_factors<T: Clone>(
+    op: &OpData,
+    dims: impl Fn(Value) -> Option<Vec<T>>,
+) -> Option<Vec<T>> {
+    let shape = |i: usize| -> Vec<T> {
         op.operands
             .get(i)
-            .and_then(|&v| func.ty(v))
-            .map(|t| t.shape.clone())
+            .and_then(|&v| dims(v))
             .unwrap_or_default()
     };
-    let out: Vec<u64> = op
+    let out: Vec<T> = op
         .results
         .first()
-        .and_then(|&v| func.ty(v))
-        .map(|t| t.shape.clone())
+        .and_then(|&v| dims(v))
         .unwrap_or_default();
-    let outn: u64 = out.iter().product();
+    let with = |mut base: Vec<T>, more: &[T]| {
+        base.extend_from_slice(more);
+        Some(base)
+    };
     match &op.op {
         // Every output element sums C/groups · KH · KW products.
         Op::Conv2d(_) => {
             let w = shape(1);
             if w.len() == 4 {
-                2 * outn * w[1] * w[2] * w[3]
+                with(out, &w[1..])
             } else {
-                0
+                None
             }
         }
         // Every input element meets M/groups · KH · KW weights (an upper bound: the crop
         // drops some products).
         Op::ConvTranspose(_) => {
-            let (x, w) = (shape(0), shape(1));
+            let w = shape(1);
             if w.len() == 4 {
-                2 * x.iter().product::<u64>() * w[1] * w[2] * w[3]
+                with(shape(0), &w[1..])
             } else {
-                0
+                None
             }
         }
         // out[..., M, N] = A[..., M, K] · B[..., K, N]
         Op::MatMul { .. } => {
             let a = shape(0);
-            2 * outn * a.last().copied().unwrap_or(0)
+            a.last().cloned().and_then(|k| with(out, &[k]))
         }
         Op::Gemm(g) => {
             let a = shape(0);
             let k = if g.trans_a { a.first() } else { a.last() };
-            2 * outn * k.copied().unwrap_or(0)
+            k.cloned().and_then(|k| with(out, &[k]))
         }
         // Only the GEMM-shaped ops' multiply-adds count, as in models' published FLOPs.
         Op::Const { .. }
@@ -95,7 +107,7 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
         | Op::AllocTensor { .. }
         | Op::GridSample(_)
         | Op::CumSum { .. }
-        | Op::TopK { .. } => 0,
+        | Op::TopK { .. } => None,
     }
 }
 
@@ -105,32 +117,53 @@ pub fn flops(func: &Function, id: OpId) -> u64 {
 /// the dense count, so that its GFLOP/s compare with the dense kernels'.
 pub fn info_line(func: &Function, id: OpId, sparse_nonzeros: Option<i64>) -> String {
     let op = &func.ops[id];
-    let clean = |s: String| s.replace(['\t', '\n'], " ");
-    let (name, shape) = match op.results.first() {
-        Some(&v) => (
-            clean(func.value_name(v)),
-            func.ty(v)
-                .map(|t| {
-                    t.shape
-                        .iter()
-                        .map(|d| d.to_string())
-                        .collect::<Vec<_>>()
-                        .join("x")
-                })
-                .unwrap_or_default(),
-        ),
-        None => (String::new(), String::new()),
+    let (kind, name) = label(func, id, sparse_nonzeros.is_some());
+    let shape = op
+        .results
+        .first()
+        .and_then(|&v| func.ty(v))
+        .map(|t| {
+            t.shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x")
+        })
+        .unwrap_or_default();
+    let flops = match (sparse_nonzeros, &op.op) {
+        (Some(nnz), Op::Conv2d(_)) => {
+            let out = op.results.first().and_then(|&v| func.ty(v));
+            let (n, hw) = out
+                .filter(|t| t.shape.len() == 4)
+                .map_or((0, 0), |t| (t.shape[0], t.shape[2] * t.shape[3]));
+            2 * n * hw * nnz.max(0) as u64
+        }
+        _ => flops(func, id),
     };
+    format!("{kind}\t{name}\t{shape}\t{flops}\n")
+}
+
+/// An op's kind and result name, the first two fields of its profile line (tabs and newlines
+/// in the name replaced). Convolutions are tagged with the kernel family they take (`dw`,
+/// `1x1`, `kxk`, or `sparse` when `sparse`), their kernel size and stride, so that the table
+/// tells depthwise from dense. Weights are constants, so a model with run-time dims labels
+/// its ops from the probe function's types (`dynamic::main_c`).
+pub fn label(func: &Function, id: OpId, sparse: bool) -> (String, String) {
+    let op = &func.ops[id];
+    let name = op
+        .results
+        .first()
+        .map(|&v| func.value_name(v).replace(['\t', '\n'], " "))
+        .unwrap_or_default();
     let mut kind = op.op.name().to_string();
     if let Op::Conv2d(c) = &op.op {
-        // The kernel family the op takes, so the table tells depthwise from dense.
         let w = op
             .operands
             .get(1)
             .and_then(|&v| func.ty(v))
             .map(|t| t.shape.clone());
         if let Some(w) = w.filter(|w| w.len() == 4) {
-            let tag = if sparse_nonzeros.is_some() {
+            let tag = if sparse {
                 "sparse"
             } else if w[1] == 1 && c.groups > 1 {
                 "dw"
@@ -147,15 +180,5 @@ pub fn info_line(func: &Function, id: OpId, sparse_nonzeros: Option<i64>) -> Str
             );
         }
     }
-    let flops = match (sparse_nonzeros, &op.op) {
-        (Some(nnz), Op::Conv2d(_)) => {
-            let out = op.results.first().and_then(|&v| func.ty(v));
-            let (n, hw) = out
-                .filter(|t| t.shape.len() == 4)
-                .map_or((0, 0), |t| (t.shape[0], t.shape[2] * t.shape[3]));
-            2 * n * hw * nnz.max(0) as u64
-        }
-        _ => flops(func, id),
-    };
-    format!("{kind}\t{name}\t{shape}\t{flops}\n")
+    (kind, name)
 }
