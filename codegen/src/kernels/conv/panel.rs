@@ -31,7 +31,10 @@
 //! block's input rows are copied once, padded, instead of once per tap, and the GEMM reads
 //! each tap in place at a constant offset ([`in_place`]); its sums wait beside the copy (at
 //! most 64 output channels of the block, about 100 KiB) and are copied out through the
-//! epilogue, the columns that straddle two rows dropped. The same FMA chain per output.
+//! epilogue, the columns that straddle two rows dropped. Strided layers with kernels of 25
+//! taps or more on rows of at least [`IN_PLACE_STRIDED_OW`] (the 7×7/2 stems) copy each
+//! output row's input rows as planes of every `SW`-th column and read the taps in place
+//! too, one GEMM per output row. The same FMA chain per output.
 //!
 //! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
 //! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
@@ -145,24 +148,33 @@ const IN_PLACE_OW: i64 = 128;
 /// 3×3/2 layers onto 28² and smaller (with their channel-vector tiles) keep the panel.
 const IN_PLACE_STRIDED_OW: i64 = 64;
 
+/// Fewest kernel taps for which a strided layer reads its taps in place ([`in_place`]):
+/// the copy saves `KW / SW` of the per-tap gather (3.5× for a 7×7/2, 1.5× for a 3×3/2).
+/// MobileNet v2's 3→32 3×3/2 stem onto 112² (K = 27) ran 0.157–0.165 ms in place against
+/// 0.151–0.158 on the per-tap panel (one thread, `--profile 20`, under load).
+const IN_PLACE_STRIDED_TAPS: i64 = 25;
+
 /// Output channels whose sums an in-place block holds at a time ([`Block::in_place`]).
 const IN_PLACE_GROUP: i64 = 64;
 
 /// Whether the block's taps are read in place from one copy of its input rows instead of
 /// one shifted copy per tap: unit dilations, every input channel's copy within
 /// [`PANEL_BYTES`] (one K chunk), and either unit strides on rows of at least
-/// [`IN_PLACE_OW`] or strides on rows of at least [`IN_PLACE_STRIDED_OW`]. The block's
-/// [`copied_rows`] input rows of each channel are copied once, padding included, each as
-/// its `SW` planes of every `SW`-th column ([`padded`] wide, back to back): input column
-/// `SW·u + e − PL` at plane `e`, column `u`. Output column `ox`'s tap `(i, j)` is then
-/// plane `j mod SW` of input row `oy·SH + i` at column `ox + ⌊j / SW⌋`, so a vector of
-/// consecutive outputs reads each tap with one contiguous load ([`tap_offsets`]). With unit
-/// strides the GEMM runs over `rows·Wp − (KW − 1)` columns of the copy (the rows back to
-/// back, [`crate::kernels::gemm::gemm_part_taps`]; the `KW − 1` columns per row that
-/// straddle two rows are computed and dropped when the sums are copied out); with strides
-/// the copied rows of consecutive output rows are `SH` input rows apart, which no single
-/// column index spans, so each output row is its own GEMM of `OW` columns, straight into
-/// the output.
+/// [`IN_PLACE_OW`] or strides on rows of at least [`IN_PLACE_STRIDED_OW`] with kernels of
+/// at least [`IN_PLACE_STRIDED_TAPS`]. The [`copied_rows`] input rows of each channel are
+/// copied, padding included, each as its `SW` planes of every `SW`-th column ([`padded`]
+/// wide, back to back): input column `SW·u + e − PL` at plane `e`, column `u`. Output
+/// column `ox`'s tap `(i, j)` is then plane `j mod SW` of input row `oy·SH + i` at column
+/// `ox + ⌊j / SW⌋`, so a vector of consecutive outputs reads each tap with one contiguous
+/// load ([`tap_offsets`]). With unit strides the block's rows are copied once and the GEMM
+/// runs over `rows·Wp − (KW − 1)` columns of the copy (the rows back to back,
+/// [`crate::kernels::gemm::gemm_part_taps`]; the `KW − 1` columns per row that straddle
+/// two rows are computed and dropped when the sums are copied out). With strides the rows
+/// of consecutive output rows are `SH` input rows apart, which no single column index
+/// spans, so each output row copies its own `KH` rows and is its own GEMM of `OW` columns,
+/// straight into the output: the 7×7/2 stems of ResNet, GoogLeNet (112²) and SqueezeNet
+/// (109²) 6–8% faster than on the per-tap panel (docs/codegen.md "The 7×7/2 stems read
+/// their taps in place").
 fn in_place(d: &Conv) -> bool {
     in_place_rows(d).is_some()
 }
@@ -186,7 +198,8 @@ fn in_place_rows(d: &Conv) -> Option<i64> {
     let r = default_rows(d);
     if d.sh > 1 || d.sw > 1 {
         let each = r * ((d.ow + 15) / 16) <= (r * d.ow + 15) / 16;
-        return (d.ow >= IN_PLACE_STRIDED_OW && each && fits(r)).then_some(r);
+        let wide = d.ow >= IN_PLACE_STRIDED_OW && d.kh * d.kw >= IN_PLACE_STRIDED_TAPS;
+        return (wide && each && fits(r)).then_some(r);
     }
     if d.ow < IN_PLACE_OW {
         return None;
@@ -851,9 +864,49 @@ mod tests {
         assert!(applies(&d, 16) && cut_rows(&d));
         assert_eq!(block_rows(&d), 2);
         assert_eq!(packed_rows(&d, 16), None);
-        // The same block with K = 16·49 = 784 packs.
-        d.c = 16;
+        // The same block with K = 64·49 = 3136 packs (16 channels would read in place).
+        d.c = 64;
         assert_eq!(packed_rows(&d, 16), Some(48));
+    }
+
+    #[test]
+    fn strided_stems_read_their_taps_in_place() {
+        // ResNet's and GoogLeNet's 3→64 7×7/2 onto 112² (pad 3): blocks of 2 rows, each
+        // output row 7 vectors (224 pixels: 14), copying 7 rows of 2 planes of 115 floats.
+        let d = strided(3, 64, 224, 7);
+        assert!(applies(&d, 16) && in_place(&d) && row_gemms(&d));
+        assert_eq!((block_rows(&d), padded(&d)), (2, 115));
+        assert_eq!(chunks(&d, 16), (3, 1));
+        assert_eq!(tap_offsets(&d), [0, 115, 1, 116, 2, 117, 3]);
+        // SqueezeNet's 3→96 onto 109² (no padding): 7 vectors per row, 218 pixels 14.
+        let mut d = strided(3, 96, 224, 7);
+        (d.pt, d.pl, d.oh, d.ow) = (0, 0, 109, 109);
+        assert!(in_place(&d) && packed_rows(&d, 16).is_none());
+        // The kernel tests' odd widths: 94 (6 per row, blocks of 3 rows: 18 for 282), and
+        // 7×7/3 onto 96.
+        let mut d = strided(3, 40, 189, 7);
+        (d.ow, d.oh) = (94, 20);
+        assert!(in_place(&d));
+        let mut d = strided(2, 33, 286, 5);
+        (d.sw, d.ow, d.oh) = (3, 96, 15);
+        assert!(in_place(&d));
+        assert_eq!(tap_offsets(&d), [0, 97, 194, 1, 98]);
+        // Not in place: MobileNet v2's 3→32 3×3/2 stem (9 taps), a 7×7/2 onto 149 (10
+        // vectors per row against 19 for 298 pixels) or 66 (5 per row, 4 rows 20 against
+        // 17): rows whose own GEMMs run more vectors than the block; ResNet's
+        // 3×3/2 onto 28², a dilated 7×7/2, and a copy past one chunk.
+        assert!(!in_place(&strided(3, 32, 224, 3)));
+        let mut d = strided(3, 32, 299, 7);
+        (d.oh, d.ow) = (149, 149);
+        assert!(!in_place(&d));
+        let mut d = strided(3, 40, 131, 7);
+        (d.oh, d.ow) = (66, 66);
+        assert!(!in_place(&d));
+        assert!(!in_place(&strided(128, 128, 56, 3)));
+        let mut d = strided(3, 64, 224, 7);
+        d.dw = 2;
+        assert!(!in_place(&d));
+        assert!(!in_place(&strided(64, 64, 224, 7)));
     }
 
     /// [`strided`] at stride 1: a "same" `k`×`k` convolution.
