@@ -408,6 +408,40 @@ fn conv2d_strided_packed_panel() {
     }
 }
 
+/// Strided convolutions with big kernels on wide rows read their taps in place (issue 20:
+/// the 7×7/2 stems), one GEMM per output row on planes of every second (third) input
+/// column: ResNet's padded stem at 112 wide (pad 3; 35 output channels, a 5-row tile tail), a
+/// residual and PReLU in the epilogue, SqueezeNet's unpadded one at 109 wide (a masked
+/// last vector) with a one-row tail block, an odd width (94) with asymmetric padding, a
+/// 5×5 with strides 2 and 3 onto 96, and a batch of 2. `check` runs them on 1–3 threads.
+#[test]
+fn conv2d_strided_stems_read_taps_in_place() {
+    #[allow(clippy::type_complexity)]
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4]); 4] = [
+        // (n, c, h, w, m, k, strides, pads)
+        (1, 3, 40, 224, 35, 7, [2, 2], [3, 3, 3, 3]),
+        (1, 3, 31, 223, 40, 7, [2, 2], [0, 0, 0, 0]),
+        (2, 3, 44, 189, 33, 7, [2, 2], [2, 3, 1, 1]),
+        (1, 2, 30, 286, 34, 5, [2, 3], [2, 2, 2, 2]),
+    ];
+    for (case, &(n, c, h, w, m, k, [sh, sw], pads)) in shapes.iter().enumerate() {
+        let act = [", activation = relu", "", ", activation = relu6"][case % 3];
+        check(&model(
+            &[("x", vec![n, c, h, w])],
+            &[("w", vec![m, c, k, k]), ("b", vec![m])],
+            &format!(
+                "conv2d(%x, %w, %b) {{strides = [{sh}, {sw}], pads = [{}, {}, {}, {}]{act}}}",
+                pads[0], pads[1], pads[2], pads[3]
+            ),
+        ));
+    }
+    check(&model(
+        &[("x", vec![1, 3, 40, 224]), ("y", vec![1, 35, 20, 112])],
+        &[("w", vec![35, 3, 7, 7]), ("b", vec![35]), ("s", vec![35])],
+        "conv2d(%x, %w, %b, %y, %s) {strides = [2, 2], pads = [3, 3, 3, 3], activation = prelu}",
+    ));
+}
+
 /// Stride-1 dense convolutions on rows too wide for row packing (issue 20: Inception v3's
 /// 147- and 71-wide stem layers) run on the packed panel too. Each image has over 100 grid
 /// vectors and rows that repeat only after more than 48 vectors (odd widths, 130 and 200),

@@ -31,7 +31,10 @@
 //! block's input rows are copied once, padded, instead of once per tap, and the GEMM reads
 //! each tap in place at a constant offset ([`in_place`]); its sums wait beside the copy (at
 //! most 64 output channels of the block, about 100 KiB) and are copied out through the
-//! epilogue, the columns that straddle two rows dropped. The same FMA chain per output.
+//! epilogue, the columns that straddle two rows dropped. Strided layers with kernels of 25
+//! taps or more on rows of at least [`IN_PLACE_STRIDED_OW`] (the 7×7/2 stems) copy each
+//! output row's input rows as planes of every `SW`-th column and read the taps in place
+//! too, one GEMM per output row. The same FMA chain per output.
 //!
 //! Threads cut the output rows into whole pixel blocks, each packed by the thread that uses
 //! it; an image of fewer than [`MIN_ROW_CUT`] blocks is cut along output channels instead,
@@ -140,36 +143,67 @@ pub(super) fn cut_rows(d: &Conv) -> bool {
 /// Narrowest output row whose stride-1 blocks read the taps in place ([`in_place`]).
 const IN_PLACE_OW: i64 = 128;
 
+/// Narrowest output row whose strided blocks read the taps in place ([`in_place`]): one
+/// GEMM per output row, so a row is at least one wide tile (`4·16` columns) and ResNet's
+/// 3×3/2 layers onto 28² and smaller (with their channel-vector tiles) keep the panel.
+const IN_PLACE_STRIDED_OW: i64 = 64;
+
+/// Fewest kernel taps for which a strided layer reads its taps in place ([`in_place`]):
+/// the copy saves `KW / SW` of the per-tap gather (3.5× for a 7×7/2, 1.5× for a 3×3/2).
+/// MobileNet v2's 3→32 3×3/2 stem onto 112² (K = 27) ran 0.157–0.165 ms in place against
+/// 0.151–0.158 on the per-tap panel (one thread, `--profile 20`, under load).
+const IN_PLACE_STRIDED_TAPS: i64 = 25;
+
 /// Output channels whose sums an in-place block holds at a time ([`Block::in_place`]).
 const IN_PLACE_GROUP: i64 = 64;
 
 /// Whether the block's taps are read in place from one copy of its input rows instead of
-/// one shifted copy per tap: unit strides and dilations, rows of at least [`IN_PLACE_OW`],
-/// and every input channel's copy within [`PANEL_BYTES`] (one K chunk). The block's `rows +
-/// KH − 1` input rows of each channel are copied once, padding included, back to back at
-/// the padded width `Wp = OW + KW − 1`, and the GEMM runs over `rows·Wp − (KW − 1)` columns
-/// of that copy (tap `(c, i, j)` of column `p` is the copy at `c·(rows + KH − 1)·Wp + i·Wp +
-/// j + p`, [`crate::kernels::gemm::gemm_part_taps`]); the `KW − 1` columns per row that
-/// straddle two rows are computed and dropped when the sums are copied out.
+/// one shifted copy per tap: unit dilations, every input channel's copy within
+/// [`PANEL_BYTES`] (one K chunk), and either unit strides on rows of at least
+/// [`IN_PLACE_OW`] or strides on rows of at least [`IN_PLACE_STRIDED_OW`] with kernels of
+/// at least [`IN_PLACE_STRIDED_TAPS`]. The [`copied_rows`] input rows of each channel are
+/// copied, padding included, each as its `SW` planes of every `SW`-th column ([`padded`]
+/// wide, back to back): input column `SW·u + e − PL` at plane `e`, column `u`. Output
+/// column `ox`'s tap `(i, j)` is then plane `j mod SW` of input row `oy·SH + i` at column
+/// `ox + ⌊j / SW⌋`, so a vector of consecutive outputs reads each tap with one contiguous
+/// load ([`tap_offsets`]). With unit strides the block's rows are copied once and the GEMM
+/// runs over `rows·Wp − (KW − 1)` columns of the copy (the rows back to back,
+/// [`crate::kernels::gemm::gemm_part_taps`]; the `KW − 1` columns per row that straddle
+/// two rows are computed and dropped when the sums are copied out). With strides the rows
+/// of consecutive output rows are `SH` input rows apart, which no single column index
+/// spans, so each output row copies its own `KH` rows and is its own GEMM of `OW` columns,
+/// straight into the output: the 7×7/2 stems of ResNet, GoogLeNet (112²) and SqueezeNet
+/// (109²) 6–8% faster than on the per-tap panel (docs/codegen.md "The 7×7/2 stems read
+/// their taps in place").
 fn in_place(d: &Conv) -> bool {
     in_place_rows(d).is_some()
 }
 
-/// The rows of an in-place block ([`in_place`]), if `d` reads its taps in place: of
-/// [`default_rows`]` r` and `r + 1`, the one whose blocks run the fewest GEMM vectors over
-/// the image (a block of `rows` runs `⌈(rows·Wp − (KW − 1)) / 16⌉` vectors of AVX-512's 16
-/// lanes — a multiple of the narrower widths —, the tail block its own). A block's last
-/// vector is partly idle and its `KW − 1` columns between rows are dropped: at 147²,
-/// blocks of 2 rows run 304 lanes for 294 outputs and a one-row tail, blocks of 3 run
+/// The rows of an in-place block ([`in_place`]), if `d` reads its taps in place. With unit
+/// strides, of [`default_rows`]` r` and `r + 1` the one whose blocks run the fewest GEMM
+/// vectors over the image (a block of `rows` runs `⌈(rows·Wp − (KW − 1)) / 16⌉` vectors of
+/// AVX-512's 16 lanes — a multiple of the narrower widths —, the tail block its own). A
+/// block's last vector is partly idle and its `KW − 1` columns between rows are dropped: at
+/// 147², blocks of 2 rows run 304 lanes for 294 outputs and a one-row tail, blocks of 3 run
 /// 448 for 441 and divide 147; each block also copies `KH − 1` rows fewer per output row.
 /// Stems 32→32 and 32→64 at 147²: 4–5% faster (docs/codegen.md "The in-place stems: one
-/// K block, blocks of three rows").
+/// K block, blocks of three rows"). With strides, [`default_rows`] when its rows' own GEMMs
+/// run no more vectors than the block's pixels would (112 wide: 7 per row, as 224 pixels
+/// run 14; 109 wide: 7 per row, 218 pixels 14; not 149: 10 per row against 19 for 298).
 fn in_place_rows(d: &Conv) -> Option<i64> {
-    if !(d.sh == 1 && d.sw == 1 && d.dh == 1 && d.dw == 1 && d.ow >= IN_PLACE_OW) {
+    if d.dh != 1 || d.dw != 1 {
         return None;
     }
-    let fits = |r: i64| d.c * (r + d.kh - 1) * padded(d) * 4 <= PANEL_BYTES;
+    let fits = |r: i64| d.c * channel_copy(d, r) * 4 <= PANEL_BYTES;
     let r = default_rows(d);
+    if d.sh > 1 || d.sw > 1 {
+        let each = r * ((d.ow + 15) / 16) <= (r * d.ow + 15) / 16;
+        let wide = d.ow >= IN_PLACE_STRIDED_OW && d.kh * d.kw >= IN_PLACE_STRIDED_TAPS;
+        return (wide && each && fits(r)).then_some(r);
+    }
+    if d.ow < IN_PLACE_OW {
+        return None;
+    }
     let vectors = |r: i64| {
         let block = |rows: i64| (in_place_cols(d, rows) + 15) / 16;
         let tail = d.oh % r;
@@ -183,13 +217,50 @@ fn in_place_rows(d: &Conv) -> Option<i64> {
     fits(r).then_some(r)
 }
 
-/// The padded input row of an in-place block ([`in_place`]): `OW + KW − 1` columns.
-fn padded(d: &Conv) -> i64 {
-    d.ow + d.kw - 1
+/// Whether an in-place block runs one GEMM per output row ([`in_place`]: strided).
+fn row_gemms(d: &Conv) -> bool {
+    d.sh > 1 || d.sw > 1
 }
 
-/// The GEMM columns of an in-place block of `rows` output rows: the padded rows back to
-/// back, less the last row's `KW − 1` padding columns.
+/// One plane of a copied input row of an in-place block ([`in_place`]): `OW + ⌊(KW − 1) /
+/// SW⌋` columns (`OW + KW − 1`, the padded row, with unit strides).
+fn padded(d: &Conv) -> i64 {
+    d.ow + (d.kw - 1) / d.sw
+}
+
+/// Input rows an in-place block of `rows` output rows copies per channel at a time: the
+/// block's `rows + KH − 1` with unit strides, one output row's `KH` with strides.
+fn copied_rows(d: &Conv, rows: i64) -> i64 {
+    if row_gemms(d) {
+        d.kh
+    } else {
+        rows + d.kh - 1
+    }
+}
+
+/// Floats of one input channel's copy for an in-place block of `rows` output rows: its
+/// copied rows, each as `SW` planes.
+fn channel_copy(d: &Conv, rows: i64) -> i64 {
+    copied_rows(d, rows) * d.sw * padded(d)
+}
+
+/// The taps of one K group of an in-place GEMM ([`crate::kernels::gemm::gemm_part_taps`]),
+/// in `(i, j)` order, from the output column's own place in the copy. Unit strides: the
+/// `KH·KW` taps of a channel, `i·Wp + j`. Strides: the `KW` taps of one kernel row `i` of
+/// channel `c` (group `c·KH + i`, `SW·Wp` floats apart), plane `j mod SW`, `⌊j / SW⌋`
+/// columns on: a K loop of `C·KH` groups of `KW` unrolled taps, not `C` of `KH·KW` (49
+/// unrolled taps of a 7×7 made the tiles' loop body ~2,000 instructions, whose B loads
+/// LLVM hoisted and spilled).
+fn tap_offsets(d: &Conv) -> Vec<i64> {
+    let wp = padded(d);
+    if row_gemms(d) {
+        return (0..d.kw).map(|j| j % d.sw * wp + j / d.sw).collect();
+    }
+    (0..d.kh * d.kw).map(|t| t / d.kw * wp + t % d.kw).collect()
+}
+
+/// The GEMM columns of a unit-stride in-place block of `rows` output rows: the padded rows
+/// back to back, less the last row's `KW − 1` padding columns.
 fn in_place_cols(d: &Conv, rows: i64) -> i64 {
     rows * padded(d) - (d.kw - 1)
 }
@@ -224,7 +295,7 @@ const PACKED_MIN_K: i64 = 256;
 /// rows, the 5×5 layers) keep their weights as stored (not measured here).
 pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
     let kk = d.c * d.kh * d.kw;
-    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) || kk < PACKED_MIN_K {
+    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) || kk < PACKED_MIN_K || in_place(d) {
         return None;
     }
     let n = block_rows(d) * d.ow;
@@ -244,7 +315,7 @@ fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
 /// Floats one input channel fills in the panel of a block of `rows` output rows.
 fn channel_floats(d: &Conv, w: u32, rows: i64) -> i64 {
     if in_place(d) {
-        (rows + d.kh - 1) * padded(d)
+        channel_copy(d, rows)
     } else {
         d.kh * d.kw * row_stride(d, w, rows)
     }
@@ -293,7 +364,7 @@ pub(super) fn scratch<'a, 'c>(
 ) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
     let mut floats = cc * channel_floats(d, w, block_rows(d));
-    if in_place(d) {
+    if in_place(d) && !row_gemms(d) {
         // The sums of one group of output channels after the copy ([`Block::in_place`]),
         // and a vector's slack for the copy's last masked row.
         floats += w as i64 + IN_PLACE_GROUP * in_place_cols(d, block_rows(d));
@@ -444,11 +515,12 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     }
 
     /// The block of `rows` output rows from `oy0` read in place ([`in_place`]): every
-    /// input channel's rows copied once, then per group of [`IN_PLACE_GROUP`] output
-    /// channels the GEMM's raw sums into the scratch after the copy and the sums of the
-    /// block's pixels copied out through the epilogue (`c_at`, `r_at`: the output and the
-    /// residual at the block's first pixel). Each output is the per-tap panel's chain:
-    /// zero, one FMA per `(c, i, j)` in order, the same epilogue
+    /// input channel's rows copied once, then, with unit strides, per group of
+    /// [`IN_PLACE_GROUP`] output channels the GEMM's raw sums into the scratch after the copy
+    /// and the sums of the block's pixels copied out through the epilogue (`c_at`, `r_at`:
+    /// the output and the residual at the block's first pixel); with strides one GEMM per
+    /// output row straight into the output ([`Block::row_gemms`]). Each output is the
+    /// per-tap panel's chain: zero, one FMA per `(c, i, j)` in order, the same epilogue
     /// ([`crate::kernels::gemm::finish_with`]).
     fn in_place(
         &self,
@@ -459,29 +531,30 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     ) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let taps = d.kh * d.kw;
-        let wp = padded(d);
-        let copied = rows + d.kh - 1;
+        let copied = copied_rows(d, rows);
         let n = in_place_cols(d, rows);
-        self.copy_rows(oy0, copied)?;
-        let sums = k.gep(
-            self.panel,
-            k.c(d.c * channel_floats(d, w, block_rows(d)) + w as i64),
-        )?;
-        // Tap `(i, j)` of GEMM column `p` is the copy at `p + i·Wp + j`.
-        let offsets: Vec<i64> = (0..taps).map(|t| t / d.kw * wp + t % d.kw).collect();
+        let offsets = tap_offsets(d);
         let epi = Epilogue {
             alpha: 1.0,
             row_bias: self.io.bias,
             act: d.act,
             row_slope: self.io.slope,
         };
+        if row_gemms(d) {
+            return self.row_gemms(oy0, rows, &offsets, (c_at, r_at), epi);
+        }
+        self.copy_rows(oy0, copied)?;
+        let sums = k.gep(
+            self.panel,
+            k.c(d.c * channel_floats(d, w, block_rows(d)) + w as i64),
+        )?;
         let group = |m0: IntValue<'c>, mn: i64| -> R<()> {
             let gm = Gemm {
                 a: k.gep(self.io.w, k.mul(m0, d.c * taps)?)?,
                 a_rs: d.c * taps,
                 a_cs: 1,
                 b: self.panel,
-                b_rs: copied * wp,
+                b_rs: channel_copy(d, rows),
                 c: sums,
                 c_rs: n,
                 m: mn,
@@ -497,6 +570,45 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             group(k.c(full), d.m - full)?;
         }
         Ok(())
+    }
+
+    /// A strided in-place block of `rows` output rows from `oy0`: per output row, its `KH`
+    /// input rows of every channel copied as planes ([`Block::copy_rows`]), then a GEMM of
+    /// `OW` columns on them (`offsets`: [`tap_offsets`]) whose epilogue stores straight into
+    /// the output at `c_at` (the residual at `r_at`), row by row: `OW` columns are all
+    /// outputs, no copy-out. At 112 wide a row is 7 whole vectors, as many as a block of 224
+    /// pixels on the per-tap panel runs per row, and the copy is `C·KH·SW` plane rows per
+    /// output row instead of `C·KH·KW` gathered panel rows.
+    fn row_gemms(
+        &self,
+        oy0: IntValue<'c>,
+        rows: i64,
+        offsets: &[i64],
+        (c_at, r_at): (PointerValue<'c>, Option<PointerValue<'c>>),
+        epi: Epilogue<'c>,
+    ) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        k.loop_(0, rows, &mut |dy| {
+            self.copy_rows(k.add(oy0, dy)?, d.kh)?;
+            let px = k.mul(dy, d.ow)?;
+            let gm = Gemm {
+                a: self.io.w,
+                a_rs: d.c * d.kh * d.kw,
+                a_cs: 1,
+                b: self.panel,
+                b_rs: d.sw * padded(d),
+                c: k.gep(c_at, px)?,
+                c_rs: d.oh * d.ow,
+                m: d.m,
+                n: d.ow,
+                k: d.c * d.kh * d.kw,
+            };
+            let res = match r_at {
+                Some(p) => Some(k.gep(p, px)?),
+                None => None,
+            };
+            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, (true, true))
+        })
     }
 
     /// Output channels `m0 .. m0 + mn` of an in-place block: the raw sums at `sums` (row
@@ -547,10 +659,11 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         })
     }
 
-    /// Copies input rows `oy0 − pt .. oy0 − pt + copied` of every input channel into the
-    /// panel, padded to `Wp` columns and back to back: channel `c`, row `q`, column `x` at
-    /// `(c·copied + q)·Wp + x`, holding input column `x − pl` (zero in the padding, rows
-    /// outside the image all zero).
+    /// Copies input rows `oy0·SH − PT .. oy0·SH − PT + copied` of every input channel into
+    /// the panel as `SW` planes each ([`in_place`]), back to back: channel `c`, row `q`,
+    /// plane `e`, column `u` at `((c·copied + q)·SW + e)·Wp + u`, holding input column
+    /// `SW·u + e − PL` (zero in the padding, rows outside the image all zero). With unit
+    /// strides a plane is the padded row.
     fn copy_rows(&self, oy0: IntValue<'c>, copied: i64) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
@@ -559,23 +672,24 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         k.loop_(0, d.c, &mut |c| {
             let xc = k.mul(c, d.h * d.wi)?;
             let row_c = k.mul(c, copied)?;
-            let iy0 = k.add(oy0, k.c(-d.pt))?;
+            let iy0 = k.add(k.mul(oy0, d.sh)?, k.c(-d.pt))?;
             k.loop_(0, copied, &mut |q| {
                 let iy = k.add(iy0, q)?;
                 let inside = k.in_range(iy, 0, d.h)?;
                 let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
-                let prow = k.mul(k.add(row_c, q)?, wp)?;
-                for v in 0..(wp + wl - 1) / wl {
-                    // Column `v·W + l` is the input's `v·W + l − pl`: kernel column 0's tap
-                    // of output column `v·W + l` (lanes past the padded row not stored).
+                let prow = k.mul(k.add(row_c, q)?, d.sw * wp)?;
+                for (e, v) in (0..d.sw).flat_map(|e| (0..(wp + wl - 1) / wl).map(move |v| (e, v))) {
+                    // Column `v·W + l` of plane `e` is the input's `SW·(v·W + l) + e − PL`:
+                    // kernel column `e`'s tap of output column `v·W + l` (lanes past the
+                    // plane not stored).
                     let lanes = (wp - v * wl).min(wl);
-                    let val = match self.tap(xrow, 0, v, lanes)? {
+                    let val = match self.tap(xrow, e, v, lanes)? {
                         Some(vec) => {
                             llvm(k.b.build_select(inside, vec, zero, "pad"))?.into_vector_value()
                         }
                         None => zero,
                     };
-                    let at = k.add(prow, k.c(v * wl))?;
+                    let at = k.add(prow, k.c(e * wp + v * wl))?;
                     if lanes == wl {
                         k.stv(self.panel, at, val)?;
                     } else {
@@ -750,9 +864,49 @@ mod tests {
         assert!(applies(&d, 16) && cut_rows(&d));
         assert_eq!(block_rows(&d), 2);
         assert_eq!(packed_rows(&d, 16), None);
-        // The same block with K = 16·49 = 784 packs.
-        d.c = 16;
+        // The same block with K = 64·49 = 3136 packs (16 channels would read in place).
+        d.c = 64;
         assert_eq!(packed_rows(&d, 16), Some(48));
+    }
+
+    #[test]
+    fn strided_stems_read_their_taps_in_place() {
+        // ResNet's and GoogLeNet's 3→64 7×7/2 onto 112² (pad 3): blocks of 2 rows, each
+        // output row 7 vectors (224 pixels: 14), copying 7 rows of 2 planes of 115 floats.
+        let d = strided(3, 64, 224, 7);
+        assert!(applies(&d, 16) && in_place(&d) && row_gemms(&d));
+        assert_eq!((block_rows(&d), padded(&d)), (2, 115));
+        assert_eq!(chunks(&d, 16), (3, 1));
+        assert_eq!(tap_offsets(&d), [0, 115, 1, 116, 2, 117, 3]);
+        // SqueezeNet's 3→96 onto 109² (no padding): 7 vectors per row, 218 pixels 14.
+        let mut d = strided(3, 96, 224, 7);
+        (d.pt, d.pl, d.oh, d.ow) = (0, 0, 109, 109);
+        assert!(in_place(&d) && packed_rows(&d, 16).is_none());
+        // The kernel tests' odd widths: 94 (6 per row, blocks of 3 rows: 18 for 282), and
+        // 7×7/3 onto 96.
+        let mut d = strided(3, 40, 189, 7);
+        (d.ow, d.oh) = (94, 20);
+        assert!(in_place(&d));
+        let mut d = strided(2, 33, 286, 5);
+        (d.sw, d.ow, d.oh) = (3, 96, 15);
+        assert!(in_place(&d));
+        assert_eq!(tap_offsets(&d), [0, 97, 194, 1, 98]);
+        // Not in place: MobileNet v2's 3→32 3×3/2 stem (9 taps), a 7×7/2 onto 149 (10
+        // vectors per row against 19 for 298 pixels) or 66 (5 per row, 4 rows 20 against
+        // 17): rows whose own GEMMs run more vectors than the block; ResNet's
+        // 3×3/2 onto 28², a dilated 7×7/2, and a copy past one chunk.
+        assert!(!in_place(&strided(3, 32, 224, 3)));
+        let mut d = strided(3, 32, 299, 7);
+        (d.oh, d.ow) = (149, 149);
+        assert!(!in_place(&d));
+        let mut d = strided(3, 40, 131, 7);
+        (d.oh, d.ow) = (66, 66);
+        assert!(!in_place(&d));
+        assert!(!in_place(&strided(128, 128, 56, 3)));
+        let mut d = strided(3, 64, 224, 7);
+        d.dw = 2;
+        assert!(!in_place(&d));
+        assert!(!in_place(&strided(64, 64, 224, 7)));
     }
 
     /// [`strided`] at stride 1: a "same" `k`×`k` convolution.

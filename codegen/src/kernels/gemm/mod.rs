@@ -40,7 +40,8 @@ pub(crate) use spec::{finish, finish_lanes, finish_with, Epilogue, Gemm};
 /// - otherwise `MR × NV·W` tiles ([`tile::wide`], sized to the register file), then one tile of the remaining columns (the last vector
 ///   masked with `llvm.masked.*`, never a latency-bound scalar chain) with as many rows as
 ///   fit [`tile::acc_regs`]. With a short K ([`tile::SHORT_K`]) the output rows, not the B
-///   panel, are what streams, so the row tiles go outside; otherwise K is cut into blocks
+///   panel, are what streams, so the row tiles go outside (as when taps read in place touch
+///   a whole B within [`tile::PANEL_BYTES`]); otherwise K is cut into blocks
 ///   whose B panel fits [`tile::PANEL_BYTES`] ([`tile::k_blocks`]) and the column blocks go
 ///   outside, so the panel stays in L1 across the row tiles. A block after the first resumes
 ///   from the partial sums it stored in C, so every output is still one FMA chain in K

@@ -91,6 +91,15 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
     // column block) one block instead of three of 11 channels, and no tile stores and
     // reloads its partial sums (docs/codegen.md "The in-place stems: one K block, blocks
     // of three rows").
+    // Taps read in place whose whole B fits the L1 panel (a strided stem's output row: 21
+    // kernel rows of two column planes, 19 KiB at 112 wide): the row tiles go outside, as
+    // with a short K, so each tile's A rows (the big operand here: 37–56 KiB of weights)
+    // are read once per GEMM instead of once per column block, B staying in L1 across
+    // them (docs/codegen.md "The 7×7/2 stems read their taps in place").
+    if j.taps.is_some() && groups * runs_touched(j.taps, gm.n) * 4 <= PANEL_BYTES {
+        let kb = part(KBlock::whole(k, groups));
+        return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
+    }
     let kc = (PANEL_BYTES / (runs_touched(j.taps, nr) * 4))
         .max(8 / group)
         .max(1);
