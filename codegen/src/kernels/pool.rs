@@ -15,7 +15,7 @@ use crate::storage::Storage;
 use crate::Gen;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
-use inkwell::FloatPredicate;
+use inkwell::{FloatPredicate, IntPredicate};
 use tir_ir::op::Pool2d;
 use tir_ir::{Function, OpData};
 
@@ -94,30 +94,21 @@ pub(crate) fn pool<'a, 'c>(
                 let pl_ = k.add(pl_, p0)?;
                 let xp = k.gep(px, k.mul(pl_, h * w)?)?;
                 let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
-                if let Some(nv) = geo.flat(oh, width as i64) {
-                    for v in 0..nv {
-                        geo.flat_vector(k, width, xp, op_, oh, v)?;
-                    }
-                    return Ok(());
+                match geo.flat(oh, width as i64) {
+                    // A plane with a NaN or a `−0` takes the order-keeping tree with its
+                    // per-vector NaN test, row by row; the others a separable max, in any
+                    // order ([`plane_needs_order`]).
+                    Some(nv) if geo.flat_max(width as i64) => k.if_else(
+                        plane_needs_order(k, xp, h * w, width)?,
+                        &mut |order| match order {
+                            true => {
+                                k.loop_(0, oh, &mut |oy| geo.row(k, width, (xp, op_), oy, false))
+                            }
+                            false => geo.flat_max_plane(k, width, (xp, op_), oh, nv),
+                        },
+                    ),
+                    _ => geo.plane(k, width, (xp, op_), oh),
                 }
-                // Rows whose every kernel row lies in the plane run in a loop with no
-                // per-tap row test; the others are unrolled (their tests fold away).
-                let (r0, r1) = geo.inner_rows(oh);
-                if r1 == 0 {
-                    return k.loop_(0, oh, &mut |oy| geo.row(k, width, xp, op_, oy, false));
-                }
-                for oy in 0..r0 {
-                    geo.row(k, width, xp, op_, k.c(oy), false)?;
-                }
-                if geo.shares_rows(width as i64, (r0, r1)) {
-                    geo.shared_rows(k, width, (xp, op_), (r0, r1))?;
-                } else {
-                    k.loop_(r0, r1, &mut |oy| geo.row(k, width, xp, op_, oy, true))?;
-                }
-                for oy in r1..oh {
-                    geo.row(k, width, xp, op_, k.c(oy), false)?;
-                }
-                Ok(())
             })
         },
     )?;
@@ -193,6 +184,41 @@ impl Window {
     /// LLVM spent minutes on it).
     fn vectorise(&self, wl: i64) -> bool {
         self.kh * self.kw <= 64 && self.sw * wl <= 64
+    }
+
+    /// One plane (`xp`, `op` at the plane): flat ([`Self::flat`]), or by rows.
+    fn plane<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        oh: i64,
+    ) -> R<()> {
+        if let Some(nv) = self.flat(oh, w as i64) {
+            for v in 0..nv {
+                self.flat_vector(k, w, xp, op, oh, v)?;
+            }
+            return Ok(());
+        }
+        let row = |oy: IntValue<'c>, inner: bool| self.row(k, w, (xp, op), oy, inner);
+        // Rows whose every kernel row lies in the plane run in a loop with no per-tap row
+        // test; the others are unrolled (their tests fold away).
+        let (r0, r1) = self.inner_rows(oh);
+        if r1 == 0 {
+            return k.loop_(0, oh, &mut |oy| row(oy, false));
+        }
+        for oy in 0..r0 {
+            row(k.c(oy), false)?;
+        }
+        if self.shares_rows(w as i64, (r0, r1)) {
+            self.shared_rows(k, w, (xp, op), (r0, r1))?;
+        } else {
+            k.loop_(r0, r1, &mut |oy| row(oy, true))?;
+        }
+        for oy in r1..oh {
+            row(k.c(oy), false)?;
+        }
+        Ok(())
     }
 
     /// Output row `oy` one window at a time, its taps in run-time loops: cells added, or
@@ -331,6 +357,99 @@ impl Window {
             llvm(k.b.build_float_div(acc, VectorType::const_vector(&cnt), "avg"))?
         };
         store(out)
+    }
+
+    /// Whether a flat plane's max is taken separably ([`Self::flat_max_plane`]): a max whose
+    /// kernel columns reach at most one vector to either side.
+    fn flat_max(&self, wl: i64) -> bool {
+        self.is_max && self.pl <= wl && self.kw - 1 - self.pl <= wl
+    }
+
+    /// A flat plane's max ([`Self::flat`]) taken separably, for a plane with no NaN and no
+    /// `−0` ([`plane_needs_order`]: any grouping of the cells gives the reference's bits).
+    /// Per vector of flat outputs `o`, the maximum `V[o]` over the kernel rows of input
+    /// column `o`'s cells (one load per kernel row), then the window's maximum over the
+    /// kernel columns of `V[o + j − PL]`, each a lane shift of this vector's `V` and its
+    /// neighbour's (`valignd`), lanes whose column falls outside the row −∞. GoogLeNet's
+    /// 3×3/1 pools on 28² and 14² planes loaded 9 vectors per output vector, most across two
+    /// cache lines; here 3 (as MLAS's NCHWc pool, one load per tap, but along rows).
+    fn flat_max_plane<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        oh: i64,
+        nv: i64,
+    ) -> R<()> {
+        let wl = w as i64;
+        let n = oh * self.ow;
+        let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+        // `V` of vector `v` (−∞ outside the plane's outputs).
+        let column_max = |v: i64| -> R<VectorValue<'c>> {
+            if v < 0 || v >= nv {
+                return Ok(ninf);
+            }
+            let o0 = v * wl;
+            let mut rows = Vec::new();
+            for i in 0..self.kh {
+                let on: Vec<bool> = (0..wl)
+                    .map(|l| {
+                        let iy = (o0 + l) / self.ow + i - self.pt;
+                        o0 + l < n && (0..self.h).contains(&iy)
+                    })
+                    .collect();
+                if on.contains(&true) {
+                    let at = k.c(o0 + (i - self.pt) * self.w);
+                    rows.push(k.ldv_lanes_or(xp, at, &on, f64::NEG_INFINITY)?);
+                }
+            }
+            if rows.is_empty() {
+                return Ok(ninf);
+            }
+            tree(&rows, &|a, b| max_step(k, a, b, false))
+        };
+        let i32t = k.ctx.i32_type();
+        let (mut prev, mut cur) = (ninf, column_max(0)?);
+        for v in 0..nv {
+            let next = column_max(v + 1)?;
+            let o0 = v * wl;
+            let lanes = (n - o0).min(wl);
+            let mut cols = Vec::new();
+            for j in 0..self.kw {
+                let d = j - self.pl;
+                let on: Vec<bool> = (0..wl)
+                    .map(|l| {
+                        let ox = (o0 + l) % self.ow + d;
+                        l < lanes && (0..self.ow).contains(&ox)
+                    })
+                    .collect();
+                if !on.contains(&true) {
+                    continue;
+                }
+                // Lanes `l + d` of `prev ‖ cur` (d < 0) or `cur ‖ next`.
+                let (a, b, off) = if d < 0 {
+                    (prev, cur, wl + d)
+                } else {
+                    (cur, next, d)
+                };
+                let idx: Vec<_> = (0..wl)
+                    .map(|l| i32t.const_int((l + off) as u64, false))
+                    .collect();
+                let shifted =
+                    llvm(k.b.build_shuffle_vector(a, b, VectorType::const_vector(&idx), "shift"))?;
+                let mask = k.lane_mask(&on);
+                let col = llvm(k.b.build_select(mask, shifted, ninf, "col"))?;
+                cols.push(col.into_vector_value());
+            }
+            let out = if cols.is_empty() {
+                ninf
+            } else {
+                tree(&cols, &|a, b| max_step(k, a, b, false))?
+            };
+            store_lanes(k, op, k.c(o0), out, lanes)?;
+            (prev, cur) = (cur, next);
+        }
+        Ok(())
     }
 
     /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
@@ -534,8 +653,7 @@ impl Window {
         &self,
         k: &K<'a, 'c>,
         w: u32,
-        xp: PointerValue<'c>,
-        op: PointerValue<'c>,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
         oy: IntValue<'c>,
         inner: bool,
     ) -> R<()> {
@@ -739,6 +857,64 @@ fn any_nan<'c>(k: &K<'_, 'c>, sum: VectorValue<'c>) -> R<IntValue<'c>> {
         .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
         .into_int_value())
 }
+
+/// Whether the `n` floats from `xp` (a plane) hold a NaN or a `−0`, the two values for
+/// which the order of a max's cells matters ([`window_max`]): without them every two cells
+/// that tie are the same bits, so a max over the plane may group its cells in any order
+/// ([`Window::flat_max_plane`]) and needs no NaN test. One compare per input vector (issue 20: the
+/// per-vector NaN test added every tap).
+fn plane_needs_order<'c>(k: &K<'_, 'c>, xp: PointerValue<'c>, n: i64, w: u32) -> R<IntValue<'c>> {
+    let wl = w as i64;
+    let step = ORDER_ACCS * wl;
+    let unrolled = n / step * step;
+    let whole = n / wl * wl;
+    let i32t = k.ctx.i32_type();
+    let neg0 = VectorType::const_vector(&vec![i32t.const_int(0x8000_0000, false); w as usize]);
+    let flag = |x: VectorValue<'c>| -> R<VectorValue<'c>> {
+        let nan = llvm(k.b.build_float_compare(FloatPredicate::UNO, x, x, "nan"))?;
+        let bits = llvm(k.b.build_bit_cast(x, i32t.vec_type(w), "bits"))?.into_vector_value();
+        let z = llvm(k.b.build_int_compare(IntPredicate::EQ, bits, neg0, "neg0"))?;
+        llvm(k.b.build_or(nan, z, "order"))
+    };
+    let or = |a: VectorValue<'c>, b: VectorValue<'c>| llvm(k.b.build_or(a, b, "order"));
+    let none: BasicValueEnum = k.ctx.bool_type().vec_type(w).const_zero().into();
+    let accs = k.loop_carry(
+        0,
+        unrolled,
+        step,
+        vec![none; ORDER_ACCS as usize],
+        &mut |i, cur| {
+            (0..ORDER_ACCS)
+                .map(|a| {
+                    let x = k.ldv(xp, k.add(i, k.c(a * wl))?, w)?;
+                    Ok(or(cur[a as usize].into_vector_value(), flag(x)?)?.into())
+                })
+                .collect()
+        },
+    )?;
+    let accs: Vec<_> = accs.iter().map(|a| a.into_vector_value()).collect();
+    let mut acc = tree(&accs, &|a, b| or(a, b))?;
+    for at in (unrolled..whole).step_by(w as usize) {
+        acc = or(acc, flag(k.ldv(xp, k.c(at), w)?)?)?;
+    }
+    if whole < n {
+        // The lanes past the plane load as +0.
+        acc = or(
+            acc,
+            flag(k.ldv_masked(xp, k.c(whole), w, (n - whole) as u32)?)?,
+        )?;
+    }
+    let any = k.intrinsic("llvm.vector.reduce.or", &[acc.get_type().into()])?;
+    Ok(llvm(k.b.build_call(any, &[acc.into()], "order"))?
+        .try_as_basic_value()
+        .basic()
+        .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
+        .into_int_value())
+}
+
+/// Vector accumulators of [`plane_needs_order`]: independent ors, so that the loads set the
+/// pace.
+const ORDER_ACCS: i64 = 4;
 
 /// One step of the max: the reference's ([`K::max_nan_of`]) when `exact`, else `v > m ? v :
 /// m`, the same when neither is NaN.
