@@ -972,44 +972,6 @@ fn assert_max_pool_bits(c: u64, hw: u64, (k, s, p): (u64, u64, u64), xs: Vec<f32
     );
 }
 
-/// Inception v3's 3×3/1 average pool on 35² planes (with the padding counted) runs flat:
-/// 77 vectors of 9 taps, past the 512 taps that kept it on row vectors (rows of 2.2
-/// vectors, a third of the lanes empty). Each output is still the row path's `f32` chain —
-/// cells added in `(i, j)` order from `+0`, padded cells skipped, divided by 9 — so the bits
-/// are main's (the interpreter sums in `f64`, so it agrees only within the tolerance).
-#[test]
-fn avg_pool_35_squared_runs_flat_with_the_row_paths_chain() {
-    let mut rng = Rng::new(35);
-    let (c, hw) = (2, 35usize);
-    let xs: Vec<f32> = (0..c * hw * hw)
-        .map(|_| rng.r(0, 2000) as f32 / 7.0 - 140.0)
-        .collect();
-    let chain: Vec<u32> = (0..c * hw * hw)
-        .map(|o| {
-            let (plane, y, x) = (o / (hw * hw), o / hw % hw, o % hw);
-            let mut sum = 0.0f32;
-            for iy in y.saturating_sub(1)..(y + 2).min(hw) {
-                for ix in x.saturating_sub(1)..(x + 2).min(hw) {
-                    sum += xs[plane * hw * hw + iy * hw + ix];
-                }
-            }
-            (sum / 9.0).to_bits()
-        })
-        .collect();
-    let text = model(
-        &[("x", vec![1, c as u64, hw as u64, hw as u64])],
-        &[],
-        "avg_pool(%x) {kernel = [3, 3], pads = [1, 1, 1, 1], count_include_pad = true}",
-    );
-    let given = vec![Tensor::f32(vec![1, c as u64, hw as u64, hw as u64], xs).unwrap()];
-    let (_, got) = both_with(&text, "sharing=true", Some(given));
-    assert_eq!(
-        chain,
-        got[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        "{text}"
-    );
-}
-
 /// A flat plane with no NaN and no `−0` takes the separable max (`Window::flat_max_plane`:
 /// column maxima, then lane shifts masked at the row ends) with the interpreter's bits:
 /// many ties of `+0`, `±1` and `−∞`, on GoogLeNet's 28², 14² and 7² planes, a plane whose

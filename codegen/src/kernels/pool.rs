@@ -25,10 +25,8 @@ use tir_ir::{Function, OpData};
 const MAX_BORDER_ROWS: i64 = 8;
 
 /// Taps a plane computed flat ([`Window::flat`]) unrolls at most: a 3×3 window over a
-/// 28×28 plane (49 vectors of 16 lanes, 441 taps) is one, and Inception v3's 3×3/1 average
-/// pools on 35² planes (77 vectors, 693 taps; on row vectors 0.093–0.096 ms per 288
-/// planes, flat 0.073–0.076, docs/codegen.md "Separable flat max pools").
-const FLAT_TAPS: i64 = 720;
+/// 28×28 plane (49 vectors of 16 lanes, 441 taps) is one.
+const FLAT_TAPS: i64 = 512;
 
 /// Largest plane (input bytes) whose max pool shares kernel rows' maxima down columns
 /// ([`Window::shared_rows`]): a column walks down the plane, so the plane must stay in L1
