@@ -469,9 +469,12 @@ impl Window {
     }
 
     /// The taps of one kernel row for the `W` output columns from `cols`, in `j` order: the
-    /// input row at `at` of the plane `xp`, `sw·W` lanes loaded per tap and every `sw`-th
-    /// kept; padded lanes read as −∞ for the max, `+0` for the sum (border vectors only, by
-    /// compile-time lane masks), and a tap with no lane in the row left out.
+    /// input row at `at` of the plane `xp`, `sw·W` lanes loaded and every `sw`-th kept;
+    /// padded lanes read as −∞ for the max, `+0` for the sum (border vectors only, by
+    /// compile-time lane masks), and a tap with no lane in the row left out. Taps `j0 ..
+    /// j0 + sw` (`j0` a multiple of `sw`) share one load: tap `j`'s lane `l` is input column
+    /// `ix(l, j0) + j − j0`, loaded lane `l·sw + j − j0` (a 3×3/2 window loads 2 wide vectors
+    /// per row instead of 3; the same values, so the same bits).
     fn taps<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
@@ -484,42 +487,50 @@ impl Window {
         let s = self.sw;
         let (col0, lanes) = cols.at(k, self.ow, wl);
         let i32t = k.ctx.i32_type();
-        let every: Vec<_> = (0..w)
-            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
-            .collect();
-        let every = VectorType::const_vector(&every);
         let fill = if self.is_max { f64::NEG_INFINITY } else { 0.0 };
+        // Whether output lane `l` exists and its cell at kernel column `j` lies in the row.
+        let inside = |ox0: i64, l: i64, j: i64| {
+            let ix = self.ix(ox0 + l, j);
+            l < lanes && ix >= 0 && ix < self.w
+        };
         let mut taps = Vec::new();
-        for j in 0..self.kw {
-            let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j - self.pl))?;
-            // Per loaded lane `q = l·s + t`: whether output lane `l` exists and its cell `t`
-            // lies in the row; border vectors only.
-            let on: Option<Vec<bool>> = match cols {
-                Cols::Border(ox0) => Some(
-                    (0..wl * s)
-                        .map(|q| {
-                            let (l, t) = (q / s, q % s);
-                            let ix = self.ix(ox0 + l, j);
-                            l < lanes && ix >= 0 && ix + t < self.w
-                        })
-                        .collect(),
-                ),
-                Cols::Clean(_) => None,
-            };
-            if let Some(on) = &on {
-                if !(0..lanes).any(|l| on[(l * s) as usize]) {
-                    continue;
-                }
+        for j0 in (0..self.kw).step_by(s as usize) {
+            let js: Vec<i64> = (j0..(j0 + s).min(self.kw))
+                .filter(|&j| match cols {
+                    Cols::Border(ox0) => (0..lanes).any(|l| inside(ox0, l, j)),
+                    Cols::Clean(_) => true,
+                })
+                .collect();
+            if js.is_empty() {
+                continue;
             }
-            let wide = match &on {
-                Some(on) => k.ldv_lanes_or(xp, base, on, fill)?,
-                None => k.ldv(xp, base, (wl * s) as u32)?,
+            let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j0 - self.pl))?;
+            // Per loaded lane `q = l·s + t`: whether its cell (kernel column `j0 + t`) is
+            // inside; border vectors only.
+            let wide = match cols {
+                Cols::Border(ox0) => {
+                    let on: Vec<bool> = (0..wl * s)
+                        .map(|q| inside(ox0, q / s, j0 + q % s))
+                        .collect();
+                    k.ldv_lanes_or(xp, base, &on, fill)?
+                }
+                Cols::Clean(_) => k.ldv(xp, base, (wl * s) as u32)?,
             };
-            taps.push(if s == 1 {
-                wide
-            } else {
-                llvm(k.b.build_shuffle_vector(wide, wide.get_type().get_undef(), every, "every"))?
-            });
+            for j in js {
+                taps.push(if s == 1 {
+                    wide
+                } else {
+                    let every: Vec<_> = (0..w)
+                        .map(|l| i32t.const_int((l as i64 * s + j - j0) as u64, false))
+                        .collect();
+                    llvm(k.b.build_shuffle_vector(
+                        wide,
+                        wide.get_type().get_undef(),
+                        VectorType::const_vector(&every),
+                        "every",
+                    ))?
+                });
+            }
         }
         Ok(taps)
     }
