@@ -972,6 +972,67 @@ fn assert_max_pool_bits(c: u64, hw: u64, (k, s, p): (u64, u64, u64), xs: Vec<f32
     );
 }
 
+/// Strided pools load one `sw·W`-lane vector per `sw` kernel columns and take each tap's
+/// lanes from it (`Window::taps`): windows of 3, 4 and 5 columns at stride 2 (a last group
+/// of one column, or of two), 2×2/2 (GoogLeNet's 7² pool, ceil mode), 3 columns at stride
+/// 3, on odd widths with padding on either side and ceil-mode windows past the row, clean
+/// and border vectors; a lane taken from the wrong column, or a mask of the wrong cell,
+/// changes a max or an average.
+#[test]
+fn strided_pool_taps_share_one_load_per_stride() {
+    let cases: [PoolCase; 7] = [
+        // (op, h, w, kernel, strides, pads, extra)
+        (
+            "max_pool",
+            9,
+            57,
+            [3, 3],
+            [2, 2],
+            [0, 0, 0, 0],
+            ", ceil_mode = true",
+        ),
+        ("max_pool", 8, 45, [3, 5], [2, 2], [1, 2, 1, 2], ""),
+        (
+            "avg_pool",
+            7,
+            71,
+            [2, 4],
+            [1, 2],
+            [0, 1, 1, 1],
+            ", ceil_mode = true",
+        ),
+        (
+            "avg_pool",
+            6,
+            39,
+            [3, 3],
+            [2, 2],
+            [1, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+        (
+            "max_pool",
+            7,
+            7,
+            [2, 2],
+            [2, 2],
+            [0, 0, 0, 0],
+            ", ceil_mode = true",
+        ),
+        (
+            "max_pool",
+            5,
+            101,
+            [1, 3],
+            [1, 3],
+            [0, 1, 0, 0],
+            ", ceil_mode = true",
+        ),
+        ("avg_pool", 5, 67, [2, 5], [2, 2], [0, 0, 0, 0], ""),
+    ];
+    check_pools(&cases);
+}
+
 /// A flat plane with no NaN and no `−0` takes the separable max (`Window::flat_max_plane`:
 /// column maxima, then lane shifts masked at the row ends) with the interpreter's bits:
 /// many ties of `+0`, `±1` and `−∞`, on GoogLeNet's 28², 14² and 7² planes, a plane whose
