@@ -128,7 +128,8 @@ pub(crate) fn pool<'a, 'c>(
 /// added in `(i, j)` order from `+0`, padded cells skipped (a zero lane added to a sum that
 /// started at `+0` leaves it unchanged: it is never `−0`), divided by the same count; a max
 /// is an order-keeping tree with the reference's bits ([`window_max`]). Stride-1 pools whose
-/// rows are as wide as the input's on small planes run flat ([`Window::flat`]).
+/// rows are as wide as the input's on small planes run flat ([`Window::flat`]), a max there
+/// separably when the plane holds no NaN and no `−0` ([`Window::flat_max_plane`]).
 struct Window {
     h: i64,
     w: i64,
