@@ -137,7 +137,7 @@ impl<'a, 'ctx> K<'a, 'ctx> {
         self.lane_mask(&on)
     }
 
-    fn lane_mask(&self, on: &[bool]) -> VectorValue<'ctx> {
+    pub fn lane_mask(&self, on: &[bool]) -> VectorValue<'ctx> {
         let i1 = self.ctx.bool_type();
         let bits: Vec<_> = on
             .iter()

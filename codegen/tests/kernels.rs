@@ -987,6 +987,150 @@ fn max_pool_shared_rows_carry_a_nan_to_the_next_output_row() {
     }
 }
 
+/// Runs one max pool (`h = w`, `k×k`, stride `s`, pad `p`, ceil mode) on `c` planes of
+/// `xs` and asserts the output's bits are the interpreter's.
+fn assert_max_pool_bits(c: u64, hw: u64, (k, s, p): (u64, u64, u64), xs: Vec<f32>) {
+    let text = model(
+        &[("x", vec![1, c, hw, hw])],
+        &[],
+        &format!(
+            "max_pool(%x) {{kernel = [{k}, {k}], strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}], ceil_mode = true}}"
+        ),
+    );
+    let given = vec![Tensor::f32(vec![1, c, hw, hw], xs).unwrap()];
+    let (expected, got) = both_with(&text, "sharing=true", Some(given));
+    assert_eq!(
+        expected[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        got[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "{text}"
+    );
+}
+
+/// Strided pools load one `sw·W`-lane vector per `sw` kernel columns and take each tap's
+/// lanes from it (`Window::taps`): windows of 3, 4 and 5 columns at stride 2 (a last group
+/// of one column, or of two), 2×2/2 (GoogLeNet's 7² pool, ceil mode), 3 columns at stride
+/// 3, on odd widths with padding on either side and ceil-mode windows past the row, clean
+/// and border vectors; a lane taken from the wrong column, or a mask of the wrong cell,
+/// changes a max or an average.
+#[test]
+fn strided_pool_taps_share_one_load_per_stride() {
+    let cases: [PoolCase; 7] = [
+        // (op, h, w, kernel, strides, pads, extra)
+        (
+            "max_pool",
+            9,
+            57,
+            [3, 3],
+            [2, 2],
+            [0, 0, 0, 0],
+            ", ceil_mode = true",
+        ),
+        ("max_pool", 8, 45, [3, 5], [2, 2], [1, 2, 1, 2], ""),
+        (
+            "avg_pool",
+            7,
+            71,
+            [2, 4],
+            [1, 2],
+            [0, 1, 1, 1],
+            ", ceil_mode = true",
+        ),
+        (
+            "avg_pool",
+            6,
+            39,
+            [3, 3],
+            [2, 2],
+            [1, 1, 1, 1],
+            ", count_include_pad = true",
+        ),
+        (
+            "max_pool",
+            7,
+            7,
+            [2, 2],
+            [2, 2],
+            [0, 0, 0, 0],
+            ", ceil_mode = true",
+        ),
+        (
+            "max_pool",
+            5,
+            101,
+            [1, 3],
+            [1, 3],
+            [0, 1, 0, 0],
+            ", ceil_mode = true",
+        ),
+        ("avg_pool", 5, 67, [2, 5], [2, 2], [0, 0, 0, 0], ""),
+    ];
+    check_pools(&cases);
+}
+
+/// A flat plane with no NaN and no `−0` takes the separable max (`Window::flat_max_plane`:
+/// column maxima, then lane shifts masked at the row ends) with the interpreter's bits:
+/// many ties of `+0`, `±1` and `−∞`, on GoogLeNet's 28², 14² and 7² planes, a plane whose
+/// rows span vectors unevenly (13²), a 5×5 window (shifts of two lanes) and a 1-pixel pad
+/// on a plane narrower than a vector. A shift that reads across a row end, or a column
+/// mask off by one, takes a neighbouring row's cell.
+#[test]
+fn max_pool_flat_planes_without_nan_or_negative_zero_are_separable() {
+    let mut rng = Rng::new(22);
+    for (hw, k, p) in [
+        (28, 3, 1),
+        (14, 3, 1),
+        (7, 3, 1),
+        (13, 3, 1),
+        (20, 5, 2),
+        (5, 3, 1),
+    ] {
+        let c = 3;
+        let xs: Vec<f32> = (0..c * hw * hw)
+            .map(|_| match rng.r(0, 6) {
+                0 | 1 => 0.0,
+                2 => f32::NEG_INFINITY,
+                3 | 4 => -1.0,
+                5 => 1.0,
+                _ => 2.5,
+            })
+            .collect();
+        assert_max_pool_bits(c, hw, (k, 1, p), xs);
+    }
+}
+
+/// A single NaN, or a `−0` that comes before a `+0` of the same window in `(i, j)` order but
+/// after it column by column, sends its plane (and only it) to the order-keeping tree: the
+/// plane test (`plane_needs_order`) must see it in its unrolled loop, its whole vectors after
+/// it and its masked tail (28² = 12·64 + 16 cells, 14² = 3·64 + 4, 7² = 3·16 + 1). Missed,
+/// the separable max drops a NaN that is a right operand and returns `+0` for that window.
+#[test]
+fn max_pool_one_nan_or_negative_zero_keeps_its_planes_order() {
+    for (hw, at) in [
+        (28, 0),
+        (28, 300),
+        (28, 775),
+        (28, 783),
+        (14, 100),
+        (14, 195),
+        (7, 40),
+        (7, 48),
+    ] {
+        let n = (hw * hw) as usize;
+        // Plane 1 holds the NaN; plane 0 is clean.
+        let mut xs: Vec<f32> = (0..2 * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        xs[n + at] = f32::NAN;
+        assert_max_pool_bits(2, hw, (3, 1, 1), xs);
+    }
+    for (hw, r, c) in [(28, 5, 3), (28, 26, 20), (14, 12, 9), (7, 5, 2)] {
+        let n = (hw * hw) as usize;
+        let mut xs = vec![-1.0f32; 2 * n];
+        let at = |r: u64, c: u64| n + (r * hw + c) as usize;
+        xs[at(r, c + 1)] = -0.0;
+        xs[at(r + 1, c)] = 0.0;
+        assert_max_pool_bits(2, hw, (3, 1, 1), xs);
+    }
+}
+
 #[test]
 fn layout_ops_and_softmax() {
     check(&model(

@@ -15,7 +15,7 @@ use crate::storage::Storage;
 use crate::Gen;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, FloatValue, IntValue, PointerValue, VectorValue};
-use inkwell::FloatPredicate;
+use inkwell::{FloatPredicate, IntPredicate};
 use tir_ir::op::Pool2d;
 use tir_ir::{Function, OpData};
 
@@ -94,30 +94,21 @@ pub(crate) fn pool<'a, 'c>(
                 let pl_ = k.add(pl_, p0)?;
                 let xp = k.gep(px, k.mul(pl_, h * w)?)?;
                 let op_ = k.gep(po, k.mul(pl_, oh * ow)?)?;
-                if let Some(nv) = geo.flat(oh, width as i64) {
-                    for v in 0..nv {
-                        geo.flat_vector(k, width, xp, op_, oh, v)?;
-                    }
-                    return Ok(());
+                match geo.flat(oh, width as i64) {
+                    // A plane with a NaN or a `−0` takes the order-keeping tree with its
+                    // per-vector NaN test, row by row; the others a separable max, in any
+                    // order ([`plane_needs_order`]).
+                    Some(nv) if geo.flat_max(width as i64) => k.if_else(
+                        plane_needs_order(k, xp, h * w, width)?,
+                        &mut |order| match order {
+                            true => {
+                                k.loop_(0, oh, &mut |oy| geo.row(k, width, (xp, op_), oy, false))
+                            }
+                            false => geo.flat_max_plane(k, width, (xp, op_), oh, nv),
+                        },
+                    ),
+                    _ => geo.plane(k, width, (xp, op_), oh),
                 }
-                // Rows whose every kernel row lies in the plane run in a loop with no
-                // per-tap row test; the others are unrolled (their tests fold away).
-                let (r0, r1) = geo.inner_rows(oh);
-                if r1 == 0 {
-                    return k.loop_(0, oh, &mut |oy| geo.row(k, width, xp, op_, oy, false));
-                }
-                for oy in 0..r0 {
-                    geo.row(k, width, xp, op_, k.c(oy), false)?;
-                }
-                if geo.shares_rows(width as i64, (r0, r1)) {
-                    geo.shared_rows(k, width, (xp, op_), (r0, r1))?;
-                } else {
-                    k.loop_(r0, r1, &mut |oy| geo.row(k, width, xp, op_, oy, true))?;
-                }
-                for oy in r1..oh {
-                    geo.row(k, width, xp, op_, k.c(oy), false)?;
-                }
-                Ok(())
             })
         },
     )?;
@@ -137,7 +128,8 @@ pub(crate) fn pool<'a, 'c>(
 /// added in `(i, j)` order from `+0`, padded cells skipped (a zero lane added to a sum that
 /// started at `+0` leaves it unchanged: it is never `−0`), divided by the same count; a max
 /// is an order-keeping tree with the reference's bits ([`window_max`]). Stride-1 pools whose
-/// rows are as wide as the input's on small planes run flat ([`Window::flat`]).
+/// rows are as wide as the input's on small planes run flat ([`Window::flat`]), a max there
+/// separably when the plane holds no NaN and no `−0` ([`Window::flat_max_plane`]).
 struct Window {
     h: i64,
     w: i64,
@@ -193,6 +185,41 @@ impl Window {
     /// LLVM spent minutes on it).
     fn vectorise(&self, wl: i64) -> bool {
         self.kh * self.kw <= 64 && self.sw * wl <= 64
+    }
+
+    /// One plane (`xp`, `op` at the plane): flat ([`Self::flat`]), or by rows.
+    fn plane<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        oh: i64,
+    ) -> R<()> {
+        if let Some(nv) = self.flat(oh, w as i64) {
+            for v in 0..nv {
+                self.flat_vector(k, w, xp, op, oh, v)?;
+            }
+            return Ok(());
+        }
+        let row = |oy: IntValue<'c>, inner: bool| self.row(k, w, (xp, op), oy, inner);
+        // Rows whose every kernel row lies in the plane run in a loop with no per-tap row
+        // test; the others are unrolled (their tests fold away).
+        let (r0, r1) = self.inner_rows(oh);
+        if r1 == 0 {
+            return k.loop_(0, oh, &mut |oy| row(oy, false));
+        }
+        for oy in 0..r0 {
+            row(k.c(oy), false)?;
+        }
+        if self.shares_rows(w as i64, (r0, r1)) {
+            self.shared_rows(k, w, (xp, op), (r0, r1))?;
+        } else {
+            k.loop_(r0, r1, &mut |oy| row(oy, true))?;
+        }
+        for oy in r1..oh {
+            row(k.c(oy), false)?;
+        }
+        Ok(())
     }
 
     /// Output row `oy` one window at a time, its taps in run-time loops: cells added, or
@@ -333,6 +360,99 @@ impl Window {
         store(out)
     }
 
+    /// Whether a flat plane's max is taken separably ([`Self::flat_max_plane`]): a max whose
+    /// kernel columns reach at most one vector to either side.
+    fn flat_max(&self, wl: i64) -> bool {
+        self.is_max && self.pl <= wl && self.kw - 1 - self.pl <= wl
+    }
+
+    /// A flat plane's max ([`Self::flat`]) taken separably, for a plane with no NaN and no
+    /// `−0` ([`plane_needs_order`]: any grouping of the cells gives the reference's bits).
+    /// Per vector of flat outputs `o`, the maximum `V[o]` over the kernel rows of input
+    /// column `o`'s cells (one load per kernel row), then the window's maximum over the
+    /// kernel columns of `V[o + j − PL]`, each a lane shift of this vector's `V` and its
+    /// neighbour's (`valignd`), lanes whose column falls outside the row −∞. GoogLeNet's
+    /// 3×3/1 pools on 28² and 14² planes loaded 9 vectors per output vector, most across two
+    /// cache lines; here 3 (as MLAS's NCHWc pool, one load per tap, but along rows).
+    fn flat_max_plane<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        oh: i64,
+        nv: i64,
+    ) -> R<()> {
+        let wl = w as i64;
+        let n = oh * self.ow;
+        let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+        // `V` of vector `v` (−∞ outside the plane's outputs).
+        let column_max = |v: i64| -> R<VectorValue<'c>> {
+            if v < 0 || v >= nv {
+                return Ok(ninf);
+            }
+            let o0 = v * wl;
+            let mut rows = Vec::new();
+            for i in 0..self.kh {
+                let on: Vec<bool> = (0..wl)
+                    .map(|l| {
+                        let iy = (o0 + l) / self.ow + i - self.pt;
+                        o0 + l < n && (0..self.h).contains(&iy)
+                    })
+                    .collect();
+                if on.contains(&true) {
+                    let at = k.c(o0 + (i - self.pt) * self.w);
+                    rows.push(k.ldv_lanes_or(xp, at, &on, f64::NEG_INFINITY)?);
+                }
+            }
+            if rows.is_empty() {
+                return Ok(ninf);
+            }
+            tree(&rows, &|a, b| max_step(k, a, b, false))
+        };
+        let i32t = k.ctx.i32_type();
+        let (mut prev, mut cur) = (ninf, column_max(0)?);
+        for v in 0..nv {
+            let next = column_max(v + 1)?;
+            let o0 = v * wl;
+            let lanes = (n - o0).min(wl);
+            let mut cols = Vec::new();
+            for j in 0..self.kw {
+                let d = j - self.pl;
+                let on: Vec<bool> = (0..wl)
+                    .map(|l| {
+                        let ox = (o0 + l) % self.ow + d;
+                        l < lanes && (0..self.ow).contains(&ox)
+                    })
+                    .collect();
+                if !on.contains(&true) {
+                    continue;
+                }
+                // Lanes `l + d` of `prev ‖ cur` (d < 0) or `cur ‖ next`.
+                let (a, b, off) = if d < 0 {
+                    (prev, cur, wl + d)
+                } else {
+                    (cur, next, d)
+                };
+                let idx: Vec<_> = (0..wl)
+                    .map(|l| i32t.const_int((l + off) as u64, false))
+                    .collect();
+                let shifted =
+                    llvm(k.b.build_shuffle_vector(a, b, VectorType::const_vector(&idx), "shift"))?;
+                let mask = k.lane_mask(&on);
+                let col = llvm(k.b.build_select(mask, shifted, ninf, "col"))?;
+                cols.push(col.into_vector_value());
+            }
+            let out = if cols.is_empty() {
+                ninf
+            } else {
+                tree(&cols, &|a, b| max_step(k, a, b, false))?
+            };
+            store_lanes(k, op, k.c(o0), out, lanes)?;
+            (prev, cur) = (cur, next);
+        }
+        Ok(())
+    }
+
     /// The output rows `r0 .. r1` whose every kernel row lies in the plane (an interval),
     /// the others to be unrolled; `(0, 0)` when there are none or more than
     /// [`MAX_BORDER_ROWS`] others (all rows then run in the loop with the row test).
@@ -350,9 +470,12 @@ impl Window {
     }
 
     /// The taps of one kernel row for the `W` output columns from `cols`, in `j` order: the
-    /// input row at `at` of the plane `xp`, `sw·W` lanes loaded per tap and every `sw`-th
-    /// kept; padded lanes read as −∞ for the max, `+0` for the sum (border vectors only, by
-    /// compile-time lane masks), and a tap with no lane in the row left out.
+    /// input row at `at` of the plane `xp`, `sw·W` lanes loaded and every `sw`-th kept;
+    /// padded lanes read as −∞ for the max, `+0` for the sum (border vectors only, by
+    /// compile-time lane masks), and a tap with no lane in the row left out. Taps `j0 ..
+    /// j0 + sw` (`j0` a multiple of `sw`) share one load: tap `j`'s lane `l` is input column
+    /// `ix(l, j0) + j − j0`, loaded lane `l·sw + j − j0` (a 3×3/2 window loads 2 wide vectors
+    /// per row instead of 3; the same values, so the same bits).
     fn taps<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
@@ -365,42 +488,50 @@ impl Window {
         let s = self.sw;
         let (col0, lanes) = cols.at(k, self.ow, wl);
         let i32t = k.ctx.i32_type();
-        let every: Vec<_> = (0..w)
-            .map(|l| i32t.const_int((l as i64 * s) as u64, false))
-            .collect();
-        let every = VectorType::const_vector(&every);
         let fill = if self.is_max { f64::NEG_INFINITY } else { 0.0 };
+        // Whether output lane `l` exists and its cell at kernel column `j` lies in the row.
+        let inside = |ox0: i64, l: i64, j: i64| {
+            let ix = self.ix(ox0 + l, j);
+            l < lanes && ix >= 0 && ix < self.w
+        };
         let mut taps = Vec::new();
-        for j in 0..self.kw {
-            let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j - self.pl))?;
-            // Per loaded lane `q = l·s + t`: whether output lane `l` exists and its cell `t`
-            // lies in the row; border vectors only.
-            let on: Option<Vec<bool>> = match cols {
-                Cols::Border(ox0) => Some(
-                    (0..wl * s)
-                        .map(|q| {
-                            let (l, t) = (q / s, q % s);
-                            let ix = self.ix(ox0 + l, j);
-                            l < lanes && ix >= 0 && ix + t < self.w
-                        })
-                        .collect(),
-                ),
-                Cols::Clean(_) => None,
-            };
-            if let Some(on) = &on {
-                if !(0..lanes).any(|l| on[(l * s) as usize]) {
-                    continue;
-                }
+        for j0 in (0..self.kw).step_by(s as usize) {
+            let js: Vec<i64> = (j0..(j0 + s).min(self.kw))
+                .filter(|&j| match cols {
+                    Cols::Border(ox0) => (0..lanes).any(|l| inside(ox0, l, j)),
+                    Cols::Clean(_) => true,
+                })
+                .collect();
+            if js.is_empty() {
+                continue;
             }
-            let wide = match &on {
-                Some(on) => k.ldv_lanes_or(xp, base, on, fill)?,
-                None => k.ldv(xp, base, (wl * s) as u32)?,
+            let base = k.add(k.add(at, k.mul(col0, s)?)?, k.c(j0 - self.pl))?;
+            // Per loaded lane `q = l·s + t`: whether its cell (kernel column `j0 + t`) is
+            // inside; border vectors only.
+            let wide = match cols {
+                Cols::Border(ox0) => {
+                    let on: Vec<bool> = (0..wl * s)
+                        .map(|q| inside(ox0, q / s, j0 + q % s))
+                        .collect();
+                    k.ldv_lanes_or(xp, base, &on, fill)?
+                }
+                Cols::Clean(_) => k.ldv(xp, base, (wl * s) as u32)?,
             };
-            taps.push(if s == 1 {
-                wide
-            } else {
-                llvm(k.b.build_shuffle_vector(wide, wide.get_type().get_undef(), every, "every"))?
-            });
+            for j in js {
+                taps.push(if s == 1 {
+                    wide
+                } else {
+                    let every: Vec<_> = (0..w)
+                        .map(|l| i32t.const_int((l as i64 * s + j - j0) as u64, false))
+                        .collect();
+                    llvm(k.b.build_shuffle_vector(
+                        wide,
+                        wide.get_type().get_undef(),
+                        VectorType::const_vector(&every),
+                        "every",
+                    ))?
+                });
+            }
         }
         Ok(taps)
     }
@@ -534,8 +665,7 @@ impl Window {
         &self,
         k: &K<'a, 'c>,
         w: u32,
-        xp: PointerValue<'c>,
-        op: PointerValue<'c>,
+        (xp, op): (PointerValue<'c>, PointerValue<'c>),
         oy: IntValue<'c>,
         inner: bool,
     ) -> R<()> {
@@ -739,6 +869,64 @@ fn any_nan<'c>(k: &K<'_, 'c>, sum: VectorValue<'c>) -> R<IntValue<'c>> {
         .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
         .into_int_value())
 }
+
+/// Whether the `n` floats from `xp` (a plane) hold a NaN or a `−0`, the two values for
+/// which the order of a max's cells matters ([`window_max`]): without them every two cells
+/// that tie are the same bits, so a max over the plane may group its cells in any order
+/// ([`Window::flat_max_plane`]) and needs no NaN test. One compare per input vector (issue 20: the
+/// per-vector NaN test added every tap).
+fn plane_needs_order<'c>(k: &K<'_, 'c>, xp: PointerValue<'c>, n: i64, w: u32) -> R<IntValue<'c>> {
+    let wl = w as i64;
+    let step = ORDER_ACCS * wl;
+    let unrolled = n / step * step;
+    let whole = n / wl * wl;
+    let i32t = k.ctx.i32_type();
+    let neg0 = VectorType::const_vector(&vec![i32t.const_int(0x8000_0000, false); w as usize]);
+    let flag = |x: VectorValue<'c>| -> R<VectorValue<'c>> {
+        let nan = llvm(k.b.build_float_compare(FloatPredicate::UNO, x, x, "nan"))?;
+        let bits = llvm(k.b.build_bit_cast(x, i32t.vec_type(w), "bits"))?.into_vector_value();
+        let z = llvm(k.b.build_int_compare(IntPredicate::EQ, bits, neg0, "neg0"))?;
+        llvm(k.b.build_or(nan, z, "order"))
+    };
+    let or = |a: VectorValue<'c>, b: VectorValue<'c>| llvm(k.b.build_or(a, b, "order"));
+    let none: BasicValueEnum = k.ctx.bool_type().vec_type(w).const_zero().into();
+    let accs = k.loop_carry(
+        0,
+        unrolled,
+        step,
+        vec![none; ORDER_ACCS as usize],
+        &mut |i, cur| {
+            (0..ORDER_ACCS)
+                .map(|a| {
+                    let x = k.ldv(xp, k.add(i, k.c(a * wl))?, w)?;
+                    Ok(or(cur[a as usize].into_vector_value(), flag(x)?)?.into())
+                })
+                .collect()
+        },
+    )?;
+    let accs: Vec<_> = accs.iter().map(|a| a.into_vector_value()).collect();
+    let mut acc = tree(&accs, &|a, b| or(a, b))?;
+    for at in (unrolled..whole).step_by(w as usize) {
+        acc = or(acc, flag(k.ldv(xp, k.c(at), w)?)?)?;
+    }
+    if whole < n {
+        // The lanes past the plane load as +0.
+        acc = or(
+            acc,
+            flag(k.ldv_masked(xp, k.c(whole), w, (n - whole) as u32)?)?,
+        )?;
+    }
+    let any = k.intrinsic("llvm.vector.reduce.or", &[acc.get_type().into()])?;
+    Ok(llvm(k.b.build_call(any, &[acc.into()], "order"))?
+        .try_as_basic_value()
+        .basic()
+        .ok_or_else(|| crate::CodegenError::Llvm("reduce.or returned no value".into()))?
+        .into_int_value())
+}
+
+/// Vector accumulators of [`plane_needs_order`]: independent ors, so that the loads set the
+/// pace.
+const ORDER_ACCS: i64 = 4;
 
 /// One step of the max: the reference's ([`K::max_nan_of`]) when `exact`, else `v > m ? v :
 /// m`, the same when neither is NaN.
