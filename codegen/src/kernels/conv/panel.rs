@@ -243,7 +243,11 @@ pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
 /// held in a register over the K loop. Inception v3's 288→384 and 96→96 3×3/2 onto 17×17
 /// and its 3×3/2 onto 8×8 (all unpadded) spent 12% of their time packing the panel (9
 /// shifted, strided copies of every input row, 3 MiB per run written to L2 and read back
-/// by every channel panel).
+/// by every channel panel). Only where every weight panel is whole (`M` a multiple of the
+/// panel height, [`scratch`]): a shorter last panel makes each vector's panel height a
+/// run-time value, and the tap-unrolled K loop then kept one weight pointer per tap and
+/// vector and spilled them (192→320 3×3/2 onto 8×8: 0.287 → 0.296 ms, where 192→192 went
+/// 0.183 → 0.163).
 fn unpadded(d: &Conv) -> bool {
     d.pt == 0
         && d.pl == 0
@@ -284,6 +288,8 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+    /// The channel-vector tiles read the image in place ([`unpadded`]), packing no panel.
+    direct: bool,
 }
 
 impl<'c> Scratch<'c> {
@@ -308,7 +314,8 @@ pub(super) fn scratch<'a, 'c>(
     packed: Option<i64>,
 ) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
-    let mut floats = match packed.is_some() && unpadded(d) {
+    let direct = packed.is_some_and(|mr| d.m % mr == 0) && unpadded(d);
+    let mut floats = match direct {
         // The tiles read the image in place ([`unpadded`]): no panel.
         true => 0,
         false => cc * channel_floats(d, w, block_rows(d)),
@@ -336,7 +343,11 @@ pub(super) fn scratch<'a, 'c>(
         }
         None => None,
     };
-    Ok(Scratch { panel, sums })
+    Ok(Scratch {
+        panel,
+        sums,
+        direct,
+    })
 }
 
 /// The whole convolution (every image) at the builder's position.
@@ -376,6 +387,7 @@ pub(super) fn emit_rows<'a, 'c>(
         d,
         panel: scratch.panel,
         sums: scratch.sums,
+        direct: scratch.direct,
         io,
     };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
@@ -394,6 +406,8 @@ struct Block<'k, 'a, 'c> {
     /// The partial sums of the channel-vector tiles when the weights are packed, and where
     /// the block's channels lie in them.
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+    /// As [`Scratch::direct`].
+    direct: bool,
     io: Io<'c>,
 }
 
@@ -413,7 +427,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         if in_place(d) {
             return self.in_place(oy0, rows, c_at, r_at);
         }
-        let direct = self.sums.is_some() && unpadded(d);
+        let direct = self.direct;
         // An unpadded layer on the channel-vector tiles reads its taps from the image.
         let tap_at: Vec<i64> = (0..taps)
             .map(|t| t / d.kw * d.dh * d.wi + t % d.kw * d.dw)
