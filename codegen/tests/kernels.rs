@@ -1474,6 +1474,10 @@ fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (100, 100, 13, 1, 7, "relu"),
         (96, 96, 28, 1, 14, "relu6"),
         (40, 96, 35, 0, 17, "relu"),
+        // Unpadded onto 17×17 in several K chunks and onto 8×8: the packed tiles read the
+        // image in place.
+        (72, 96, 35, 0, 17, "relu"),
+        (160, 96, 17, 0, 8, "relu6"),
         (32, 40, 56, 1, 28, "relu"),
         // 260 channels cut 128/132 by vectors: the second chunk starts 32 rows into a
         // panel and ends in the 20-row last panel.
@@ -1576,6 +1580,32 @@ fn conv2d_strided_packed_panel_channel_vectors() {
             &format!(
                 "conv2d({operands}) {{strides = [2, 2], pads = [{pad}, {pad}, {pad}, {pad}], activation = {act}}}"
             ),
+        ));
+    }
+}
+
+#[test]
+fn unpadded_strided_convolutions_read_the_image_in_place() {
+    // Unpadded strided convolutions on the channel-vector tiles with whole weight panels
+    // read every tap from the image (no im2col panel): onto 17×17 in 5 K chunks of 15
+    // channels and a tail of 12 (Inception v3's 3×3/2 class), two images, an even input
+    // whose last row and column no tap reads, a 5×5 kernel, onto 8×8 in 2 chunks of several
+    // K blocks, blocks of 7 rows cut by rows (the block's first row an offset into the
+    // image), and 256 channels cut 128 / 128 by vectors; against the interpreter and
+    // bitwise on 0–3 threads.
+    for (n, c, h, m, k, act) in [
+        (1, 72, 35, 96, 3, "relu"),
+        (2, 40, 35, 96, 3, "relu6"),
+        (1, 40, 36, 48, 3, "relu"),
+        (1, 16, 37, 96, 5, "relu"),
+        (1, 160, 17, 96, 3, "relu"),
+        (1, 32, 57, 96, 3, "relu"),
+        (1, 32, 29, 256, 3, "relu6"),
+    ] {
+        check(&model(
+            &[("x", vec![n, c, h, h])],
+            &[("w", vec![m, c, k, k]), ("b", vec![m])],
+            &format!("conv2d(%x, %w, %b) {{strides = [2, 2], activation = {act}}}"),
         ));
     }
 }

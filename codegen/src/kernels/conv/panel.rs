@@ -255,6 +255,12 @@ fn unpadded(d: &Conv) -> bool {
         && (d.ow - 1) * d.sw + (d.kw - 1) * d.dw < d.wi
 }
 
+/// Whether the channel-vector tiles of `d`, its weights packed in `packed`-row panels
+/// ([`packed_rows`]), read the image in place ([`unpadded`]).
+fn reads_image(d: &Conv, packed: Option<i64>) -> bool {
+    packed.is_some_and(|mr| d.m % mr == 0) && unpadded(d)
+}
+
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
 fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
     let wl = w as i64;
@@ -314,7 +320,7 @@ pub(super) fn scratch<'a, 'c>(
     packed: Option<i64>,
 ) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
-    let direct = packed.is_some_and(|mr| d.m % mr == 0) && unpadded(d);
+    let direct = reads_image(d, packed);
     let mut floats = match direct {
         // The tiles read the image in place ([`unpadded`]): no panel.
         true => 0,
@@ -776,6 +782,28 @@ mod tests {
         (d.sh, d.sw, d.oh, d.ow) = (1, 1, 14, 14);
         assert!(applies(&d, 16) && !cut_rows(&d));
         assert_eq!(packed_rows(&d, 16), None);
+    }
+
+    #[test]
+    fn unpadded_strided_layers_on_whole_panels_read_the_image_in_place() {
+        let valid = |c, m, h| Conv {
+            pt: 0,
+            pl: 0,
+            oh: (h - 3) / 2 + 1,
+            ow: (h - 3) / 2 + 1,
+            ..strided(c, m, h, 3)
+        };
+        let reads = |d: &Conv| reads_image(d, packed_rows(d, 16));
+        // Inception v3's 288→384 and 96→96 onto 17×17, 192→192 onto 8×8.
+        assert!(reads(&valid(288, 384, 35)));
+        assert!(reads(&valid(96, 96, 35)));
+        assert!(reads(&valid(192, 192, 17)));
+        // 192→320 onto 8×8: a 32-row last panel.
+        assert!(!reads(&valid(192, 320, 17)));
+        // ResNet's padded 3×3/2 layers pack the panel.
+        assert!(!reads(&strided(256, 256, 28, 3)));
+        // Weights not packed (the pixel-vector tiles) read the panel.
+        assert!(!reads_image(&valid(288, 384, 35), None));
     }
 
     #[test]
