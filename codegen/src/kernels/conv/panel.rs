@@ -258,7 +258,16 @@ fn unpadded(d: &Conv) -> bool {
 /// Whether the channel-vector tiles of `d`, its weights packed in `packed`-row panels
 /// ([`packed_rows`]), read the image in place ([`unpadded`]).
 fn reads_image(d: &Conv, packed: Option<i64>) -> bool {
-    packed.is_some_and(|mr| d.m % mr == 0) && unpadded(d)
+    packed.is_some_and(|mr| d.m % mr == 0)
+}
+
+/// The input window of a block of `rows` output rows: `(rows − 1)·sh + (KH − 1)·dh + 1`
+/// input rows of `(OW − 1)·sw + (KW − 1)·dw + 1` columns, padding included.
+fn window(d: &Conv, rows: i64) -> (i64, i64) {
+    (
+        (rows - 1) * d.sh + (d.kh - 1) * d.dh + 1,
+        (d.ow - 1) * d.sw + (d.kw - 1) * d.dw + 1,
+    )
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -322,8 +331,13 @@ pub(super) fn scratch<'a, 'c>(
     let (cc, _) = chunks(d, w);
     let direct = reads_image(d, packed);
     let mut floats = match direct {
-        // The tiles read the image in place ([`unpadded`]): no panel.
-        true => 0,
+        // The tiles read the image in place ([`unpadded`]): no panel; or a padded copy of
+        // each chunk's window.
+        true if unpadded(d) => 0,
+        true => {
+            let (wr, wp) = window(d, block_rows(d));
+            cc * wr * wp
+        }
         false => cc * channel_floats(d, w, block_rows(d)),
     };
     if in_place(d) {
@@ -434,18 +448,26 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             return self.in_place(oy0, rows, c_at, r_at);
         }
         let direct = self.direct;
-        // An unpadded layer on the channel-vector tiles reads its taps from the image.
+        // The channel-vector tiles read their taps in place: from the image where no tap
+        // is padding, else from a padded copy of the block's window (rows `wp` apart).
+        let copy = direct && !unpadded(d);
+        let (wr, wp) = match copy {
+            true => window(d, rows),
+            false => (d.h, d.wi),
+        };
         let tap_at: Vec<i64> = (0..taps)
-            .map(|t| t / d.kw * d.dh * d.wi + t % d.kw * d.dw)
+            .map(|t| t / d.kw * d.dh * wp + t % d.kw * d.dw)
             .collect();
         let grid = Grid {
             ow: d.ow,
             col: d.sw,
-            row: d.sh * d.wi,
+            row: d.sh * wp,
         };
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
-            if !direct {
-                self.pack(c0, cn, oy0, rows, np)?;
+            match (direct, copy) {
+                (false, _) => self.pack(c0, cn, oy0, rows, np)?,
+                (true, true) => self.copy_window(c0, cn, oy0, rows)?,
+                (true, false) => {}
             }
             let epi = Epilogue {
                 alpha: 1.0,
@@ -456,9 +478,14 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             if let Some((sums, packed)) = self.sums {
                 // Packed panels hold every K step of their rows: A is the whole of them, and
                 // the chunk is K steps `c0·taps ..` of it.
-                let (b, b_rs) = match direct {
-                    true => (k.gep(self.io.x, k.mul(oy0, d.sh * d.wi)?)?, d.h * d.wi),
-                    false => (self.panel, np),
+                // B holds the chunk's channels from its first (`c0`).
+                let (b, b_rs) = match (direct, copy) {
+                    (false, _) => (self.panel, np),
+                    (true, true) => (self.panel, wr * wp),
+                    (true, false) => {
+                        let at = k.add(k.mul(c0, d.h * d.wi)?, k.mul(oy0, d.sh * d.wi)?)?;
+                        (k.gep(self.io.x, at)?, d.h * d.wi)
+                    }
                 };
                 let gm = Gemm {
                     a: self.io.w,
@@ -695,10 +722,24 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     /// input row at `xrow`: `sw·W` lanes loaded, every `sw`-th kept; lanes in the padding or
     /// past the row read as zero and are not touched. `None` when every lane is padding.
     fn tap(&self, xrow: IntValue<'c>, j: i64, v: i64, lanes: i64) -> R<Option<VectorValue<'c>>> {
+        let d = self.d;
+        let x0 = v * self.w as i64 * d.sw + j * d.dw - d.pl;
+        self.gather(xrow, x0, d.sw, lanes)
+    }
+
+    /// Lanes `l < lanes` of the input row at `xrow`, column `x0 + l·s` each (`s·W` lanes
+    /// loaded, every `s`-th kept); columns outside the row read as zero and are not touched.
+    /// `None` when every lane is outside.
+    fn gather(
+        &self,
+        xrow: IntValue<'c>,
+        x0: i64,
+        s: i64,
+        lanes: i64,
+    ) -> R<Option<VectorValue<'c>>> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
-        let s = d.sw;
-        let ix = |l: i64| (v * wl + l) * s + j * d.dw - d.pl;
+        let ix = |l: i64| x0 + l * s;
         let on: Vec<bool> = (0..wl * s)
             .map(|q| {
                 let (l, t) = (q / s, q % s);
@@ -714,6 +755,44 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             return Ok(Some(wide));
         }
         Ok(Some(k.every(wide, s, w)?))
+    }
+
+    /// Copies input channels `c0 .. c0 + cn` of the [`window`] of output rows `oy0 .. oy0 +
+    /// rows` into the panel, padding as zeros: channel `c` (from `c0`), window row `q`,
+    /// column `x` at `(c·R + q)·Wp + x` is `x[c, oy0·sh − pt + q, x − pl]` (`R`, `Wp`: the
+    /// window's rows and width). Kernel rows in the padding are a run-time test per row,
+    /// columns compile-time lane masks, as in [`Block::pack`].
+    fn copy_window(&self, c0: IntValue<'c>, cn: i64, oy0: IntValue<'c>, rows: i64) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let (wr, wp) = window(d, rows);
+        let zero = k.vty(w).const_zero();
+        k.loop_(0, cn, &mut |c| {
+            let xc = k.mul(k.add(c0, c)?, d.h * d.wi)?;
+            let iy0 = k.add(k.mul(oy0, d.sh)?, k.c(-d.pt))?;
+            k.loop_(0, wr, &mut |q| {
+                let iy = k.add(iy0, q)?;
+                let inside = k.in_range(iy, 0, d.h)?;
+                let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
+                let prow = k.mul(k.add(k.mul(c, wr)?, q)?, wp)?;
+                for v in 0..(wp + wl - 1) / wl {
+                    let lanes = (wp - v * wl).min(wl);
+                    let val = match self.gather(xrow, v * wl - d.pl, 1, lanes)? {
+                        Some(vec) => {
+                            llvm(k.b.build_select(inside, vec, zero, "pad"))?.into_vector_value()
+                        }
+                        None => zero,
+                    };
+                    let at = k.add(prow, k.c(v * wl))?;
+                    if lanes == wl {
+                        k.stv(self.panel, at, val)?;
+                    } else {
+                        k.stv_masked(self.panel, at, val, lanes as u32)?;
+                    }
+                }
+                Ok(())
+            })
+        })
     }
 }
 
@@ -785,7 +864,7 @@ mod tests {
     }
 
     #[test]
-    fn unpadded_strided_layers_on_whole_panels_read_the_image_in_place() {
+    fn strided_layers_on_whole_panels_read_their_taps_in_place() {
         let valid = |c, m, h| Conv {
             pt: 0,
             pl: 0,
@@ -800,7 +879,8 @@ mod tests {
         assert!(reads(&valid(192, 192, 17)));
         // 192→320 onto 8×8: a 32-row last panel.
         assert!(!reads(&valid(192, 320, 17)));
-        // ResNet's padded 3×3/2 layers pack the panel.
+        // Padded: from a copy of the window. ResNet's 256 channels end in a 16-row panel.
+        assert!(reads(&strided(96, 96, 28, 3)));
         assert!(!reads(&strided(256, 256, 28, 3)));
         // Weights not packed (the pixel-vector tiles) read the panel.
         assert!(!reads_image(&valid(288, 384, 35), None));

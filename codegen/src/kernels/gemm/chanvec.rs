@@ -304,7 +304,12 @@ fn tile<'c>(
     let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
     let panel_row = |kk: IntValue<'c>, _| k.mul(llvm(k.b.build_int_sub(kk, b_k0, "kb"))?, gm.b_rs);
     let taps = j.taps.unwrap_or(&[0]);
-    let image_row = |c: IntValue<'c>, t: i64| k.add(k.mul(c, gm.b_rs)?, k.c(taps[t as usize]));
+    // Channel `c` of the image at `(c − c0)·b_rs`: B starts at the part's first channel.
+    let c0 = llvm(k.b.build_int_unsigned_div(b_k0, k.c(group_len(j)), "c0"))?;
+    let image_row = |c: IntValue<'c>, t: i64| {
+        let c = llvm(k.b.build_int_sub(c, c0, "c"))?;
+        k.add(k.mul(c, gm.b_rs)?, k.c(taps[t as usize]))
+    };
     let bat = match j.grid {
         Some(grid) => BAt {
             row: &image_row,

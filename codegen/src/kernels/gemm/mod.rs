@@ -132,9 +132,10 @@ pub(crate) fn gemm_chanvec<'a, 'c>(
 /// of `gm.k` per panel): the channel-vector tiles on K steps `k0 .. k0 + len`, B holding only
 /// those rows; the partial sums wait in `sums` (`MR · gm.n` floats per panel) between parts.
 /// `gm.a` is the packed matrix's start, `rows` where the GEMM's rows lie in it. `direct`:
-/// B is not a panel but the image itself, read in place (`(taps, grid)`: K step `c·T + t` of
-/// pixel `p` at `c·gm.b_rs + taps[t]` plus the pixel's [`Grid`] offset, `len` and `k0`
-/// whole channels).
+/// B is not a panel but the image itself (or a padded copy of it), read in place (`(taps,
+/// grid)`: K step `c·T + t` of pixel `p` at `(c − c0)·gm.b_rs + taps[t]` plus the pixel's
+/// [`Grid`] offset, B starting at the part's first channel `c0`; `len` and `k0` whole
+/// channels).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_packed_part<'a, 'c>(
     k: &K<'a, 'c>,

@@ -51,7 +51,8 @@ pub(super) struct Job<'x, 'a, 'c> {
 /// Where the pixels of a GEMM whose B is read in place from an image lie (the channel-vector
 /// tiles of an unpadded strided convolution, [`super::gemm_packed_part`]): pixel `p` (output
 /// row `p / ow`, column `p mod ow` of the block) at float `(p / ow)·row + (p mod ow)·col` of
-/// B, whose K step `kk = c·T + t` is at `c·b_rs + taps[t]`.
+/// B, whose K step `kk = c·T + t` is at `(c − c0)·b_rs + taps[t]` (B from the part's first
+/// channel `c0`).
 #[derive(Clone, Copy)]
 pub(crate) struct Grid {
     pub ow: i64,
