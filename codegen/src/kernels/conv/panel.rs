@@ -548,7 +548,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         let wp = padded(d);
         let copied = rows + d.kh - 1;
         let n = in_place_cols(d, rows);
-        self.copy_rows(oy0, copied)?;
+        // Unit strides: the window is the `copied` rows padded to `Wp` columns.
+        self.copy_window(k.c(0), d.c, oy0, rows)?;
         let sums = k.gep(
             self.panel,
             k.c(d.c * channel_floats(d, w, block_rows(d)) + w as i64),
@@ -626,46 +627,6 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                         k.stv(c_at, da, out)?;
                     } else {
                         k.stv_masked(c_at, da, out, lanes)?;
-                    }
-                }
-                Ok(())
-            })
-        })
-    }
-
-    /// Copies input rows `oy0 − pt .. oy0 − pt + copied` of every input channel into the
-    /// panel, padded to `Wp` columns and back to back: channel `c`, row `q`, column `x` at
-    /// `(c·copied + q)·Wp + x`, holding input column `x − pl` (zero in the padding, rows
-    /// outside the image all zero).
-    fn copy_rows(&self, oy0: IntValue<'c>, copied: i64) -> R<()> {
-        let (k, d, w) = (self.k, self.d, self.w);
-        let wl = w as i64;
-        let wp = padded(d);
-        let zero = k.vty(w).const_zero();
-        k.loop_(0, d.c, &mut |c| {
-            let xc = k.mul(c, d.h * d.wi)?;
-            let row_c = k.mul(c, copied)?;
-            let iy0 = k.add(oy0, k.c(-d.pt))?;
-            k.loop_(0, copied, &mut |q| {
-                let iy = k.add(iy0, q)?;
-                let inside = k.in_range(iy, 0, d.h)?;
-                let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
-                let prow = k.mul(k.add(row_c, q)?, wp)?;
-                for v in 0..(wp + wl - 1) / wl {
-                    // Column `v·W + l` is the input's `v·W + l − pl`: kernel column 0's tap
-                    // of output column `v·W + l` (lanes past the padded row not stored).
-                    let lanes = (wp - v * wl).min(wl);
-                    let val = match self.tap(xrow, 0, v, lanes)? {
-                        Some(vec) => {
-                            llvm(k.b.build_select(inside, vec, zero, "pad"))?.into_vector_value()
-                        }
-                        None => zero,
-                    };
-                    let at = k.add(prow, k.c(v * wl))?;
-                    if lanes == wl {
-                        k.stv(self.panel, at, val)?;
-                    } else {
-                        k.stv_masked(self.panel, at, val, lanes as u32)?;
                     }
                 }
                 Ok(())
@@ -761,7 +722,9 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     /// rows` into the panel, padding as zeros: channel `c` (from `c0`), window row `q`,
     /// column `x` at `(c·R + q)·Wp + x` is `x[c, oy0·sh − pt + q, x − pl]` (`R`, `Wp`: the
     /// window's rows and width). Kernel rows in the padding are a run-time test per row,
-    /// columns compile-time lane masks, as in [`Block::pack`].
+    /// columns compile-time lane masks, as in [`Block::pack`]. With unit strides the window
+    /// is what the in-place blocks read ([`Block::in_place`]: `rows + KH − 1` rows of `Wp =
+    /// OW + KW − 1`).
     fn copy_window(&self, c0: IntValue<'c>, cn: i64, oy0: IntValue<'c>, rows: i64) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
