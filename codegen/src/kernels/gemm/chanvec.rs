@@ -217,7 +217,6 @@ fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
                 len: kb.len * group,
                 first: kb.first && p.first,
                 last: kb.last && p.last,
-                ..kb
             };
             step_tiles(k, j.gm.n, pixels(j.gm.n), &mut |j0, np| {
                 let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
