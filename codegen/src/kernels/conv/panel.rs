@@ -243,11 +243,9 @@ pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
 /// held in a register over the K loop. Inception v3's 288→384 and 96→96 3×3/2 onto 17×17
 /// and its 3×3/2 onto 8×8 (all unpadded) spent 12% of their time packing the panel (9
 /// shifted, strided copies of every input row, 3 MiB per run written to L2 and read back
-/// by every channel panel). Only where every weight panel is whole (`M` a multiple of the
-/// panel height, [`scratch`]): a shorter last panel makes each vector's panel height a
-/// run-time value, and the tap-unrolled K loop then kept one weight pointer per tap and
-/// vector and spilled them (192→320 3×3/2 onto 8×8: 0.287 → 0.296 ms, where 192→192 went
-/// 0.183 → 0.163).
+/// by every channel panel); read in place they went 2.66 → 2.29, 0.229 → 0.199 and 0.204 →
+/// 0.182 ms (docs/codegen.md "Strided layers on the channel vectors read their taps in
+/// place").
 fn unpadded(d: &Conv) -> bool {
     d.pt == 0
         && d.pl == 0
@@ -256,7 +254,13 @@ fn unpadded(d: &Conv) -> bool {
 }
 
 /// Whether the channel-vector tiles of `d`, its weights packed in `packed`-row panels
-/// ([`packed_rows`]), read the image in place ([`unpadded`]).
+/// ([`packed_rows`]), read their taps in place instead of from the im2col panel: from the
+/// image where [`unpadded`], else from a padded copy of each K chunk's [`window`] (about
+/// 4/9 of the panel's floats for a 3×3/2, plain row copies: 288→384 3×3/2 pad 1 onto 17×17
+/// 2.61 → 2.44 ms). Only where every weight panel is whole (`M` a multiple of the panel
+/// height): a shorter last panel makes each vector's panel height a run-time value, and
+/// the tap-unrolled K loop then kept one weight pointer per tap and vector and spilled
+/// them (192→320 3×3/2 onto 8×8: 0.287 → 0.296 ms, where 192→192 went 0.183 → 0.163).
 fn reads_image(d: &Conv, packed: Option<i64>) -> bool {
     packed.is_some_and(|mr| d.m % mr == 0)
 }
@@ -303,7 +307,8 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
-    /// The channel-vector tiles read the image in place ([`unpadded`]), packing no panel.
+    /// The channel-vector tiles read their taps in place ([`reads_image`]), packing no
+    /// panel.
     direct: bool,
 }
 
@@ -331,8 +336,8 @@ pub(super) fn scratch<'a, 'c>(
     let (cc, _) = chunks(d, w);
     let direct = reads_image(d, packed);
     let mut floats = match direct {
-        // The tiles read the image in place ([`unpadded`]): no panel; or a padded copy of
-        // each chunk's window.
+        // The tiles read the image in place ([`reads_image`]): no panel, or a padded copy
+        // of each chunk's window.
         true if unpadded(d) => 0,
         true => {
             let (wr, wp) = window(d, block_rows(d));

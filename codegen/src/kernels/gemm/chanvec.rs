@@ -178,10 +178,12 @@ struct Part<'c> {
     last: bool,
 }
 
-/// The K block of a part: [`KC`], or the whole part where it exceeds `KC` by at most a
-/// quarter (a callers' K chunk, [`emit_part`]). The strided panels' chunks of whole input
-/// channels are 17 × 9 = 153 steps for Inception v3's 288→384 3×3/2 onto 17×17: two blocks
-/// of 77 and 76 stored and reloaded every tile's 24 sums twice per chunk, one block once.
+/// The K block of a part, in groups of `group` K steps: [`KC`] steps, or the whole part
+/// where it exceeds that by at most a quarter (a caller's K chunk, [`emit_part`]). The
+/// strided panels' chunks of whole input channels are 17 × 9 = 153 steps for Inception
+/// v3's 288→384 3×3/2 onto 17×17: two blocks of 77 and 76 stored and reloaded every tile's
+/// 24 sums twice per chunk, one block once (no faster on the panel, within the noise;
+/// read in place, the blocks are whole channels: 14 of 9 steps would leave a block of 3).
 /// The weights of 160 steps of a panel (30 KiB) and the tile's B lines (10 KiB) still fit
 /// the 48 KiB L1d.
 fn part_kc(p: Part, group: i64) -> i64 {
