@@ -1652,6 +1652,11 @@ fn strided_panel_channel_vectors_match_the_pixel_vector_tiles_bitwise() {
         (100, 100, 13, 1, 7, "relu"),
         (96, 96, 28, 1, 14, "relu6"),
         (40, 96, 35, 0, 17, "relu"),
+        // Onto 17×17 in several K chunks (unpadded and padded) and onto 8×8: the packed
+        // tiles read their taps in place, from the image or a padded copy.
+        (72, 96, 35, 0, 17, "relu"),
+        (72, 96, 33, 1, 17, "relu"),
+        (160, 96, 17, 0, 8, "relu6"),
         (32, 40, 56, 1, 28, "relu"),
         // 260 channels cut 128/132 by vectors: the second chunk starts 32 rows into a
         // panel and ends in the 20-row last panel.
@@ -1753,6 +1758,42 @@ fn conv2d_strided_packed_panel_channel_vectors() {
             &consts,
             &format!(
                 "conv2d({operands}) {{strides = [2, 2], pads = [{pad}, {pad}, {pad}, {pad}], activation = {act}}}"
+            ),
+        ));
+    }
+}
+
+#[test]
+fn strided_convolutions_on_whole_channel_panels_read_their_taps_in_place() {
+    // Strided convolutions on the channel-vector tiles with whole weight panels read every
+    // tap in place, with no im2col panel: unpadded ones from the image, padded ones from a
+    // padded copy of the block's window. Onto 17×17 in 5 K chunks of 15 channels and a tail
+    // of 12 (Inception v3's 3×3/2 class), two images, an even input whose last row and
+    // column no tap reads, a 5×5 kernel, onto 8×8 in 2 chunks of several K blocks, blocks of
+    // 7 rows cut by rows (the block's first row an offset into the image), 256 channels cut
+    // 128 / 128 by vectors; padded on every side, only at the bottom and right, only at the
+    // top and left, and by rows with the first and last windows in the padding. Against the
+    // interpreter and bitwise on 0–3 threads.
+    for (n, c, h, m, k, pads, act) in [
+        (1, 72, 35, 96, 3, [0, 0, 0, 0], "relu"),
+        (2, 40, 35, 96, 3, [0, 0, 0, 0], "relu6"),
+        (1, 40, 36, 48, 3, [0, 0, 0, 0], "relu"),
+        (1, 16, 37, 96, 5, [0, 0, 0, 0], "relu"),
+        (1, 160, 17, 96, 3, [0, 0, 0, 0], "relu"),
+        (1, 32, 57, 96, 3, [0, 0, 0, 0], "relu"),
+        (1, 32, 29, 256, 3, [0, 0, 0, 0], "relu6"),
+        (1, 72, 33, 96, 3, [1, 1, 1, 1], "relu"),
+        (2, 40, 34, 96, 3, [0, 0, 1, 1], "relu"),
+        (1, 40, 34, 96, 3, [1, 1, 0, 0], "relu6"),
+        (1, 16, 33, 48, 5, [2, 2, 2, 2], "relu"),
+        (1, 32, 56, 96, 3, [1, 1, 1, 1], "relu"),
+    ] {
+        let [t, l, b, r] = pads;
+        check(&model(
+            &[("x", vec![n, c, h, h])],
+            &[("w", vec![m, c, k, k]), ("b", vec![m])],
+            &format!(
+                "conv2d(%x, %w, %b) {{strides = [2, 2], pads = [{t}, {l}, {b}, {r}], activation = {act}}}"
             ),
         ));
     }

@@ -26,8 +26,8 @@
 use super::Dk;
 use crate::kernels::common::entry_scratch;
 use crate::kernels::gemm::{
-    chanvec_chains, chanvec_panel_vectors, chanvec_rows, finish_with, k_blocks, Epilogue, KBlock,
-    CHANVEC_KC, CHANVEC_VECTORS,
+    chanvec_chains, chanvec_contiguous, chanvec_panel_vectors, chanvec_rows, finish_with, k_blocks,
+    ChanvecBAt, Epilogue, KBlock, CHANVEC_KC, CHANVEC_VECTORS,
 };
 use crate::nest::{llvm, R};
 use inkwell::values::{IntValue, PointerValue};
@@ -223,11 +223,14 @@ impl<'d, 'a, 'c> Tiles<'d, 'a, 'c> {
             w,
             (self.a, self.bx),
             &chanvec_panel_vectors(k, w, self.kk, (i0, mr))?,
-            &|kq| d.imul(kq, self.n),
+            &ChanvecBAt {
+                row: &|kq, _| d.imul(kq, self.n),
+                group: 1,
+                pix: chanvec_contiguous(k, j0, np)?,
+            },
             slot,
             kb,
             mr,
-            (j0, np),
         )?;
         for (i, a) in acc.iter().enumerate() {
             k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;

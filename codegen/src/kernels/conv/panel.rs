@@ -50,7 +50,7 @@
 use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{
     chanvec_conv_rows, chanvec_rows, finish_lanes, gemm_packed_part, gemm_part, gemm_part_taps,
-    Epilogue, Gemm, PackedRows,
+    Epilogue, Gemm, Grid, PackedRows,
 };
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
@@ -306,6 +306,45 @@ pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
     ((d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES).then_some(mr)
 }
 
+/// Whether every tap of `d` lies inside the image (no padding on any side), so that the
+/// channel-vector tiles of its packed weights ([`packed_rows`]) read each K step's pixels
+/// straight from the input instead of from a packed panel: a tile's broadcasts are single
+/// floats, so B need not be contiguous; K step `(c, i, j)` of output pixel `(oy, ox)` is
+/// `x[c, oy·sh + i·dh, ox·sw + j·dw]`, a constant offset per tap from a per-pixel offset
+/// held in a register over the K loop. Inception v3's 288→384 and 96→96 3×3/2 onto 17×17
+/// and its 3×3/2 onto 8×8 (all unpadded) spent 12% of their time packing the panel (9
+/// shifted, strided copies of every input row, 3 MiB per run written to L2 and read back
+/// by every channel panel); read in place they went 2.66 → 2.29, 0.229 → 0.199 and 0.204 →
+/// 0.182 ms (docs/codegen.md "Strided layers on the channel vectors read their taps in
+/// place").
+fn unpadded(d: &Conv) -> bool {
+    d.pt == 0
+        && d.pl == 0
+        && (d.oh - 1) * d.sh + (d.kh - 1) * d.dh < d.h
+        && (d.ow - 1) * d.sw + (d.kw - 1) * d.dw < d.wi
+}
+
+/// Whether the channel-vector tiles of `d`, its weights packed in `packed`-row panels
+/// ([`packed_rows`]), read their taps in place instead of from the im2col panel: from the
+/// image where [`unpadded`], else from a padded copy of each K chunk's [`window`] (about
+/// 4/9 of the panel's floats for a 3×3/2, plain row copies: 288→384 3×3/2 pad 1 onto 17×17
+/// 2.61 → 2.44 ms). Only where every weight panel is whole (`M` a multiple of the panel
+/// height): a shorter last panel makes each vector's panel height a run-time value, and
+/// the tap-unrolled K loop then kept one weight pointer per tap and vector and spilled
+/// them (192→320 3×3/2 onto 8×8: 0.287 → 0.296 ms, where 192→192 went 0.183 → 0.163).
+fn reads_image(d: &Conv, packed: Option<i64>) -> bool {
+    packed.is_some_and(|mr| d.m % mr == 0)
+}
+
+/// The input window of a block of `rows` output rows: `(rows − 1)·sh + (KH − 1)·dh + 1`
+/// input rows of `(OW − 1)·sw + (KW − 1)·dw + 1` columns, padding included.
+fn window(d: &Conv, rows: i64) -> (i64, i64) {
+    (
+        (rows - 1) * d.sh + (d.kh - 1) * d.dh + 1,
+        (d.ow - 1) * d.sw + (d.kw - 1) * d.dw + 1,
+    )
+}
+
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
 fn row_stride(d: &Conv, w: u32, rows: i64) -> i64 {
     let wl = w as i64;
@@ -339,6 +378,9 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+    /// The channel-vector tiles read their taps in place ([`reads_image`]), packing no
+    /// panel.
+    direct: bool,
 }
 
 impl<'c> Scratch<'c> {
@@ -363,7 +405,17 @@ pub(super) fn scratch<'a, 'c>(
     packed: Option<i64>,
 ) -> R<Scratch<'c>> {
     let (cc, _) = chunks(d, w);
-    let mut floats = cc * channel_floats(d, w, block_rows(d));
+    let direct = reads_image(d, packed);
+    let mut floats = match direct {
+        // The tiles read the image in place ([`reads_image`]): no panel, or a padded copy
+        // of each chunk's window.
+        true if unpadded(d) => 0,
+        true => {
+            let (wr, wp) = window(d, block_rows(d));
+            cc * wr * wp
+        }
+        false => cc * channel_floats(d, w, block_rows(d)),
+    };
     if in_place(d) && !row_gemms(d) {
         // The sums of one group of output channels after the copy ([`Block::in_place`]),
         // and a vector's slack for the copy's last masked row.
@@ -387,7 +439,11 @@ pub(super) fn scratch<'a, 'c>(
         }
         None => None,
     };
-    Ok(Scratch { panel, sums })
+    Ok(Scratch {
+        panel,
+        sums,
+        direct,
+    })
 }
 
 /// The whole convolution (every image) at the builder's position.
@@ -427,6 +483,7 @@ pub(super) fn emit_rows<'a, 'c>(
         d,
         panel: scratch.panel,
         sums: scratch.sums,
+        direct: scratch.direct,
         io,
     };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
@@ -445,6 +502,8 @@ struct Block<'k, 'a, 'c> {
     /// The partial sums of the channel-vector tiles when the weights are packed, and where
     /// the block's channels lie in them.
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+    /// As [`Scratch::direct`].
+    direct: bool,
     io: Io<'c>,
 }
 
@@ -464,8 +523,28 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         if in_place(d) {
             return self.in_place(oy0, rows, c_at, r_at);
         }
+        let direct = self.direct;
+        // The channel-vector tiles read their taps in place: from the image where no tap
+        // is padding, else from a padded copy of the block's window (rows `wp` apart).
+        let copy = direct && !unpadded(d);
+        let (wr, wp) = match copy {
+            true => window(d, rows),
+            false => (d.h, d.wi),
+        };
+        let tap_at: Vec<i64> = (0..taps)
+            .map(|t| t / d.kw * d.dh * wp + t % d.kw * d.dw)
+            .collect();
+        let grid = Grid {
+            ow: d.ow,
+            col: d.sw,
+            row: d.sh * wp,
+        };
         let chunk = |c0: IntValue<'c>, cn: i64, first: bool, last: bool| -> R<()> {
-            self.pack(c0, cn, oy0, rows, np)?;
+            match (direct, copy) {
+                (false, _) => self.pack(c0, cn, oy0, rows, np)?,
+                (true, true) => self.copy_window(c0, cn, oy0, rows)?,
+                (true, false) => {}
+            }
             let epi = Epilogue {
                 alpha: 1.0,
                 row_bias: self.io.bias,
@@ -475,12 +554,21 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             if let Some((sums, packed)) = self.sums {
                 // Packed panels hold every K step of their rows: A is the whole of them, and
                 // the chunk is K steps `c0·taps ..` of it.
+                // B holds the chunk's channels from its first (`c0`).
+                let (b, b_rs) = match (direct, copy) {
+                    (false, _) => (self.panel, np),
+                    (true, true) => (self.panel, wr * wp),
+                    (true, false) => {
+                        let at = k.add(k.mul(c0, d.h * d.wi)?, k.mul(oy0, d.sh * d.wi)?)?;
+                        (k.gep(self.io.x, at)?, d.h * d.wi)
+                    }
+                };
                 let gm = Gemm {
                     a: self.io.w,
                     a_rs: d.c * taps,
                     a_cs: 1,
-                    b: self.panel,
-                    b_rs: np,
+                    b,
+                    b_rs,
                     c: c_at,
                     c_rs: d.oh * d.ow,
                     m: d.m,
@@ -489,7 +577,10 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 };
                 let steps = (k.mul(c0, taps)?, cn * taps);
                 let part = (first, last);
-                return gemm_packed_part(k, self.w, &gm, epi, r_at, packed, sums, steps, part);
+                let direct = direct.then_some((&tap_at[..], grid));
+                return gemm_packed_part(
+                    k, self.w, &gm, epi, r_at, packed, sums, steps, part, direct,
+                );
             }
             let gm = Gemm {
                 a: k.gep(self.io.w, k.mul(c0, taps)?)?,
@@ -750,10 +841,24 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     /// input row at `xrow`: `sw·W` lanes loaded, every `sw`-th kept; lanes in the padding or
     /// past the row read as zero and are not touched. `None` when every lane is padding.
     fn tap(&self, xrow: IntValue<'c>, j: i64, v: i64, lanes: i64) -> R<Option<VectorValue<'c>>> {
+        let d = self.d;
+        let x0 = v * self.w as i64 * d.sw + j * d.dw - d.pl;
+        self.gather(xrow, x0, d.sw, lanes)
+    }
+
+    /// Lanes `l < lanes` of the input row at `xrow`, column `x0 + l·s` each (`s·W` lanes
+    /// loaded, every `s`-th kept); columns outside the row read as zero and are not touched.
+    /// `None` when every lane is outside.
+    fn gather(
+        &self,
+        xrow: IntValue<'c>,
+        x0: i64,
+        s: i64,
+        lanes: i64,
+    ) -> R<Option<VectorValue<'c>>> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
-        let s = d.sw;
-        let ix = |l: i64| (v * wl + l) * s + j * d.dw - d.pl;
+        let ix = |l: i64| x0 + l * s;
         let on: Vec<bool> = (0..wl * s)
             .map(|q| {
                 let (l, t) = (q / s, q % s);
@@ -769,6 +874,46 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             return Ok(Some(wide));
         }
         Ok(Some(k.every(wide, s, w)?))
+    }
+
+    /// Copies input channels `c0 .. c0 + cn` of the [`window`] of output rows `oy0 .. oy0 +
+    /// rows` into the panel, padding as zeros: channel `c` (from `c0`), window row `q`,
+    /// column `x` at `(c·R + q)·Wp + x` is `x[c, oy0·sh − pt + q, x − pl]` (`R`, `Wp`: the
+    /// window's rows and width). Kernel rows in the padding are a run-time test per row,
+    /// columns compile-time lane masks, as in [`Block::pack`]. The in-place stems copy their
+    /// rows with [`Block::copy_rows`] instead: as planes per stride phase (one plane with unit
+    /// strides, `SW` for the strided stems' [`Block::row_gemms`]), which a window is not.
+    fn copy_window(&self, c0: IntValue<'c>, cn: i64, oy0: IntValue<'c>, rows: i64) -> R<()> {
+        let (k, d, w) = (self.k, self.d, self.w);
+        let wl = w as i64;
+        let (wr, wp) = window(d, rows);
+        let zero = k.vty(w).const_zero();
+        k.loop_(0, cn, &mut |c| {
+            let xc = k.mul(k.add(c0, c)?, d.h * d.wi)?;
+            let iy0 = k.add(k.mul(oy0, d.sh)?, k.c(-d.pt))?;
+            k.loop_(0, wr, &mut |q| {
+                let iy = k.add(iy0, q)?;
+                let inside = k.in_range(iy, 0, d.h)?;
+                let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
+                let prow = k.mul(k.add(k.mul(c, wr)?, q)?, wp)?;
+                for v in 0..(wp + wl - 1) / wl {
+                    let lanes = (wp - v * wl).min(wl);
+                    let val = match self.gather(xrow, v * wl - d.pl, 1, lanes)? {
+                        Some(vec) => {
+                            llvm(k.b.build_select(inside, vec, zero, "pad"))?.into_vector_value()
+                        }
+                        None => zero,
+                    };
+                    let at = k.add(prow, k.c(v * wl))?;
+                    if lanes == wl {
+                        k.stv(self.panel, at, val)?;
+                    } else {
+                        k.stv_masked(self.panel, at, val, lanes as u32)?;
+                    }
+                }
+                Ok(())
+            })
+        })
     }
 }
 
@@ -837,6 +982,29 @@ mod tests {
         (d.sh, d.sw, d.oh, d.ow) = (1, 1, 14, 14);
         assert!(applies(&d, 16) && !cut_rows(&d));
         assert_eq!(packed_rows(&d, 16), None);
+    }
+
+    #[test]
+    fn strided_layers_on_whole_panels_read_their_taps_in_place() {
+        let valid = |c, m, h| Conv {
+            pt: 0,
+            pl: 0,
+            oh: (h - 3) / 2 + 1,
+            ow: (h - 3) / 2 + 1,
+            ..strided(c, m, h, 3)
+        };
+        let reads = |d: &Conv| reads_image(d, packed_rows(d, 16));
+        // Inception v3's 288→384 and 96→96 onto 17×17, 192→192 onto 8×8.
+        assert!(reads(&valid(288, 384, 35)));
+        assert!(reads(&valid(96, 96, 35)));
+        assert!(reads(&valid(192, 192, 17)));
+        // 192→320 onto 8×8: a 32-row last panel.
+        assert!(!reads(&valid(192, 320, 17)));
+        // Padded: from a copy of the window. ResNet's 256 channels end in a 16-row panel.
+        assert!(reads(&strided(96, 96, 28, 3)));
+        assert!(!reads(&strided(256, 256, 28, 3)));
+        // Weights not packed (the pixel-vector tiles) read the panel.
+        assert!(!reads_image(&valid(288, 384, 35), None));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! read the rest of one panel and the start of the next).
 
 use super::spec::{finish_with, step_tiles, Job};
-use super::tile::{k_blocks, KBlock, NARROW};
+use super::tile::{k_blocks, one_block_within, KBlock, NARROW};
 use crate::kernels::common::{entry_scratch, vector_registers};
 use crate::nest::{llvm, K, R};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue, VectorValue};
@@ -178,6 +178,28 @@ struct Part<'c> {
     last: bool,
 }
 
+/// The K block of a part, in groups of `group` K steps: [`KC`] steps, or the whole part
+/// where it exceeds that by at most a quarter (a caller's K chunk, [`emit_part`]). The
+/// strided panels' chunks of whole input channels are 17 × 9 = 153 steps for Inception
+/// v3's 288→384 3×3/2 onto 17×17: two blocks of 77 and 76 stored and reloaded every tile's
+/// 24 sums twice per chunk, one block once (no faster on the panel, within the noise;
+/// read in place, the blocks are whole channels: 14 of 9 steps would leave a block of 3).
+/// The weights of 160 steps of a panel (30 KiB) and the tile's B lines (10 KiB) still fit
+/// the 48 KiB L1d.
+fn part_kc(p: Part, group: i64) -> i64 {
+    let kc = (KC / group).max(1);
+    match p.per_panel {
+        true => one_block_within(p.len / group, kc),
+        false => kc,
+    }
+}
+
+/// K steps per group of the K loop: the taps of one input channel when B is an image read
+/// in place ([`Job::grid`]), else 1.
+fn group_len(j: Job) -> i64 {
+    j.taps.map_or(1, |t| t.len().max(1) as i64)
+}
+
 /// The row tiles of `p` (`MR` rows, whole panels when the GEMM starts at one): per tile its
 /// K chunks, each run by every pixel tile.
 fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
@@ -189,12 +211,14 @@ fn run<'c>(j: Job<'_, '_, 'c>, p: Part<'c>) -> R<()> {
             false => p.sums,
         };
         let a = vectors(k, j.w, j.gm.k, p.rows, (i0, mr))?;
-        k_blocks(k, p.len, KC, &mut |kb| {
+        // K blocks of whole groups (an image's channels when B is read in place).
+        let group = group_len(j);
+        k_blocks(k, p.len / group, part_kc(p, group), &mut |kb| {
             let kb = KBlock {
-                k0: k.add(p.k0, kb.k0)?,
+                k0: k.add(p.k0, k.mul(kb.k0, group)?)?,
+                len: kb.len * group,
                 first: kb.first && p.first,
                 last: kb.last && p.last,
-                ..kb
             };
             step_tiles(k, j.gm.n, pixels(j.gm.n), &mut |j0, np| {
                 let slot = k.gep(sums, k.mul(j0, slot_floats)?)?;
@@ -279,17 +303,34 @@ fn tile<'c>(
     let wl = w as i64;
     let nv = (mr + wl - 1) / wl;
     let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
-    let acc = chains(
-        k,
-        w,
-        (gm.a, gm.b),
-        a,
-        &|kk| k.mul(llvm(k.b.build_int_sub(kk, b_k0, "kb"))?, gm.b_rs),
-        slot,
-        kb,
-        mr,
-        (j0, np),
-    )?;
+    let panel_row = |kk: IntValue<'c>, _| k.mul(llvm(k.b.build_int_sub(kk, b_k0, "kb"))?, gm.b_rs);
+    let taps = j.taps.unwrap_or(&[0]);
+    // Channel `c` of the image at `(c − c0)·b_rs`: B starts at the part's first channel.
+    let c0 = llvm(k.b.build_int_unsigned_div(b_k0, k.c(group_len(j)), "c0"))?;
+    let image_row = |c: IntValue<'c>, t: i64| {
+        let c = llvm(k.b.build_int_sub(c, c0, "c"))?;
+        k.add(k.mul(c, gm.b_rs)?, k.c(taps[t as usize]))
+    };
+    let bat = match j.grid {
+        Some(grid) => BAt {
+            row: &image_row,
+            group: group_len(j),
+            pix: (0..np)
+                .map(|q| {
+                    let p = k.add(j0, k.c(q))?;
+                    let oy = llvm(k.b.build_int_unsigned_div(p, k.c(grid.ow), "oy"))?;
+                    let ox = k.add(p, k.mul(oy, -grid.ow)?)?;
+                    k.add(k.mul(oy, grid.row)?, k.mul(ox, grid.col)?)
+                })
+                .collect::<R<_>>()?,
+        },
+        None => BAt {
+            row: &panel_row,
+            group: 1,
+            pix: contiguous(k, j0, np)?,
+        },
+    };
+    let acc = chains(k, w, (gm.a, gm.b), a, &bat, slot, kb, mr)?;
     if !kb.last {
         for (i, a) in acc.iter().enumerate() {
             k.stv(slot, k.c(i as i64 * wl), a.into_vector_value())?;
@@ -314,25 +355,43 @@ fn tile<'c>(
     Ok(())
 }
 
+/// Where a tile reads B: K step `kk = g·T + t` (group `g`, `T = group` steps, tap `t`) of
+/// pixel `j` at float `row(g, t) + pix[j]` of `b`. A packed panel (`T` = 1) has its rows
+/// `b_rs` apart and the pixels contiguous ([`contiguous`]); an image read in place
+/// ([`super::Grid`]) has a channel per group, its taps at constant offsets and each pixel's
+/// window at its own offset.
+pub(crate) struct BAt<'x, 'c> {
+    pub row: &'x dyn Fn(IntValue<'c>, i64) -> R<IntValue<'c>>,
+    pub group: i64,
+    pub pix: Vec<IntValue<'c>>,
+}
+
+/// Pixels `j0 .. j0 + np` of a B whose pixels are contiguous.
+pub(crate) fn contiguous<'c>(k: &K<'_, 'c>, j0: IntValue<'c>, np: i64) -> R<Vec<IntValue<'c>>> {
+    (0..np).map(|j| k.add(j0, k.c(j))).collect()
+}
+
 /// The FMA chains of one tile over the K chunk `kb`: rows `i0 .. i0 + mr` of the panels at
 /// `a` (vector `v` at float `vecs[v].0 + k·vecs[v].1` for K step `k`, [`vectors`]; the last
-/// vector masked when `mr` is not a multiple of `w`) × pixels `j0 .. j0 + np` of `b` (row `k`
-/// at `b_row(k)`), vector `v` of pixel `j` at `v·np + j`. A chunk after the first starts
-/// from the sums in `slot`. The static tile and the run-time-sized one (`dynamic::chanvec`)
-/// share it, so their chains are the same.
+/// vector masked when `mr` is not a multiple of `w`) × the pixels of `bat` (K step `kk` of
+/// pixel `j` where [`BAt`] says; `kb` whole groups), vector `v` of pixel `j` at `v·np + j`.
+/// The loop runs over groups with their `T` steps unrolled in `kk` order. A chunk after the
+/// first starts from the sums in `slot`. The static tile and the run-time-sized one
+/// (`dynamic::chanvec`) share it, so their chains are the same.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn chains<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
     (a, b): (PointerValue<'c>, PointerValue<'c>),
     vecs: &[(IntValue<'c>, IntValue<'c>)],
-    b_row: &dyn Fn(IntValue<'c>) -> R<IntValue<'c>>,
+    bat: &BAt<'_, 'c>,
     slot: PointerValue<'c>,
     kb: KBlock<'c>,
     mr: i64,
-    (j0, np): (IntValue<'c>, i64),
 ) -> R<Vec<BasicValueEnum<'c>>> {
     let wl = w as i64;
+    let np = bat.pix.len() as i64;
+    let group = bat.group;
     let nv = (mr + wl - 1) / wl;
     let lanes = |v: i64| -> u32 { (mr - v * wl).min(wl) as u32 };
     // The weights one chunk on (below), per vector.
@@ -348,37 +407,46 @@ pub(crate) fn chains<'a, 'c>(
             .map(|i| Ok(k.ldv(slot, k.c(i * wl), w)?.into()))
             .collect::<R<_>>()?
     };
-    k.loop_carry(0, kb.len, 1, init, &mut |kq, cur| {
-        let kq = k.add(kb.k0, kq)?;
-        let at: Vec<IntValue> = vecs
-            .iter()
-            .map(|&(base, h)| k.add(base, llvm(k.b.build_int_mul(kq, h, "kh"))?))
-            .collect::<R<_>>()?;
-        let wv: Vec<VectorValue> = (0..nv)
-            .map(|v| {
-                let p = at[v as usize];
-                match lanes(v) {
-                    n if n == w => k.ldv(a, p, w),
-                    n => k.ldv_masked(a, p, w, n),
-                }
-            })
-            .collect::<R<_>>()?;
-        // The same weights one chunk on, into L2 (`prefetcht1`): the next chunk's first pixel
-        // tile then finds its panel slice there instead of waiting on memory. Past the panel's
-        // end the prefetch touches nothing (it never faults).
-        for (&p, &h) in at.iter().zip(&ahead) {
-            prefetch(k, a, k.add(p, h)?)?;
-        }
-        let bi = k.add(b_row(kq)?, j0)?;
-        let mut next = cur.to_vec();
-        for j in 0..np {
-            let x = k.splat(k.ld(b, k.add(bi, k.c(j))?)?, w)?;
-            for (v, &wvv) in wv.iter().enumerate() {
-                let i = v * np as usize + j as usize;
-                next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
+    let g0 = match group {
+        1 => kb.k0,
+        _ => llvm(k.b.build_int_unsigned_div(kb.k0, k.c(group), "g0"))?,
+    };
+    k.loop_carry(0, kb.len / group, 1, init, &mut |gi, cur| {
+        let g = k.add(g0, gi)?;
+        let mut cur = cur.to_vec();
+        for t in 0..group {
+            let kq = k.add(k.mul(g, group)?, k.c(t))?;
+            let at: Vec<IntValue> = vecs
+                .iter()
+                .map(|&(base, h)| k.add(base, llvm(k.b.build_int_mul(kq, h, "kh"))?))
+                .collect::<R<_>>()?;
+            let wv: Vec<VectorValue> = (0..nv)
+                .map(|v| {
+                    let p = at[v as usize];
+                    match lanes(v) {
+                        n if n == w => k.ldv(a, p, w),
+                        n => k.ldv_masked(a, p, w, n),
+                    }
+                })
+                .collect::<R<_>>()?;
+            // The same weights one chunk on, into L2 (`prefetcht1`): the next chunk's first
+            // pixel tile then finds its panel slice there instead of waiting on memory. Past
+            // the panel's end the prefetch touches nothing (it never faults).
+            for (&p, &h) in at.iter().zip(&ahead) {
+                prefetch(k, a, k.add(p, h)?)?;
             }
+            let bi = (bat.row)(g, t)?;
+            let mut next = cur.clone();
+            for (j, &pj) in bat.pix.iter().enumerate() {
+                let x = k.splat(k.ld(b, k.add(bi, pj)?)?, w)?;
+                for (v, &wvv) in wv.iter().enumerate() {
+                    let i = v * np as usize + j;
+                    next[i] = k.fma(x, wvv, cur[i].into_vector_value())?.into();
+                }
+            }
+            cur = next;
         }
-        Ok(next)
+        Ok(cur)
     })
 }
 

@@ -16,7 +16,8 @@ pub(crate) use chanvec::{
 };
 // The run-time-shaped channel-vector tiles (`dynamic::chanvec`) follow the static ones.
 pub(crate) use chanvec::{
-    chains as chanvec_chains, panel_vectors as chanvec_panel_vectors, KC as CHANVEC_KC,
+    chains as chanvec_chains, contiguous as chanvec_contiguous,
+    panel_vectors as chanvec_panel_vectors, BAt as ChanvecBAt, KC as CHANVEC_KC,
     VECTORS as CHANVEC_VECTORS,
 };
 // Where a GEMM's rows lie in weights packed as channel-vector panels.
@@ -29,7 +30,7 @@ pub(crate) use gemv::emit_rows_strided as gemv_rows_strided;
 use crate::nest::{K, R};
 use inkwell::values::PointerValue;
 use spec::Job;
-pub(crate) use spec::{finish, finish_lanes, finish_with, Epilogue, Gemm};
+pub(crate) use spec::{finish, finish_lanes, finish_with, Epilogue, Gemm, Grid};
 
 /// Emits a GEMM at the builder's position, the tile shape picked per shape (issue 6):
 /// - one column with contiguous A rows and B column (a 1×1 convolution on a 1×1 image, a
@@ -131,7 +132,11 @@ pub(crate) fn gemm_chanvec<'a, 'c>(
 /// [`gemm_part`] on an A packed at compile time into [`chanvec_rows`]-row panels (the whole
 /// of `gm.k` per panel): the channel-vector tiles on K steps `k0 .. k0 + len`, B holding only
 /// those rows; the partial sums wait in `sums` (`MR · gm.n` floats per panel) between parts.
-/// `gm.a` is the packed matrix's start, `rows` where the GEMM's rows lie in it.
+/// `gm.a` is the packed matrix's start, `rows` where the GEMM's rows lie in it. `direct`:
+/// B is not a panel but the image itself (or a padded copy of it), read in place (`(taps,
+/// grid)`: K step `c·T + t` of pixel `p` at `(c − c0)·gm.b_rs + taps[t]` plus the pixel's
+/// [`Grid`] offset, B starting at the part's first channel `c0`; `len` and `k0` whole
+/// channels).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_packed_part<'a, 'c>(
     k: &K<'a, 'c>,
@@ -143,11 +148,17 @@ pub(crate) fn gemm_packed_part<'a, 'c>(
     sums: PointerValue<'c>,
     steps: (inkwell::values::IntValue<'c>, i64),
     (first, last): (bool, bool),
+    direct: Option<(&[i64], Grid)>,
 ) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
     }
-    chanvec::emit_part(Job::new(k, w, gm, epi, res), rows, sums, steps, first, last)
+    let job = Job {
+        taps: direct.map(|d| d.0),
+        grid: direct.map(|d| d.1),
+        ..Job::new(k, w, gm, epi, res)
+    };
+    chanvec::emit_part(job, rows, sums, steps, first, last)
 }
 
 /// [`gemm`] as one part of a longer K sum, for callers that cut K themselves (the packed
@@ -192,6 +203,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
             epi,
             res,
             taps,
+            grid: None,
         },
         first,
         last,

@@ -43,6 +43,21 @@ pub(super) struct Job<'x, 'a, 'c> {
     pub epi: Epilogue<'c>,
     pub res: Option<PointerValue<'c>>,
     pub taps: Option<&'x [i64]>,
+    /// With `taps`, on the channel-vector tiles: B is an image read in place, pixel `p` of
+    /// the GEMM at its [`Grid`] offset (`conv::panel`'s unpadded strided blocks).
+    pub grid: Option<Grid>,
+}
+
+/// Where the pixels of a GEMM whose B is read in place from an image lie (the channel-vector
+/// tiles of an unpadded strided convolution, [`super::gemm_packed_part`]): pixel `p` (output
+/// row `p / ow`, column `p mod ow` of the block) at float `(p / ow)·row + (p mod ow)·col` of
+/// B, whose K step `kk = c·T + t` is at `(c − c0)·b_rs + taps[t]` (B from the part's first
+/// channel `c0`).
+#[derive(Clone, Copy)]
+pub(crate) struct Grid {
+    pub ow: i64,
+    pub col: i64,
+    pub row: i64,
 }
 
 impl<'x, 'a, 'c> Job<'x, 'a, 'c> {
@@ -61,6 +76,7 @@ impl<'x, 'a, 'c> Job<'x, 'a, 'c> {
             epi,
             res,
             taps: None,
+            grid: None,
         }
     }
 }

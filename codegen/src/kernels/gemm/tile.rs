@@ -119,7 +119,7 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
 /// the 7×7/2 stems (K = 147, 3 channels × 49 taps, blocks of 74 and 73 against `kc` =
 /// 128) of GoogLeNet, SqueezeNet and ResNet (docs/codegen.md "The 7×7/2 stems in one K
 /// block").
-fn one_block_within(groups: i64, kc: i64) -> i64 {
+pub(crate) fn one_block_within(groups: i64, kc: i64) -> i64 {
     if groups <= kc + kc / 4 {
         groups
     } else {
