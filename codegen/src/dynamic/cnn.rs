@@ -62,7 +62,7 @@ const DW_ROWS: i64 = 4;
 /// vectors ([`Spatial::rows_block`]).
 const DW_ROWS_NARROW: i64 = 8;
 /// Vector positions per block of a depthwise row run by [`Spatial::dw_row`] (its independent
-/// FMA chains); the mask table is padded to whole blocks.
+/// FMA chains); a power of two (the rest goes in blocks of its lower powers).
 const DW_COLS: i64 = 4;
 /// Vectors of output points up to which the other convolutions run flat (the static
 /// row-packed kernel's bound).
@@ -1012,13 +1012,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         } else {
                             self.r0
                         };
-                        d.loop_step(from, self.r1, 1, &mut |oy| {
-                            if img.taps.is_some() {
-                                self.dw_row(&img, oy)
-                            } else {
-                                self.row(&img, oy, true)
-                            }
-                        })
+                        d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))
                     };
                     // Rows with a kernel row outside the image: a depthwise plane's as
                     // [`Spatial::dw_row`], the others masked as [`Spatial::row`].
@@ -1538,18 +1532,6 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         })
     }
 
-    /// Blocks of `DW_COLS` vector positions covering a row: `⌈ow / (DW_COLS·W)⌉`, at least 1.
-    fn dw_blocks(&self) -> R<IntValue<'c>> {
-        let (d, k) = (self.d, &self.d.k);
-        let span = DW_COLS * self.w as i64;
-        let n = llvm(k.b.build_int_signed_div(
-            k.add(self.geo.ow, k.c(span - 1))?,
-            k.c(span),
-            "blocks",
-        ))?;
-        d.imax(n, k.c(1))
-    }
-
     /// Output row `oy` of a depthwise plane (one output channel per group, taps broadcast):
     /// its border rows and the interior rows left over by [`Spatial::rows_block`]. The static
     /// kernel emits such a row with only its kernel rows inside the image (known at compile
@@ -1557,7 +1539,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
     /// Here the kernel rows inside the image, `[ilo, ihi)`, are computed from `oy` and `h` and
     /// only they are loaded (a run-time loop over them, the taps loaded by index), and the
     /// positions go `DW_COLS` at a time (independent chains), every load and store masked by
-    /// the mask table (padded to whole blocks). Per output: the bias, one FMA per tap of the
+    /// the mask table. Per output: the bias, one FMA per tap of the
     /// rows inside in `(kh, kw)` order, the activation: the static border row's chain (the
     /// rows outside are the taps it drops; the masked-off columns add `w·0`, as its edge
     /// vectors do).
@@ -1583,9 +1565,9 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
             Some(p) => k.ld(p, k.c(0))?,
             None => k.f(0.0),
         };
-        let end = k.mul(self.dw_blocks()?, DW_COLS)?;
-        d.loop_step(k.c(0), end, DW_COLS, &mut |v0| {
-            let init: Vec<BasicValueEnum<'c>> = vec![k.splat(bias, w)?.into(); DW_COLS as usize];
+        // `n` positions from `v0`, each its own chain.
+        let block = |v0: IntValue<'c>, n: i64| -> R<()> {
+            let init: Vec<BasicValueEnum<'c>> = vec![k.splat(bias, w)?.into(); n as usize];
             let acc = d.carry(ilo, ihi, 1, init, &mut |i, cur| {
                 let mut acc: Vec<VectorValue<'c>> =
                     cur.iter().map(|v| v.into_vector_value()).collect();
@@ -1611,7 +1593,26 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                 d.stv_mask(img.o, k.add(orow, k.mul(v, wl)?)?, y, m)?;
             }
             Ok(())
-        })
+        };
+        // Blocks of `DW_COLS` positions, then the rest as blocks of 2 and 1 (at most one
+        // each): no position past the row is computed.
+        let vecs = llvm(k.b.build_int_signed_div(k.add(geo.ow, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let whole = k.mul(
+            llvm(k.b.build_int_signed_div(vecs, k.c(DW_COLS), "blocks"))?,
+            DW_COLS,
+        )?;
+        d.loop_step(k.c(0), whole, DW_COLS, &mut |v0| block(v0, DW_COLS))?;
+        let rest = d.sub(vecs, whole)?;
+        let mut at = whole;
+        let mut n = DW_COLS / 2;
+        while n >= 1 {
+            let bit = llvm(k.b.build_and(rest, k.c(n), "bit"))?;
+            let on = d.icmp(IntPredicate::NE, bit, k.c(0))?;
+            k.if_else(on, &mut |yes| if yes { block(at, n) } else { Ok(()) })?;
+            at = k.add(at, bit)?;
+            n /= 2;
+        }
+        Ok(())
     }
 
     /// One vector at `ox0` in each of `rows` (interior rows of a depthwise plane, one output
@@ -1747,9 +1748,8 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         let k = &d.k;
         let wl = w as i64;
         let n = geo.sw as u32 * w;
-        // Whole blocks of `DW_COLS` positions ([`Spatial::dw_row`]): the positions past `ow`
-        // get masks with no lane on.
-        let vecs = k.mul(self.dw_blocks()?, DW_COLS)?;
+        let vecs = llvm(k.b.build_int_signed_div(k.add(geo.ow, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let vecs = d.imax(vecs, k.c(1))?;
         let cols = llvm(k.b.build_array_alloca(
             k.ctx.bool_type().vec_type(n),
             d.imul(vecs, k.c(geo.kw))?,
