@@ -1532,17 +1532,18 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         })
     }
 
-    /// Output row `oy` of a depthwise plane (one output channel per group, taps broadcast):
-    /// its border rows and the interior rows left over by [`Spatial::rows_block`]. The static
-    /// kernel emits such a row with only its kernel rows inside the image (known at compile
-    /// time) and every vector position in one straight run, so the positions' chains overlap.
-    /// Here the kernel rows inside the image, `[ilo, ihi)`, are computed from `oy` and `h` and
-    /// only they are loaded (a run-time loop over them, the taps loaded by index), and the
-    /// positions go `DW_COLS` at a time (independent chains), every load and store masked by
-    /// the mask table. Per output: the bias, one FMA per tap of the
-    /// rows inside in `(kh, kw)` order, the activation: the static border row's chain (the
-    /// rows outside are the taps it drops; the masked-off columns add `w·0`, as its edge
-    /// vectors do).
+    /// Border row `oy` of a depthwise plane (one output channel per group, taps broadcast;
+    /// some kernel row outside the image). The static kernel emits such a row with only its
+    /// kernel rows inside the image (known at compile time) and every vector position in one
+    /// straight run, so the positions' chains overlap. Here the kernel rows inside,
+    /// `[ilo, ihi)`, are computed from `oy` and `h` and only they are loaded (a run-time loop
+    /// over them, the taps loaded by index), and the positions go `DW_COLS` at a time
+    /// (independent chains), every load and store masked by the mask table. Per output: the
+    /// bias, one FMA per tap of the rows inside in `(kh, kw)` order, the activation: the
+    /// static border row's chain (the rows outside are the taps it drops; the masked-off
+    /// columns add `w·0`, as its edge vectors do). The interior rows no block takes stay
+    /// with [`Spatial::row`]: through here (every position masked) the 3×3 layers of
+    /// PP-OCRv4 at 24×80 were slower (docs/codegen.md).
     fn dw_row(&self, img: &Img<'c>, oy: IntValue<'c>) -> R<()> {
         let (d, geo, w) = (self.d, self.geo, self.w);
         let k = &d.k;
