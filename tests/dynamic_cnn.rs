@@ -13,6 +13,8 @@
 //! `tests/dynamic/depthwise_narrow.tir`, depthwise planes of at most one vector per row;
 //! `tests/dynamic/depthwise_flat.tir`, flat depthwise planes in blocks of two groups and two
 //! vectors; `tests/dynamic/depthwise_rows.tir`, interior depthwise rows in blocks of 8 and 4;
+//! `tests/dynamic/depthwise_border.tir`, depthwise border rows with only the kernel rows
+//! inside the image, four vector positions at a time;
 //! `tests/dynamic/dense_tiles.tir`, dense convolutions in tiles of 8 output channels;
 //! `tests/dynamic/squeeze_excite.tir`, pointwise convolutions on a constant 1×1 image with a
 //! run-time batch; `tests/dynamic/pool_inside.tir`, pooling without padding whose windows
@@ -33,6 +35,7 @@ const CHANVEC: &str = "tests/dynamic/pointwise_chanvec.tir";
 const NARROW: &str = "tests/dynamic/depthwise_narrow.tir";
 const FLAT: &str = "tests/dynamic/depthwise_flat.tir";
 const ROWS: &str = "tests/dynamic/depthwise_rows.tir";
+const BORDER: &str = "tests/dynamic/depthwise_border.tir";
 const DENSE: &str = "tests/dynamic/dense_tiles.tir";
 const SQUEEZE: &str = "tests/dynamic/squeeze_excite.tir";
 const POOL: &str = "tests/dynamic/pool_inside.tir";
@@ -390,6 +393,40 @@ fn depthwise_row_blocks_of_eight_and_four_match_the_static_compile() {
         (40, 150),
     ] {
         check_threads(&dir, &ROWS_CASE, rows_exe(), &["b.npy", "c.npy"], h, w);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn border_exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    compiled(BORDER, &EXE)
+}
+
+const BORDER_CASE: Case = Case {
+    model: BORDER,
+    input: "x",
+    channels: 6,
+    interpret: true,
+};
+
+/// Depthwise rows with kernel rows outside the image, and interior rows no block takes,
+/// four vector positions at a time with only the kernel rows inside: heights where the
+/// 5×5/[2, 1] convolution has no interior row (2 output rows: the dilated one's smallest), one (3 rows, PP-OCRv4's
+/// 6 → 3) and many; at 16 lanes rows of 2, 3 (PP-OCRv4's 40), 4, 5 and 9 vectors (one block
+/// with positions past the row, whole blocks, two blocks and a part), on 1–3 threads.
+#[test]
+fn depthwise_border_rows_match_the_static_compile() {
+    let dir = scratch("border");
+    for (h, w) in [
+        (3, 40),
+        (4, 33),
+        (6, 40),
+        (7, 64),
+        (6, 70),
+        (30, 130),
+        (13, 37),
+    ] {
+        check_threads(&dir, &BORDER_CASE, border_exe(), &["b.npy", "c.npy"], h, w);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -61,6 +61,9 @@ const DW_ROWS: i64 = 4;
 /// Interior output rows per depthwise block when a row has no block of `NV_DEPTHWISE`
 /// vectors ([`Spatial::rows_block`]).
 const DW_ROWS_NARROW: i64 = 8;
+/// Vector positions per block of a depthwise row run by [`Spatial::dw_row`] (its independent
+/// FMA chains); a power of two (the rest goes in blocks of its lower powers).
+const DW_COLS: i64 = 4;
 /// Vectors of output points up to which the other convolutions run flat (the static
 /// row-packed kernel's bound).
 const FLAT_VECTORS: i64 = 100;
@@ -1011,8 +1014,17 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         };
                         d.loop_step(from, self.r1, 1, &mut |oy| self.row(&img, oy, true))
                     };
+                    // Rows with a kernel row outside the image: a depthwise plane's as
+                    // [`Spatial::dw_row`], the others masked as [`Spatial::row`].
+                    let border = |oy: IntValue<'c>| -> R<()> {
+                        if img.taps.is_some() {
+                            self.dw_row(&img, oy)
+                        } else {
+                            self.row(&img, oy, false)
+                        }
+                    };
                     let rows = || -> R<()> {
-                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| self.row(&img, oy, false))?;
+                        d.loop_step(k.c(0), self.r0, 1, &mut |oy| border(oy))?;
                         if img.taps.is_some() && geo.sh == 1 {
                             // Rows without blocks of `NV_DEPTHWISE` vectors (a 3×3 "same"
                             // row of at most 80 outputs at 16 lanes) in taller blocks: more
@@ -1027,7 +1039,7 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
                         } else {
                             interior(DW_ROWS)?;
                         }
-                        d.loop_step(self.r1, geo.oh, 1, &mut |oy| self.row(&img, oy, false))
+                        d.loop_step(self.r1, geo.oh, 1, &mut |oy| border(oy))
                     };
                     match flat {
                         Some((cond, masks)) if flat_here => k.if_else(cond, &mut |yes| {
@@ -1518,6 +1530,90 @@ impl<'d, 'a, 'c> Spatial<'d, 'a, 'c> {
         d.loop_step(single, geo.ow, wl, &mut |ox0| {
             self.dw_tile(img, &rows, ox0, true)
         })
+    }
+
+    /// Border row `oy` of a depthwise plane (one output channel per group, taps broadcast;
+    /// some kernel row outside the image). The static kernel emits such a row with only its
+    /// kernel rows inside the image (known at compile time) and every vector position in one
+    /// straight run, so the positions' chains overlap. Here the kernel rows inside,
+    /// `[ilo, ihi)`, are computed from `oy` and `h` and only they are loaded (a run-time loop
+    /// over them, the taps loaded by index), and the positions go `DW_COLS` at a time
+    /// (independent chains), every load and store masked by the mask table. Per output: the
+    /// bias, one FMA per tap of the rows inside in `(kh, kw)` order, the activation: the
+    /// static border row's chain (the rows outside are the taps it drops; the masked-off
+    /// columns add `w·0`, as its edge vectors do). The interior rows no block takes stay
+    /// with [`Spatial::row`]: through here (every position masked) the 3×3 layers of
+    /// PP-OCRv4 at 24×80 were slower (docs/codegen.md).
+    fn dw_row(&self, img: &Img<'c>, oy: IntValue<'c>) -> R<()> {
+        let (d, geo, w) = (self.d, self.geo, self.w);
+        let k = &d.k;
+        let (cols, stores) = self
+            .table
+            .ok_or_else(|| crate::CodegenError::Llvm("depthwise mask table not made".into()))?;
+        // Kernel row `i` reads input row `base + i·dh`, inside for `0 ≤ base + i·dh < h`:
+        // `i ≥ ⌈−base / dh⌉` and `i < ⌈(h − base) / dh⌉`, both clamped to `[0, kh]`.
+        let base = k.add(k.mul(oy, geo.sh)?, k.c(-geo.pt))?;
+        let ceil = |a: IntValue<'c>| -> R<IntValue<'c>> {
+            let q = d.floor_div(k.add(a, k.c(geo.dh - 1))?, geo.dh)?;
+            d.imin(d.imax(q, k.c(0))?, k.c(geo.kh))
+        };
+        let ilo = ceil(d.sub(k.c(0), base)?)?;
+        let ihi = d.imax(ceil(d.sub(geo.h, base)?)?, ilo)?;
+        let orow = d.imul(oy, geo.ow)?;
+        let s = geo.sw;
+        let wl = w as i64;
+        let bias = match img.bias {
+            Some(p) => k.ld(p, k.c(0))?,
+            None => k.f(0.0),
+        };
+        // `n` positions from `v0`, each its own chain.
+        let block = |v0: IntValue<'c>, n: i64| -> R<()> {
+            let init: Vec<BasicValueEnum<'c>> = vec![k.splat(bias, w)?.into(); n as usize];
+            let acc = d.carry(ilo, ihi, 1, init, &mut |i, cur| {
+                let mut acc: Vec<VectorValue<'c>> =
+                    cur.iter().map(|v| v.into_vector_value()).collect();
+                let row = d.imul(k.add(base, k.mul(i, geo.dh)?)?, geo.wi)?;
+                for j in 0..geo.kw {
+                    let tap = k.splat(k.ld(img.wt, k.add(k.mul(i, geo.kw)?, k.c(j))?)?, w)?;
+                    for (p, a) in acc.iter_mut().enumerate() {
+                        let v = k.add(v0, k.c(p as i64))?;
+                        let q = k.gep(cols, k.add(k.mul(v, geo.kw)?, k.c(j))?)?;
+                        let m = llvm(k.b.build_load(q, "cm"))?.into_vector_value();
+                        let at = k.add(row, k.c(j * geo.dw - geo.pl))?;
+                        let at = k.add(at, k.mul(v, wl * s)?)?;
+                        let x = self.every(d.ldv_mask(img.x, at, s as u32 * w, m)?)?;
+                        *a = k.fma(tap, x, *a)?;
+                    }
+                }
+                Ok(acc.into_iter().map(|v| v.into()).collect())
+            })?;
+            for (p, a) in acc.into_iter().enumerate() {
+                let v = k.add(v0, k.c(p as i64))?;
+                let y = vector_activation(d, w, geo.act, a.into_vector_value())?;
+                let m = llvm(k.b.build_load(k.gep(stores, v)?, "sm"))?.into_vector_value();
+                d.stv_mask(img.o, k.add(orow, k.mul(v, wl)?)?, y, m)?;
+            }
+            Ok(())
+        };
+        // Blocks of `DW_COLS` positions, then the rest as blocks of 2 and 1 (at most one
+        // each): no position past the row is computed.
+        let vecs = llvm(k.b.build_int_signed_div(k.add(geo.ow, k.c(wl - 1))?, k.c(wl), "vecs"))?;
+        let whole = k.mul(
+            llvm(k.b.build_int_signed_div(vecs, k.c(DW_COLS), "blocks"))?,
+            DW_COLS,
+        )?;
+        d.loop_step(k.c(0), whole, DW_COLS, &mut |v0| block(v0, DW_COLS))?;
+        let rest = d.sub(vecs, whole)?;
+        let mut at = whole;
+        let mut n = DW_COLS / 2;
+        while n >= 1 {
+            let bit = llvm(k.b.build_and(rest, k.c(n), "bit"))?;
+            let on = d.icmp(IntPredicate::NE, bit, k.c(0))?;
+            k.if_else(on, &mut |yes| if yes { block(at, n) } else { Ok(()) })?;
+            at = k.add(at, bit)?;
+            n /= 2;
+        }
+        Ok(())
     }
 
     /// One vector at `ox0` in each of `rows` (interior rows of a depthwise plane, one output
