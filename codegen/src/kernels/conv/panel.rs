@@ -50,7 +50,7 @@
 use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{
     chanvec_conv_rows, chanvec_rows, finish_lanes, gemm_packed_part, gemm_part, gemm_part_taps,
-    Epilogue, Gemm, PackedRows,
+    rows_outside, Epilogue, Gemm, PackedRows,
 };
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
@@ -292,10 +292,17 @@ const PACKED_MIN_K: i64 = 256;
 /// [`SUMS_BYTES`], and K at least [`PACKED_MIN_K`]. On the pixel-vector tiles a 196-pixel
 /// block (3·64 + 4) ended in a 12 × 1 tile with 4 live lanes, and read the unpacked weights
 /// as 6 row streams `C·9` floats apart. Stride-1 convolutions on the panel (Inception's stem
-/// rows, the 5×5 layers) keep their weights as stored (not measured here).
+/// rows, the 5×5 layers) keep their weights as stored (not measured here). Strided layers
+/// read in place are packed for their row GEMMs' wide tiles ([`row_gemm_panels`]).
 pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
     let kk = d.c * d.kh * d.kw;
-    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) || kk < PACKED_MIN_K || in_place(d) {
+    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) {
+        return None;
+    }
+    if in_place(d) {
+        return row_gemm_panels(d, w);
+    }
+    if kk < PACKED_MIN_K {
         return None;
     }
     let n = block_rows(d) * d.ow;
@@ -304,6 +311,23 @@ pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
         false => chanvec_conv_rows(w, n, kk, d.m),
     }?;
     ((d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES).then_some(mr)
+}
+
+/// The panel height of the weights of a strided layer read in place ([`row_gemms`]) whose
+/// row GEMMs (`OW` columns, `C·KH` groups of the [`tap_offsets`]) run their row tiles
+/// outside their column tiles ([`rows_outside`]: the 7×7/2 stems' 21 kernel rows of two
+/// planes, 19 KiB, fit the L1 panel): 6, the wide tiles' rows, which both the full column
+/// tiles and the rest tile of a row band read. Packed `[M/6][K][6]` at compile time, a K
+/// step's 6 broadcasts are one contiguous 24-byte run instead of 6 rows `K` floats (588
+/// bytes at K = 147) apart, so a tile's K loop reads A from one stream of lines, not 6 (the
+/// packing of BLIS's and MLAS's A panels). Only for layers cut by rows ([`cut_rows`]): each
+/// thread then runs every channel from panel 0, where chunks of channels could start
+/// inside a panel ([`super::channel_tiling`]).
+fn row_gemm_panels(d: &Conv, w: u32) -> Option<i64> {
+    if !row_gemms(d) || !cut_rows(d) {
+        return None;
+    }
+    rows_outside(w, d.ow, d.c * d.kh * d.kw, Some(&tap_offsets(d)))
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -334,11 +358,13 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 /// call; its size depends on the shape only, not on `d.m`: a channel tile packs the same
 /// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums and
 /// where the kernel's output channels lie in the packed weights (from row 0, or from a
-/// thread's chunk's first channel: [`Scratch::at_channel`]).
+/// thread's chunk's first channel: [`Scratch::at_channel`]); `row_panels`: the weights are
+/// packed for the row GEMMs of a strided in-place layer instead ([`row_gemm_panels`]).
 #[derive(Clone, Copy)]
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+    row_panels: bool,
 }
 
 impl<'c> Scratch<'c> {
@@ -373,7 +399,7 @@ pub(super) fn scratch<'a, 'c>(
     // One slot of `mr` floats per pixel for every panel, the last one's too (it may be
     // fewer than `mr` rows: its slots are whole vectors).
     let sums = match packed {
-        Some(mr) => {
+        Some(mr) if !in_place(d) => {
             let panels = (d.m + mr - 1) / mr;
             let floats = panels * mr * block_rows(d) * d.ow;
             let rows = PackedRows {
@@ -385,9 +411,13 @@ pub(super) fn scratch<'a, 'c>(
                 rows,
             ))
         }
-        None => None,
+        _ => None,
     };
-    Ok(Scratch { panel, sums })
+    Ok(Scratch {
+        panel,
+        sums,
+        row_panels: packed.is_some() && in_place(d),
+    })
 }
 
 /// The whole convolution (every image) at the builder's position.
@@ -427,6 +457,7 @@ pub(super) fn emit_rows<'a, 'c>(
         d,
         panel: scratch.panel,
         sums: scratch.sums,
+        row_panels: scratch.row_panels,
         io,
     };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
@@ -445,6 +476,8 @@ struct Block<'k, 'a, 'c> {
     /// The partial sums of the channel-vector tiles when the weights are packed, and where
     /// the block's channels lie in them.
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
+    /// The weights are packed for the row GEMMs' wide tiles ([`row_gemm_panels`]).
+    row_panels: bool,
     io: Io<'c>,
 }
 
@@ -561,7 +594,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 n,
                 k: d.c * taps,
             };
-            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, (true, false))?;
+            let part = (true, false);
+            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, part, false)?;
             self.copy_out(sums, (m0, mn), rows, (c_at, r_at), epi)
         };
         let full = d.m / IN_PLACE_GROUP * IN_PLACE_GROUP;
@@ -607,7 +641,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 Some(p) => Some(k.gep(p, px)?),
                 None => None,
             };
-            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, (true, true))
+            let part = (true, true);
+            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, part, self.row_panels)
         })
     }
 

@@ -6,7 +6,7 @@ mod chanvec;
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_K};
+pub(crate) use tile::{acc_regs, narrow_rows, rows_for, rows_outside, wide, PANEL_BYTES, SHORT_K};
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
 // A pointwise layer on them is cut for the threads by channel panels or by pixel tiles.
@@ -164,7 +164,7 @@ pub(crate) fn gemm_part<'a, 'c>(
     first: bool,
     last: bool,
 ) -> R<()> {
-    gemm_part_taps(k, w, gm, None, epi, res, (first, last))
+    gemm_part_taps(k, w, gm, None, epi, res, (first, last), false)
 }
 
 /// [`gemm_part`] whose B rows come in groups of `taps.len()` (the taps of one input channel
@@ -172,6 +172,10 @@ pub(crate) fn gemm_part<'a, 'c>(
 /// `kk = c·T + t` at `c·gm.b_rs + taps[t]`, `gm.k` a multiple of `T`. The K loop runs over
 /// the groups with the taps unrolled and K blocks are cut at whole groups, so each output is
 /// still one FMA chain in `kk` order. `None`: rows `gm.b_rs` apart ([`gemm_part`]).
+/// `panels`: A is packed at compile time as [`rows_outside`]`(w, gm.n, gm.k, taps)`-row
+/// panels (`[M/MR][K][MR]` from `gm.a`, the last `M mod MR` rows wide), refused for a
+/// GEMM whose tiles are not those rows.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_part_taps<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -180,6 +184,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
     (first, last): (bool, bool),
+    panels: bool,
 ) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
@@ -195,5 +200,6 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
         },
         first,
         last,
+        panels,
     )
 }

@@ -30,13 +30,15 @@ pub(crate) const PANEL_BYTES: i64 = 32 * 1024;
 
 /// The tile shapes of [`super::gemm`] but the matrix-vector product.
 pub(super) fn emit(j: Job) -> R<()> {
-    emit_part(j, true, true)
+    emit_part(j, true, true, false)
 }
 
 /// [`emit`] as one part of a longer K ([`super::gemm_part`]): `first` starts from zero, else
 /// from the partial sums in C; `last` applies the epilogue (and adds `res`), else stores the
-/// raw sums.
-pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()> {
+/// raw sums. `panels`: A is packed at compile time as [`rows_outside`]-row panels
+/// (`[M/MR][K][MR]`, `gm.a_rs` and `gm.a_cs` unused), refused unless the tiles run there
+/// (the caller packed for another shape).
+pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool, panels: bool) -> R<()> {
     let (k, w, gm) = (j.k, j.w, j.gm);
     let part = |kb: KBlock<'c>| KBlock {
         first: kb.first && first,
@@ -48,6 +50,18 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
     // K blocks count B's row groups (whole taps of one channel, or single rows).
     let group = group_len(j);
     let groups = gm.k / group;
+    let outside = rows_outside(w, gm.n, gm.k, j.taps);
+    if panels && outside != Some(mr_wide) {
+        return Err(crate::CodegenError::Unsupported {
+            op: "conv2d",
+            value: String::new(),
+            why: format!(
+                "weights packed in row panels for a GEMM of {} columns and K = {}, whose \
+                 row tiles do not run outside its column tiles",
+                gm.n, gm.k
+            ),
+        });
+    }
     if gm.n <= NARROW * wl {
         return narrow(j, part(KBlock::whole(k, groups)), false);
     }
@@ -63,7 +77,7 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         mr,
         nv,
         lanes,
-        panel: false,
+        panel: panels,
     };
     // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
     let rows = |kb, j0, nv: u32, lanes| {
@@ -80,23 +94,7 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         }
         Ok(())
     };
-    if gm.k <= SHORT_K {
-        let kb = part(KBlock::whole(k, groups));
-        return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
-    }
-    // The panel a K block keeps in L1 is what its groups touch: `nr` floats per row of B,
-    // but the taps of one channel read overlapping runs of the same copied rows (a 3×3
-    // kernel's nine runs of 64 floats cover three runs of 66), so they count once. On
-    // Inception v3's 147² stems that makes the whole K (32 channels, 19 KiB touched per
-    // column block) one block instead of three of 11 channels, and no tile stores and
-    // reloads its partial sums (docs/codegen.md "The in-place stems: one K block, blocks
-    // of three rows").
-    // Taps read in place whose whole B fits the L1 panel (a strided stem's output row: 21
-    // kernel rows of two column planes, 19 KiB at 112 wide): the row tiles go outside, as
-    // with a short K, so each tile's A rows (the big operand here: 37–56 KiB of weights)
-    // are read once per GEMM instead of once per column block, B staying in L1 across
-    // them (docs/codegen.md "The 7×7/2 stems read their taps in place").
-    if j.taps.is_some() && groups * runs_touched(j.taps, gm.n) * 4 <= PANEL_BYTES {
+    if outside.is_some() {
         let kb = part(KBlock::whole(k, groups));
         return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
     }
@@ -111,6 +109,34 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         }
         Ok(())
     })
+}
+
+/// The rows of the wide tiles (`MR` of [`wide`]) when a GEMM of `n` columns and K `kk`
+/// (B rows in groups of `taps`, if given) runs its row tiles outside its column tiles, each
+/// tile's `MR` rows of A read once per GEMM: a short K (at most [`SHORT_K`]), or taps read
+/// in place whose whole B fits the L1 panel. `None` for the narrow GEMMs (one column block)
+/// and the K-blocked ones (column blocks outside). With the rows outside, every tile of a
+/// row band (the full column tiles and the rest tile) has the same `MR` rows, so A may be
+/// packed at compile time as `[M/MR][K][MR]` panels for them ([`emit_part`]'s `panels`).
+pub(crate) fn rows_outside(w: u32, n: i64, kk: i64, taps: Option<&[i64]>) -> Option<i64> {
+    if n <= NARROW * w as i64 {
+        return None;
+    }
+    // The panel a K block keeps in L1 is what its groups touch: `nr` floats per row of B,
+    // but the taps of one channel read overlapping runs of the same copied rows (a 3×3
+    // kernel's nine runs of 64 floats cover three runs of 66), so they count once. On
+    // Inception v3's 147² stems that makes the whole K (32 channels, 19 KiB touched per
+    // column block) one block instead of three of 11 channels, and no tile stores and
+    // reloads its partial sums (docs/codegen.md "The in-place stems: one K block, blocks
+    // of three rows").
+    // Taps read in place whose whole B fits the L1 panel (a strided stem's output row: 21
+    // kernel rows of two column planes, 19 KiB at 112 wide): the row tiles go outside, as
+    // with a short K, so each tile's A rows (the big operand here: 37–56 KiB of weights)
+    // are read once per GEMM instead of once per column block, B staying in L1 across
+    // them (docs/codegen.md "The 7×7/2 stems read their taps in place").
+    let groups = kk / taps.map_or(1, |t| t.len().max(1) as i64);
+    let fits = taps.is_some() && groups * runs_touched(taps, n) * 4 <= PANEL_BYTES;
+    (kk <= SHORT_K || fits).then_some(wide(w).0)
 }
 
 /// The K block length for `groups` K groups whose L1 panel holds `kc`: all of them when
