@@ -228,20 +228,28 @@ fn padded(d: &Conv) -> i64 {
     d.ow + (d.kw - 1) / d.sw
 }
 
+/// Floats from one plane of a copied row to the next ([`in_place`]): [`padded`], with
+/// strides rounded up to whole 16-lane vectors (115 → 128 at 112 wide), so every plane
+/// starts on a 64-byte line and the taps `j < SW` of each kernel row (2 of a 7×7/2's 7) load
+/// whole lines instead of straddling two; the columns past [`padded`] are never read.
+fn plane_stride(d: &Conv) -> i64 {
+    if row_gemms(d) {
+        (padded(d) + 15) / 16 * 16
+    } else {
+        padded(d)
+    }
+}
+
 /// Input rows an in-place block of `rows` output rows copies per channel at a time: the
 /// block's `rows + KH − 1` with unit strides, one output row's `KH` with strides.
 fn copied_rows(d: &Conv, rows: i64) -> i64 {
-    if row_gemms(d) {
-        d.kh
-    } else {
-        rows + d.kh - 1
-    }
+    (rows - 1) * d.sh + d.kh
 }
 
 /// Floats of one input channel's copy for an in-place block of `rows` output rows: its
 /// copied rows, each as `SW` planes.
 fn channel_copy(d: &Conv, rows: i64) -> i64 {
-    copied_rows(d, rows) * d.sw * padded(d)
+    copied_rows(d, rows) * d.sw * plane_stride(d)
 }
 
 /// The taps of one K group of an in-place GEMM ([`crate::kernels::gemm::gemm_part_taps`]),
@@ -252,7 +260,7 @@ fn channel_copy(d: &Conv, rows: i64) -> i64 {
 /// unrolled taps of a 7×7 made the tiles' loop body ~2,000 instructions, whose B loads
 /// LLVM hoisted and spilled).
 fn tap_offsets(d: &Conv) -> Vec<i64> {
-    let wp = padded(d);
+    let wp = plane_stride(d);
     if row_gemms(d) {
         return (0..d.kw).map(|j| j % d.sw * wp + j / d.sw).collect();
     }
@@ -573,10 +581,10 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             act: d.act,
             row_slope: self.io.slope,
         };
-        if row_gemms(d) {
-            return self.row_gemms(oy0, rows, &offsets, (c_at, r_at), epi);
-        }
         self.copy_rows(oy0, copied)?;
+        if row_gemms(d) {
+            return self.row_gemms(rows, &offsets, (c_at, r_at), epi);
+        }
         let sums = k.gep(
             self.panel,
             k.c(d.c * channel_floats(d, w, block_rows(d)) + w as i64),
@@ -595,7 +603,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 k: d.c * taps,
             };
             let part = (true, false);
-            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, part, false)?;
+            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, part, (false, None))?;
             self.copy_out(sums, (m0, mn), rows, (c_at, r_at), epi)
         };
         let full = d.m / IN_PLACE_GROUP * IN_PLACE_GROUP;
@@ -615,22 +623,22 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     /// output row instead of `C·KH·KW` gathered panel rows.
     fn row_gemms(
         &self,
-        oy0: IntValue<'c>,
         rows: i64,
         offsets: &[i64],
         (c_at, r_at): (PointerValue<'c>, Option<PointerValue<'c>>),
         epi: Epilogue<'c>,
     ) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
+        let row = d.sw * plane_stride(d);
+        let split = Some((d.kh, copied_rows(d, rows) * row));
         k.loop_(0, rows, &mut |dy| {
-            self.copy_rows(k.add(oy0, dy)?, d.kh)?;
             let px = k.mul(dy, d.ow)?;
             let gm = Gemm {
                 a: self.io.w,
                 a_rs: d.c * d.kh * d.kw,
                 a_cs: 1,
-                b: self.panel,
-                b_rs: d.sw * padded(d),
+                b: k.gep(self.panel, k.mul(dy, d.sh * row)?)?,
+                b_rs: row,
                 c: k.gep(c_at, px)?,
                 c_rs: d.oh * d.ow,
                 m: d.m,
@@ -641,8 +649,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 Some(p) => Some(k.gep(p, px)?),
                 None => None,
             };
-            let part = (true, true);
-            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, part, self.row_panels)
+            let (part, a) = ((true, true), (self.row_panels, split));
+            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, part, a)
         })
     }
 
@@ -702,7 +710,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     fn copy_rows(&self, oy0: IntValue<'c>, copied: i64) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
-        let wp = padded(d);
+        let (wp, stride) = (padded(d), plane_stride(d));
         let zero = k.vty(w).const_zero();
         k.loop_(0, d.c, &mut |c| {
             let xc = k.mul(c, d.h * d.wi)?;
@@ -712,7 +720,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 let iy = k.add(iy0, q)?;
                 let inside = k.in_range(iy, 0, d.h)?;
                 let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
-                let prow = k.mul(k.add(row_c, q)?, d.sw * wp)?;
+                let prow = k.mul(k.add(row_c, q)?, d.sw * stride)?;
                 for (e, v) in (0..d.sw).flat_map(|e| (0..(wp + wl - 1) / wl).map(move |v| (e, v))) {
                     // Column `v·W + l` of plane `e` is the input's `SW·(v·W + l) + e − PL`:
                     // kernel column `e`'s tap of output column `v·W + l` (lanes past the
@@ -724,7 +732,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                         }
                         None => zero,
                     };
-                    let at = k.add(prow, k.c(e * wp + v * wl))?;
+                    let at = k.add(prow, k.c(e * stride + v * wl))?;
                     if lanes == wl {
                         k.stv(self.panel, at, val)?;
                     } else {

@@ -164,7 +164,7 @@ pub(crate) fn gemm_part<'a, 'c>(
     first: bool,
     last: bool,
 ) -> R<()> {
-    gemm_part_taps(k, w, gm, None, epi, res, (first, last), false)
+    gemm_part_taps(k, w, gm, None, epi, res, (first, last), (false, None))
 }
 
 /// [`gemm_part`] whose B rows come in groups of `taps.len()` (the taps of one input channel
@@ -174,7 +174,9 @@ pub(crate) fn gemm_part<'a, 'c>(
 /// still one FMA chain in `kk` order. `None`: rows `gm.b_rs` apart ([`gemm_part`]).
 /// `panels`: A is packed at compile time as [`rows_outside`]`(w, gm.n, gm.k, taps)`-row
 /// panels (`[M/MR][K][MR]` from `gm.a`, the last `M mod MR` rows wide), refused for a
-/// GEMM whose tiles are not those rows.
+/// GEMM whose tiles are not those rows. `split`: `(per, stride)`, the groups come `per` to
+/// an input channel whose rows are `stride` floats apart (group `c·per + i` at `c·stride +
+/// i·gm.b_rs`), for GEMMs whose row tiles run outside (one K block).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_part_taps<'a, 'c>(
     k: &K<'a, 'c>,
@@ -184,7 +186,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
     (first, last): (bool, bool),
-    panels: bool,
+    (panels, split): (bool, Option<(i64, i64)>),
 ) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
@@ -197,6 +199,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
             epi,
             res,
             taps,
+            split,
         },
         first,
         last,

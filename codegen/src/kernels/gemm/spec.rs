@@ -43,6 +43,10 @@ pub(super) struct Job<'x, 'a, 'c> {
     pub epi: Epilogue<'c>,
     pub res: Option<PointerValue<'c>>,
     pub taps: Option<&'x [i64]>,
+    /// B's groups of taps come `per` to a channel, the channels `stride` floats apart: group
+    /// `c·per + i` at `c·stride + i·gm.b_rs` ([`super::gemm_part_taps`]); `None`: group `g` at
+    /// `g·gm.b_rs`.
+    pub split: Option<(i64, i64)>,
 }
 
 impl<'x, 'a, 'c> Job<'x, 'a, 'c> {
@@ -61,6 +65,7 @@ impl<'x, 'a, 'c> Job<'x, 'a, 'c> {
             epi,
             res,
             taps: None,
+            split: None,
         }
     }
 }

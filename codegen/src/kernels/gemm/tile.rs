@@ -51,7 +51,10 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool, panels:
     let group = group_len(j);
     let groups = gm.k / group;
     let outside = rows_outside(w, gm.n, gm.k, j.taps);
-    if panels && outside != Some(mr_wide) {
+    let split_whole = j
+        .split
+        .is_none_or(|(per, _)| outside.is_some() && groups % per == 0);
+    if (panels && outside != Some(mr_wide)) || !split_whole {
         return Err(crate::CodegenError::Unsupported {
             op: "conv2d",
             value: String::new(),
@@ -369,9 +372,8 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
     // offset 0, per group without taps), the group's rows unrolled in `kk` order.
     let taps = j.taps.unwrap_or(&[0]);
     let group = taps.len() as i64;
-    let acc = k.loop_carry(0, kb.len, 1, init, &mut |g, cur| {
-        let g = k.add(kb.k0, g)?;
-        let gb = k.add(k.mul(g, gm.b_rs)?, j0)?;
+    // Group `g` (from `gb`, its B row's index at column `j0`) on the sums `cur`.
+    let step = |g: IntValue<'c>, gb: IntValue<'c>, cur: &[BasicValueEnum<'c>]| {
         let mut cur = cur.to_vec();
         for (t, &off) in taps.iter().enumerate() {
             let kk = k.add(k.mul(g, group)?, k.c(t as i64))?;
@@ -397,7 +399,22 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
             cur = next;
         }
         Ok(cur)
-    })?;
+    };
+    let acc = match j.split {
+        None => k.loop_carry(0, kb.len, 1, init, &mut |g, cur| {
+            let g = k.add(kb.k0, g)?;
+            step(g, k.add(k.mul(g, gm.b_rs)?, j0)?, cur)
+        })?,
+        // Groups `per` to a channel (`kb` the whole K, [`emit_part`]): group `c·per + i` at
+        // `c·stride + i·b_rs`, a loop over channels around one over their groups.
+        Some((per, stride)) => k.loop_carry(0, kb.len / per, 1, init, &mut |c, cur| {
+            let cb = k.add(k.mul(c, stride)?, j0)?;
+            let g0 = k.mul(c, per)?;
+            k.loop_carry(0, per, 1, cur.to_vec(), &mut |i, cur| {
+                step(k.add(g0, i)?, k.add(cb, k.mul(i, gm.b_rs)?)?, cur)
+            })
+        })?,
+    };
     for (r, &row) in rows.iter().enumerate() {
         for v in 0..nv {
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
