@@ -50,7 +50,7 @@
 use super::geometry::{Conv, Io};
 use crate::kernels::gemm::{
     chanvec_conv_rows, chanvec_rows, finish_lanes, gemm_packed_part, gemm_part, gemm_part_taps,
-    rows_outside, Epilogue, Gemm, PackedRows,
+    Epilogue, Gemm, PackedRows,
 };
 use crate::nest::{llvm, K, R};
 use inkwell::values::{IntValue, PointerValue, VectorValue};
@@ -171,8 +171,8 @@ const IN_PLACE_GROUP: i64 = 64;
 /// [`crate::kernels::gemm::gemm_part_taps`]; the `KW − 1` columns per row that straddle
 /// two rows are computed and dropped when the sums are copied out). With strides the rows
 /// of consecutive output rows are `SH` input rows apart, which no single column index
-/// spans, so each output row copies its own `KH` rows and is its own GEMM of `OW` columns,
-/// straight into the output: the 7×7/2 stems of ResNet, GoogLeNet (112²) and SqueezeNet
+/// spans, so each output row is its own GEMM of `OW` columns on its `KH` rows of the
+/// block's copy, straight into the output: the 7×7/2 stems of ResNet, GoogLeNet (112²) and SqueezeNet
 /// (109²) 6–8% faster than on the per-tap panel (docs/codegen.md "The 7×7/2 stems read
 /// their taps in place").
 fn in_place(d: &Conv) -> bool {
@@ -228,20 +228,11 @@ fn padded(d: &Conv) -> i64 {
     d.ow + (d.kw - 1) / d.sw
 }
 
-/// Floats from one plane of a copied row to the next ([`in_place`]): [`padded`], with
-/// strides rounded up to whole 16-lane vectors (115 → 128 at 112 wide), so every plane
-/// starts on a 64-byte line and the taps `j < SW` of each kernel row (2 of a 7×7/2's 7) load
-/// whole lines instead of straddling two; the columns past [`padded`] are never read.
-fn plane_stride(d: &Conv) -> i64 {
-    if row_gemms(d) {
-        (padded(d) + 15) / 16 * 16
-    } else {
-        padded(d)
-    }
-}
-
-/// Input rows an in-place block of `rows` output rows copies per channel at a time: the
-/// block's `rows + KH − 1` with unit strides, one output row's `KH` with strides.
+/// Input rows an in-place block of `rows` output rows copies per channel: the block's
+/// `(rows − 1)·SH + KH` (`rows + KH − 1` with unit strides). With strides consecutive
+/// output rows share `KH − SH` of their input rows (5 of a 7×7/2's 7), so a block of 2 rows
+/// copies 9 rows, not 14: the copy was 6–7% of the 7×7/2 stems' samples (`perf annotate`)
+/// when each output row copied its own `KH`.
 fn copied_rows(d: &Conv, rows: i64) -> i64 {
     (rows - 1) * d.sh + d.kh
 }
@@ -249,7 +240,7 @@ fn copied_rows(d: &Conv, rows: i64) -> i64 {
 /// Floats of one input channel's copy for an in-place block of `rows` output rows: its
 /// copied rows, each as `SW` planes.
 fn channel_copy(d: &Conv, rows: i64) -> i64 {
-    copied_rows(d, rows) * d.sw * plane_stride(d)
+    copied_rows(d, rows) * d.sw * padded(d)
 }
 
 /// The taps of one K group of an in-place GEMM ([`crate::kernels::gemm::gemm_part_taps`]),
@@ -260,7 +251,7 @@ fn channel_copy(d: &Conv, rows: i64) -> i64 {
 /// unrolled taps of a 7×7 made the tiles' loop body ~2,000 instructions, whose B loads
 /// LLVM hoisted and spilled).
 fn tap_offsets(d: &Conv) -> Vec<i64> {
-    let wp = plane_stride(d);
+    let wp = padded(d);
     if row_gemms(d) {
         return (0..d.kw).map(|j| j % d.sw * wp + j / d.sw).collect();
     }
@@ -300,17 +291,10 @@ const PACKED_MIN_K: i64 = 256;
 /// [`SUMS_BYTES`], and K at least [`PACKED_MIN_K`]. On the pixel-vector tiles a 196-pixel
 /// block (3·64 + 4) ended in a 12 × 1 tile with 4 live lanes, and read the unpacked weights
 /// as 6 row streams `C·9` floats apart. Stride-1 convolutions on the panel (Inception's stem
-/// rows, the 5×5 layers) keep their weights as stored (not measured here). Strided layers
-/// read in place are packed for their row GEMMs' wide tiles ([`row_gemm_panels`]).
+/// rows, the 5×5 layers) keep their weights as stored (not measured here).
 pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
     let kk = d.c * d.kh * d.kw;
-    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) {
-        return None;
-    }
-    if in_place(d) {
-        return row_gemm_panels(d, w);
-    }
-    if kk < PACKED_MIN_K {
+    if !applies(d, w) || d.n < 1 || (d.sh == 1 && d.sw == 1) || kk < PACKED_MIN_K || in_place(d) {
         return None;
     }
     let n = block_rows(d) * d.ow;
@@ -319,23 +303,6 @@ pub(crate) fn packed_rows(d: &Conv, w: u32) -> Option<i64> {
         false => chanvec_conv_rows(w, n, kk, d.m),
     }?;
     ((d.m + mr - 1) / mr * mr * n * 4 <= SUMS_BYTES).then_some(mr)
-}
-
-/// The panel height of the weights of a strided layer read in place ([`row_gemms`]) whose
-/// row GEMMs (`OW` columns, `C·KH` groups of the [`tap_offsets`]) run their row tiles
-/// outside their column tiles ([`rows_outside`]: the 7×7/2 stems' 21 kernel rows of two
-/// planes, 19 KiB, fit the L1 panel): 6, the wide tiles' rows, which both the full column
-/// tiles and the rest tile of a row band read. Packed `[M/6][K][6]` at compile time, a K
-/// step's 6 broadcasts are one contiguous 24-byte run instead of 6 rows `K` floats (588
-/// bytes at K = 147) apart, so a tile's K loop reads A from one stream of lines, not 6 (the
-/// packing of BLIS's and MLAS's A panels). Only for layers cut by rows ([`cut_rows`]): each
-/// thread then runs every channel from panel 0, where chunks of channels could start
-/// inside a panel ([`super::channel_tiling`]).
-fn row_gemm_panels(d: &Conv, w: u32) -> Option<i64> {
-    if !row_gemms(d) || !cut_rows(d) {
-        return None;
-    }
-    rows_outside(w, d.ow, d.c * d.kh * d.kw, Some(&tap_offsets(d)))
 }
 
 /// The panel's row stride for `rows` output rows: whole vectors, so every row starts aligned.
@@ -366,13 +333,11 @@ fn chunks(d: &Conv, w: u32) -> (i64, i64) {
 /// call; its size depends on the shape only, not on `d.m`: a channel tile packs the same
 /// panel) and, for weights packed in `mr`-row panels ([`packed_rows`]), the partial sums and
 /// where the kernel's output channels lie in the packed weights (from row 0, or from a
-/// thread's chunk's first channel: [`Scratch::at_channel`]); `row_panels`: the weights are
-/// packed for the row GEMMs of a strided in-place layer instead ([`row_gemm_panels`]).
+/// thread's chunk's first channel: [`Scratch::at_channel`]).
 #[derive(Clone, Copy)]
 pub(super) struct Scratch<'c> {
     panel: PointerValue<'c>,
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
-    row_panels: bool,
 }
 
 impl<'c> Scratch<'c> {
@@ -407,7 +372,7 @@ pub(super) fn scratch<'a, 'c>(
     // One slot of `mr` floats per pixel for every panel, the last one's too (it may be
     // fewer than `mr` rows: its slots are whole vectors).
     let sums = match packed {
-        Some(mr) if !in_place(d) => {
+        Some(mr) => {
             let panels = (d.m + mr - 1) / mr;
             let floats = panels * mr * block_rows(d) * d.ow;
             let rows = PackedRows {
@@ -419,13 +384,9 @@ pub(super) fn scratch<'a, 'c>(
                 rows,
             ))
         }
-        _ => None,
+        None => None,
     };
-    Ok(Scratch {
-        panel,
-        sums,
-        row_panels: packed.is_some() && in_place(d),
-    })
+    Ok(Scratch { panel, sums })
 }
 
 /// The whole convolution (every image) at the builder's position.
@@ -465,7 +426,6 @@ pub(super) fn emit_rows<'a, 'c>(
         d,
         panel: scratch.panel,
         sums: scratch.sums,
-        row_panels: scratch.row_panels,
         io,
     };
     k.loop_step(0, full, r, &mut |dy| blk.run(k.add(oy0, dy)?, r))?;
@@ -484,8 +444,6 @@ struct Block<'k, 'a, 'c> {
     /// The partial sums of the channel-vector tiles when the weights are packed, and where
     /// the block's channels lie in them.
     sums: Option<(PointerValue<'c>, PackedRows<'c>)>,
-    /// The weights are packed for the row GEMMs' wide tiles ([`row_gemm_panels`]).
-    row_panels: bool,
     io: Io<'c>,
 }
 
@@ -603,7 +561,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 k: d.c * taps,
             };
             let part = (true, false);
-            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, part, (false, None))?;
+            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, part, None)?;
             self.copy_out(sums, (m0, mn), rows, (c_at, r_at), epi)
         };
         let full = d.m / IN_PLACE_GROUP * IN_PLACE_GROUP;
@@ -614,9 +572,11 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         Ok(())
     }
 
-    /// A strided in-place block of `rows` output rows from `oy0`: per output row, its `KH`
-    /// input rows of every channel copied as planes ([`Block::copy_rows`]), then a GEMM of
-    /// `OW` columns on them (`offsets`: [`tap_offsets`]) whose epilogue stores straight into
+    /// A strided in-place block of `rows` output rows, its input rows of every channel
+    /// copied as planes ([`Block::copy_rows`], [`copied_rows`]): per output row `dy` a GEMM
+    /// of `OW` columns on its `KH` rows from row `dy·SH` of each channel (`offsets`:
+    /// [`tap_offsets`]; the `C·KH` groups split by channel, as the channels' copies are
+    /// `copied_rows` rows apart, not `KH`) whose epilogue stores straight into
     /// the output at `c_at` (the residual at `r_at`), row by row: `OW` columns are all
     /// outputs, no copy-out. At 112 wide a row is 7 whole vectors, as many as a block of 224
     /// pixels on the per-tap panel runs per row, and the copy is `C·KH·SW` plane rows per
@@ -629,7 +589,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         epi: Epilogue<'c>,
     ) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
-        let row = d.sw * plane_stride(d);
+        let row = d.sw * padded(d);
         let split = Some((d.kh, copied_rows(d, rows) * row));
         k.loop_(0, rows, &mut |dy| {
             let px = k.mul(dy, d.ow)?;
@@ -649,8 +609,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 Some(p) => Some(k.gep(p, px)?),
                 None => None,
             };
-            let (part, a) = ((true, true), (self.row_panels, split));
-            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, part, a)
+            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, (true, true), split)
         })
     }
 
@@ -710,7 +669,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
     fn copy_rows(&self, oy0: IntValue<'c>, copied: i64) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
         let wl = w as i64;
-        let (wp, stride) = (padded(d), plane_stride(d));
+        let wp = padded(d);
         let zero = k.vty(w).const_zero();
         k.loop_(0, d.c, &mut |c| {
             let xc = k.mul(c, d.h * d.wi)?;
@@ -720,7 +679,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 let iy = k.add(iy0, q)?;
                 let inside = k.in_range(iy, 0, d.h)?;
                 let xrow = k.add(xc, k.mul(k.iclamp(iy, 0, d.h - 1)?, d.wi)?)?;
-                let prow = k.mul(k.add(row_c, q)?, d.sw * stride)?;
+                let prow = k.mul(k.add(row_c, q)?, d.sw * wp)?;
                 for (e, v) in (0..d.sw).flat_map(|e| (0..(wp + wl - 1) / wl).map(move |v| (e, v))) {
                     // Column `v·W + l` of plane `e` is the input's `SW·(v·W + l) + e − PL`:
                     // kernel column `e`'s tap of output column `v·W + l` (lanes past the
@@ -732,7 +691,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                         }
                         None => zero,
                     };
-                    let at = k.add(prow, k.c(e * stride + v * wl))?;
+                    let at = k.add(prow, k.c(e * wp + v * wl))?;
                     if lanes == wl {
                         k.stv(self.panel, at, val)?;
                     } else {
@@ -915,11 +874,13 @@ mod tests {
     #[test]
     fn strided_stems_read_their_taps_in_place() {
         // ResNet's and GoogLeNet's 3→64 7×7/2 onto 112² (pad 3): blocks of 2 rows, each
-        // output row 7 vectors (224 pixels: 14), copying 7 rows of 2 planes of 115 floats.
+        // output row 7 vectors (224 pixels: 14), a block copying 9 rows (2 output rows' 7,
+        // 5 shared) of 2 planes of 115 floats.
         let d = strided(3, 64, 224, 7);
         assert!(applies(&d, 16) && in_place(&d) && row_gemms(&d));
         assert_eq!((block_rows(&d), padded(&d)), (2, 115));
         assert_eq!(chunks(&d, 16), (3, 1));
+        assert_eq!((copied_rows(&d, 2), copied_rows(&d, 1)), (9, 7));
         assert_eq!(tap_offsets(&d), [0, 115, 1, 116, 2, 117, 3]);
         // SqueezeNet's 3→96 onto 109² (no padding): 7 vectors per row, 218 pixels 14.
         let mut d = strided(3, 96, 224, 7);

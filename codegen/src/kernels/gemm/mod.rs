@@ -6,7 +6,7 @@ mod chanvec;
 mod gemv;
 mod spec;
 mod tile;
-pub(crate) use tile::{acc_regs, narrow_rows, rows_for, rows_outside, wide, PANEL_BYTES, SHORT_K};
+pub(crate) use tile::{acc_regs, narrow_rows, rows_for, wide, PANEL_BYTES, SHORT_K};
 // Small images with vectors along the output channels (their weights' panel height).
 pub(crate) use chanvec::{conv_panel_rows as chanvec_conv_rows, panel_rows as chanvec_rows};
 // A pointwise layer on them is cut for the threads by channel panels or by pixel tiles.
@@ -164,7 +164,7 @@ pub(crate) fn gemm_part<'a, 'c>(
     first: bool,
     last: bool,
 ) -> R<()> {
-    gemm_part_taps(k, w, gm, None, epi, res, (first, last), (false, None))
+    gemm_part_taps(k, w, gm, None, epi, res, (first, last), None)
 }
 
 /// [`gemm_part`] whose B rows come in groups of `taps.len()` (the taps of one input channel
@@ -172,11 +172,9 @@ pub(crate) fn gemm_part<'a, 'c>(
 /// `kk = c·T + t` at `c·gm.b_rs + taps[t]`, `gm.k` a multiple of `T`. The K loop runs over
 /// the groups with the taps unrolled and K blocks are cut at whole groups, so each output is
 /// still one FMA chain in `kk` order. `None`: rows `gm.b_rs` apart ([`gemm_part`]).
-/// `panels`: A is packed at compile time as [`rows_outside`]`(w, gm.n, gm.k, taps)`-row
-/// panels (`[M/MR][K][MR]` from `gm.a`, the last `M mod MR` rows wide), refused for a
-/// GEMM whose tiles are not those rows. `split`: `(per, stride)`, the groups come `per` to
-/// an input channel whose rows are `stride` floats apart (group `c·per + i` at `c·stride +
-/// i·gm.b_rs`), for GEMMs whose row tiles run outside (one K block).
+/// `split`: `(per, stride)`, the groups come `per` to an input channel whose rows are
+/// `stride` floats apart (group `c·per + i` at `c·stride + i·gm.b_rs`), for a GEMM whose
+/// row tiles run outside its column tiles (one K block; refused otherwise).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_part_taps<'a, 'c>(
     k: &K<'a, 'c>,
@@ -186,7 +184,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
     (first, last): (bool, bool),
-    (panels, split): (bool, Option<(i64, i64)>),
+    split: Option<(i64, i64)>,
 ) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
@@ -203,6 +201,5 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
         },
         first,
         last,
-        panels,
     )
 }

@@ -30,15 +30,13 @@ pub(crate) const PANEL_BYTES: i64 = 32 * 1024;
 
 /// The tile shapes of [`super::gemm`] but the matrix-vector product.
 pub(super) fn emit(j: Job) -> R<()> {
-    emit_part(j, true, true, false)
+    emit_part(j, true, true)
 }
 
 /// [`emit`] as one part of a longer K ([`super::gemm_part`]): `first` starts from zero, else
 /// from the partial sums in C; `last` applies the epilogue (and adds `res`), else stores the
-/// raw sums. `panels`: A is packed at compile time as [`rows_outside`]-row panels
-/// (`[M/MR][K][MR]`, `gm.a_rs` and `gm.a_cs` unused), refused unless the tiles run there
-/// (the caller packed for another shape).
-pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool, panels: bool) -> R<()> {
+/// raw sums.
+pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()> {
     let (k, w, gm) = (j.k, j.w, j.gm);
     let part = |kb: KBlock<'c>| KBlock {
         first: kb.first && first,
@@ -51,16 +49,15 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool, panels:
     let group = group_len(j);
     let groups = gm.k / group;
     let outside = rows_outside(w, gm.n, gm.k, j.taps);
-    let split_whole = j
-        .split
-        .is_none_or(|(per, _)| outside.is_some() && groups % per == 0);
-    if (panels && outside != Some(mr_wide)) || !split_whole {
+    if j.split
+        .is_some_and(|(per, _)| outside.is_none() || groups % per != 0)
+    {
         return Err(crate::CodegenError::Unsupported {
             op: "conv2d",
             value: String::new(),
             why: format!(
-                "weights packed in row panels for a GEMM of {} columns and K = {}, whose \
-                 row tiles do not run outside its column tiles",
+                "tap groups split by channel for a GEMM of {} columns and K = {}, whose row \
+                 tiles do not run outside its column tiles",
                 gm.n, gm.k
             ),
         });
@@ -80,7 +77,7 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool, panels:
         mr,
         nv,
         lanes,
-        panel: panels,
+        panel: false,
     };
     // A column block's row tiles, as many rows per tile as `nv` vectors leave accumulators.
     let rows = |kb, j0, nv: u32, lanes| {
@@ -114,14 +111,12 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool, panels:
     })
 }
 
-/// The rows of the wide tiles (`MR` of [`wide`]) when a GEMM of `n` columns and K `kk`
-/// (B rows in groups of `taps`, if given) runs its row tiles outside its column tiles, each
-/// tile's `MR` rows of A read once per GEMM: a short K (at most [`SHORT_K`]), or taps read
-/// in place whose whole B fits the L1 panel. `None` for the narrow GEMMs (one column block)
-/// and the K-blocked ones (column blocks outside). With the rows outside, every tile of a
-/// row band (the full column tiles and the rest tile) has the same `MR` rows, so A may be
-/// packed at compile time as `[M/MR][K][MR]` panels for them ([`emit_part`]'s `panels`).
-pub(crate) fn rows_outside(w: u32, n: i64, kk: i64, taps: Option<&[i64]>) -> Option<i64> {
+/// Whether a GEMM of `n` columns and K `kk` (B rows in groups of `taps`, if given) runs its
+/// row tiles outside its column tiles, each tile's rows of A read once per GEMM (the rows
+/// of the wide tiles, [`wide`]): a short K (at most [`SHORT_K`]), or taps read in place
+/// whose whole B fits the L1 panel. `None` for the narrow GEMMs (one column block) and the
+/// K-blocked ones (column blocks outside).
+fn rows_outside(w: u32, n: i64, kk: i64, taps: Option<&[i64]>) -> Option<i64> {
     if n <= NARROW * w as i64 {
         return None;
     }
@@ -372,7 +367,7 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
     // offset 0, per group without taps), the group's rows unrolled in `kk` order.
     let taps = j.taps.unwrap_or(&[0]);
     let group = taps.len() as i64;
-    // Group `g` (from `gb`, its B row's index at column `j0`) on the sums `cur`.
+    // Group `g` (`gb`: its B row's index at column `j0`) on the sums `cur`.
     let step = |g: IntValue<'c>, gb: IntValue<'c>, cur: &[BasicValueEnum<'c>]| {
         let mut cur = cur.to_vec();
         for (t, &off) in taps.iter().enumerate() {
