@@ -413,13 +413,17 @@ fn conv2d_strided_packed_panel() {
 /// column: ResNet's padded stem at 112 wide (pad 3; 35 output channels, a 5-row tile tail), a
 /// residual and PReLU in the epilogue, SqueezeNet's unpadded one at 109 wide (a masked
 /// last vector) with a one-row tail block, an odd width (94) with asymmetric padding, a
-/// 5×5 with strides 2 and 3 onto 96, and a batch of 2. `check` runs them on 1–3 threads.
+/// 5×5 with strides 2 and 3 onto 96, and a batch of 2. Each block of output rows copies
+/// its input rows once (the rows consecutive output rows share, once), its channels' copies
+/// `(rows − 1)·SH + KH` rows apart: 4 input channels into 70 outputs (a 4-row tile tail) on
+/// 13 output rows (a one-row tail block copying 7). `check` runs them on 1–3 threads.
 #[test]
 fn conv2d_strided_stems_read_taps_in_place() {
     #[allow(clippy::type_complexity)]
-    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4]); 4] = [
+    let shapes: [(u64, u64, u64, u64, u64, u64, [u64; 2], [u64; 4]); 5] = [
         // (n, c, h, w, m, k, strides, pads)
         (1, 3, 40, 224, 35, 7, [2, 2], [3, 3, 3, 3]),
+        (1, 4, 25, 224, 70, 7, [2, 2], [3, 3, 3, 3]),
         (1, 3, 31, 223, 40, 7, [2, 2], [0, 0, 0, 0]),
         (2, 3, 44, 189, 33, 7, [2, 2], [2, 3, 1, 1]),
         (1, 2, 30, 286, 34, 5, [2, 3], [2, 2, 2, 2]),

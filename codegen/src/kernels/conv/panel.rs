@@ -171,8 +171,8 @@ const IN_PLACE_GROUP: i64 = 64;
 /// [`crate::kernels::gemm::gemm_part_taps`]; the `KW − 1` columns per row that straddle
 /// two rows are computed and dropped when the sums are copied out). With strides the rows
 /// of consecutive output rows are `SH` input rows apart, which no single column index
-/// spans, so each output row copies its own `KH` rows and is its own GEMM of `OW` columns,
-/// straight into the output: the 7×7/2 stems of ResNet, GoogLeNet (112²) and SqueezeNet
+/// spans, so each output row is its own GEMM of `OW` columns on its `KH` rows of the
+/// block's copy, straight into the output: the 7×7/2 stems of ResNet, GoogLeNet (112²) and SqueezeNet
 /// (109²) 6–8% faster than on the per-tap panel (docs/codegen.md "The 7×7/2 stems read
 /// their taps in place").
 fn in_place(d: &Conv) -> bool {
@@ -228,14 +228,13 @@ fn padded(d: &Conv) -> i64 {
     d.ow + (d.kw - 1) / d.sw
 }
 
-/// Input rows an in-place block of `rows` output rows copies per channel at a time: the
-/// block's `rows + KH − 1` with unit strides, one output row's `KH` with strides.
+/// Input rows an in-place block of `rows` output rows copies per channel: the block's
+/// `(rows − 1)·SH + KH` (`rows + KH − 1` with unit strides). With strides consecutive
+/// output rows share `KH − SH` of their input rows (5 of a 7×7/2's 7), so a block of 2 rows
+/// copies 9 rows, not 14: the copy was 6–7% of the 7×7/2 stems' samples (`perf annotate`)
+/// when each output row copied its own `KH`.
 fn copied_rows(d: &Conv, rows: i64) -> i64 {
-    if row_gemms(d) {
-        d.kh
-    } else {
-        rows + d.kh - 1
-    }
+    (rows - 1) * d.sh + d.kh
 }
 
 /// Floats of one input channel's copy for an in-place block of `rows` output rows: its
@@ -631,10 +630,10 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
             act: d.act,
             row_slope: self.io.slope,
         };
-        if row_gemms(d) {
-            return self.row_gemms(oy0, rows, &offsets, (c_at, r_at), epi);
-        }
         self.copy_rows(oy0, copied)?;
+        if row_gemms(d) {
+            return self.row_gemms(rows, &offsets, (c_at, r_at), epi);
+        }
         let sums = k.gep(
             self.panel,
             k.c(d.c * channel_floats(d, w, block_rows(d)) + w as i64),
@@ -652,7 +651,8 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 n,
                 k: d.c * taps,
             };
-            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, (true, false))?;
+            let part = (true, false);
+            gemm_part_taps(k, w, &gm, Some(&offsets), epi, None, part, None)?;
             self.copy_out(sums, (m0, mn), rows, (c_at, r_at), epi)
         };
         let full = d.m / IN_PLACE_GROUP * IN_PLACE_GROUP;
@@ -663,31 +663,33 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
         Ok(())
     }
 
-    /// A strided in-place block of `rows` output rows from `oy0`: per output row, its `KH`
-    /// input rows of every channel copied as planes ([`Block::copy_rows`]), then a GEMM of
-    /// `OW` columns on them (`offsets`: [`tap_offsets`]) whose epilogue stores straight into
+    /// A strided in-place block of `rows` output rows, its input rows of every channel
+    /// copied as planes ([`Block::copy_rows`], [`copied_rows`]): per output row `dy` a GEMM
+    /// of `OW` columns on its `KH` rows from row `dy·SH` of each channel (`offsets`:
+    /// [`tap_offsets`]; the `C·KH` groups split by channel, as the channels' copies are
+    /// `copied_rows` rows apart, not `KH`) whose epilogue stores straight into
     /// the output at `c_at` (the residual at `r_at`), row by row: `OW` columns are all
     /// outputs, no copy-out. At 112 wide a row is 7 whole vectors, as many as a block of 224
     /// pixels on the per-tap panel runs per row, and the copy is `C·KH·SW` plane rows per
     /// output row instead of `C·KH·KW` gathered panel rows.
     fn row_gemms(
         &self,
-        oy0: IntValue<'c>,
         rows: i64,
         offsets: &[i64],
         (c_at, r_at): (PointerValue<'c>, Option<PointerValue<'c>>),
         epi: Epilogue<'c>,
     ) -> R<()> {
         let (k, d, w) = (self.k, self.d, self.w);
+        let row = d.sw * padded(d);
+        let split = Some((d.kh, copied_rows(d, rows) * row));
         k.loop_(0, rows, &mut |dy| {
-            self.copy_rows(k.add(oy0, dy)?, d.kh)?;
             let px = k.mul(dy, d.ow)?;
             let gm = Gemm {
                 a: self.io.w,
                 a_rs: d.c * d.kh * d.kw,
                 a_cs: 1,
-                b: self.panel,
-                b_rs: d.sw * padded(d),
+                b: k.gep(self.panel, k.mul(dy, d.sh * row)?)?,
+                b_rs: row,
                 c: k.gep(c_at, px)?,
                 c_rs: d.oh * d.ow,
                 m: d.m,
@@ -698,7 +700,7 @@ impl<'k, 'a, 'c> Block<'k, 'a, 'c> {
                 Some(p) => Some(k.gep(p, px)?),
                 None => None,
             };
-            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, (true, true))
+            gemm_part_taps(k, w, &gm, Some(offsets), epi, res, (true, true), split)
         })
     }
 
@@ -1040,11 +1042,13 @@ mod tests {
     #[test]
     fn strided_stems_read_their_taps_in_place() {
         // ResNet's and GoogLeNet's 3→64 7×7/2 onto 112² (pad 3): blocks of 2 rows, each
-        // output row 7 vectors (224 pixels: 14), copying 7 rows of 2 planes of 115 floats.
+        // output row 7 vectors (224 pixels: 14), a block copying 9 rows (2 output rows' 7,
+        // 5 shared) of 2 planes of 115 floats.
         let d = strided(3, 64, 224, 7);
         assert!(applies(&d, 16) && in_place(&d) && row_gemms(&d));
         assert_eq!((block_rows(&d), padded(&d)), (2, 115));
         assert_eq!(chunks(&d, 16), (3, 1));
+        assert_eq!((copied_rows(&d, 2), copied_rows(&d, 1)), (9, 7));
         assert_eq!(tap_offsets(&d), [0, 115, 1, 116, 2, 117, 3]);
         // SqueezeNet's 3→96 onto 109² (no padding): 7 vectors per row, 218 pixels 14.
         let mut d = strided(3, 96, 224, 7);

@@ -175,7 +175,7 @@ pub(crate) fn gemm_part<'a, 'c>(
     first: bool,
     last: bool,
 ) -> R<()> {
-    gemm_part_taps(k, w, gm, None, epi, res, (first, last))
+    gemm_part_taps(k, w, gm, None, epi, res, (first, last), None)
 }
 
 /// [`gemm_part`] whose B rows come in groups of `taps.len()` (the taps of one input channel
@@ -183,6 +183,10 @@ pub(crate) fn gemm_part<'a, 'c>(
 /// `kk = c·T + t` at `c·gm.b_rs + taps[t]`, `gm.k` a multiple of `T`. The K loop runs over
 /// the groups with the taps unrolled and K blocks are cut at whole groups, so each output is
 /// still one FMA chain in `kk` order. `None`: rows `gm.b_rs` apart ([`gemm_part`]).
+/// `split`: `(per, stride)`, the groups come `per` to an input channel whose rows are
+/// `stride` floats apart (group `c·per + i` at `c·stride + i·gm.b_rs`), for a GEMM whose
+/// row tiles run outside its column tiles (one K block; refused otherwise).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm_part_taps<'a, 'c>(
     k: &K<'a, 'c>,
     w: u32,
@@ -191,6 +195,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
     epi: Epilogue<'c>,
     res: Option<PointerValue<'c>>,
     (first, last): (bool, bool),
+    split: Option<(i64, i64)>,
 ) -> R<()> {
     if gm.m <= 0 || gm.n <= 0 {
         return Ok(());
@@ -204,6 +209,7 @@ pub(crate) fn gemm_part_taps<'a, 'c>(
             res,
             taps,
             grid: None,
+            split,
         },
         first,
         last,

@@ -43,6 +43,10 @@ pub(super) struct Job<'x, 'a, 'c> {
     pub epi: Epilogue<'c>,
     pub res: Option<PointerValue<'c>>,
     pub taps: Option<&'x [i64]>,
+    /// B's groups of taps come `per` to a channel, the channels `stride` floats apart: group
+    /// `c·per + i` at `c·stride + i·gm.b_rs` ([`super::gemm_part_taps`]); `None`: group `g` at
+    /// `g·gm.b_rs`.
+    pub split: Option<(i64, i64)>,
     /// With `taps`, on the channel-vector tiles: B is an image read in place, pixel `p` of
     /// the GEMM at its [`Grid`] offset (`conv::panel`'s unpadded strided blocks).
     pub grid: Option<Grid>,
@@ -77,6 +81,7 @@ impl<'x, 'a, 'c> Job<'x, 'a, 'c> {
             res,
             taps: None,
             grid: None,
+            split: None,
         }
     }
 }

@@ -48,6 +48,20 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
     // K blocks count B's row groups (whole taps of one channel, or single rows).
     let group = group_len(j);
     let groups = gm.k / group;
+    let outside = rows_outside(w, gm.n, gm.k, j.taps);
+    if j.split
+        .is_some_and(|(per, _)| outside.is_none() || groups % per != 0)
+    {
+        return Err(crate::CodegenError::Unsupported {
+            op: "conv2d",
+            value: String::new(),
+            why: format!(
+                "tap groups split by channel for a GEMM of {} columns and K = {}, whose row \
+                 tiles do not run outside its column tiles",
+                gm.n, gm.k
+            ),
+        });
+    }
     if gm.n <= NARROW * wl {
         return narrow(j, part(KBlock::whole(k, groups)), false);
     }
@@ -80,23 +94,7 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         }
         Ok(())
     };
-    if gm.k <= SHORT_K {
-        let kb = part(KBlock::whole(k, groups));
-        return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
-    }
-    // The panel a K block keeps in L1 is what its groups touch: `nr` floats per row of B,
-    // but the taps of one channel read overlapping runs of the same copied rows (a 3×3
-    // kernel's nine runs of 64 floats cover three runs of 66), so they count once. On
-    // Inception v3's 147² stems that makes the whole K (32 channels, 19 KiB touched per
-    // column block) one block instead of three of 11 channels, and no tile stores and
-    // reloads its partial sums (docs/codegen.md "The in-place stems: one K block, blocks
-    // of three rows").
-    // Taps read in place whose whole B fits the L1 panel (a strided stem's output row: 21
-    // kernel rows of two column planes, 19 KiB at 112 wide): the row tiles go outside, as
-    // with a short K, so each tile's A rows (the big operand here: 37–56 KiB of weights)
-    // are read once per GEMM instead of once per column block, B staying in L1 across
-    // them (docs/codegen.md "The 7×7/2 stems read their taps in place").
-    if j.taps.is_some() && groups * runs_touched(j.taps, gm.n) * 4 <= PANEL_BYTES {
+    if outside.is_some() {
         let kb = part(KBlock::whole(k, groups));
         return step_tiles(k, gm.m, mr_wide, &mut |i0, mr| cols(kb, i0, mr));
     }
@@ -111,6 +109,32 @@ pub(super) fn emit_part<'c>(j: Job<'_, '_, 'c>, first: bool, last: bool) -> R<()
         }
         Ok(())
     })
+}
+
+/// Whether a GEMM of `n` columns and K `kk` (B rows in groups of `taps`, if given) runs its
+/// row tiles outside its column tiles, each tile's rows of A read once per GEMM (the rows
+/// of the wide tiles, [`wide`]): a short K (at most [`SHORT_K`]), or taps read in place
+/// whose whole B fits the L1 panel. `None` for the narrow GEMMs (one column block) and the
+/// K-blocked ones (column blocks outside).
+fn rows_outside(w: u32, n: i64, kk: i64, taps: Option<&[i64]>) -> Option<i64> {
+    if n <= NARROW * w as i64 {
+        return None;
+    }
+    // The panel a K block keeps in L1 is what its groups touch: `nr` floats per row of B,
+    // but the taps of one channel read overlapping runs of the same copied rows (a 3×3
+    // kernel's nine runs of 64 floats cover three runs of 66), so they count once. On
+    // Inception v3's 147² stems that makes the whole K (32 channels, 19 KiB touched per
+    // column block) one block instead of three of 11 channels, and no tile stores and
+    // reloads its partial sums (docs/codegen.md "The in-place stems: one K block, blocks
+    // of three rows").
+    // Taps read in place whose whole B fits the L1 panel (a strided stem's output row: 21
+    // kernel rows of two column planes, 19 KiB at 112 wide): the row tiles go outside, as
+    // with a short K, so each tile's A rows (the big operand here: 37–56 KiB of weights)
+    // are read once per GEMM instead of once per column block, B staying in L1 across
+    // them (docs/codegen.md "The 7×7/2 stems read their taps in place").
+    let groups = kk / taps.map_or(1, |t| t.len().max(1) as i64);
+    let fits = taps.is_some() && groups * runs_touched(taps, n) * 4 <= PANEL_BYTES;
+    (kk <= SHORT_K || fits).then_some(wide(w).0)
 }
 
 /// The K block length for `groups` K groups whose L1 panel holds `kc`: all of them when
@@ -343,9 +367,8 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
     // offset 0, per group without taps), the group's rows unrolled in `kk` order.
     let taps = j.taps.unwrap_or(&[0]);
     let group = taps.len() as i64;
-    let acc = k.loop_carry(0, kb.len, 1, init, &mut |g, cur| {
-        let g = k.add(kb.k0, g)?;
-        let gb = k.add(k.mul(g, gm.b_rs)?, j0)?;
+    // Group `g` (`gb`: its B row's index at column `j0`) on the sums `cur`.
+    let step = |g: IntValue<'c>, gb: IntValue<'c>, cur: &[BasicValueEnum<'c>]| {
         let mut cur = cur.to_vec();
         for (t, &off) in taps.iter().enumerate() {
             let kk = k.add(k.mul(g, group)?, k.c(t as i64))?;
@@ -371,7 +394,22 @@ fn tile<'c>(j: Job<'_, '_, 'c>, kb: KBlock<'c>, t: Tile<'c>) -> R<()> {
             cur = next;
         }
         Ok(cur)
-    })?;
+    };
+    let acc = match j.split {
+        None => k.loop_carry(0, kb.len, 1, init, &mut |g, cur| {
+            let g = k.add(kb.k0, g)?;
+            step(g, k.add(k.mul(g, gm.b_rs)?, j0)?, cur)
+        })?,
+        // Groups `per` to a channel (`kb` the whole K, [`emit_part`]): group `c·per + i` at
+        // `c·stride + i·b_rs`, a loop over channels around one over their groups.
+        Some((per, stride)) => k.loop_carry(0, kb.len / per, 1, init, &mut |c, cur| {
+            let cb = k.add(k.mul(c, stride)?, j0)?;
+            let g0 = k.mul(c, per)?;
+            k.loop_carry(0, per, 1, cur.to_vec(), &mut |i, cur| {
+                step(k.add(g0, i)?, k.add(cb, k.mul(i, gm.b_rs)?)?, cur)
+            })
+        })?,
+    };
     for (r, &row) in rows.iter().enumerate() {
         for v in 0..nv {
             let vec = acc[r * nv as usize + v as usize].into_vector_value();
