@@ -37,19 +37,19 @@ const FLAT_TAPS: i64 = 512;
 /// (docs/codegen.md "SqueezeNet's stem and max pools").
 const SHARED_PLANE_BYTES: i64 = 32 * 1024;
 
-/// Vectors of kernel-row maxima a larger plane's max pool carries from one output row to
-/// the next when it shares them along the rows ([`Walk::Rows`]; each with its NaN-testing
-/// sum, so twice as many registers): Inception v3's 147² 3×3/2 pool carries 5 (73 output
-/// columns, one row each), within AVX-512's 32 registers.
+/// Vectors of kernel-row maxima a max pool carries at most from one output row to the next
+/// when it shares them along the rows ([`Walk::Rows`]; each with its NaN-testing sum, so
+/// twice as many registers): Inception v3's 147² 3×3/2 pool carries 5 (73 output columns,
+/// one row each), within AVX-512's 32 registers.
 const SHARED_ROW_VECTORS: i64 = 8;
 
 /// How [`Window::shared_rows`] walks a plane.
 #[derive(Clone, Copy)]
 enum Walk {
-    /// Down each column vector, then the next: the plane stays in L1.
-    Columns,
     /// Along each output row, every column vector unrolled.
     Rows,
+    /// Down each column vector, then the next: the plane stays in L1.
+    Columns,
 }
 
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
@@ -552,18 +552,18 @@ impl Window {
 
     /// How the inner rows `r0 .. r1` of a max share their kernel rows' maxima
     /// ([`Self::shared_rows`]), if they do: consecutive windows overlap in rows (`KH > SH`)
-    /// and there are at least two such rows; down each column vector when the plane fits
-    /// [`SHARED_PLANE_BYTES`], else along the rows when a row's carried maxima fit
-    /// [`SHARED_ROW_VECTORS`].
+    /// and there are at least two such rows; along the rows when a row's carried maxima fit
+    /// [`SHARED_ROW_VECTORS`], else down each column vector when the plane fits
+    /// [`SHARED_PLANE_BYTES`].
     fn shares_rows(&self, wl: i64, (r0, r1): (i64, i64)) -> Option<Walk> {
         let overlap = self.is_max && self.vectorise(wl) && self.kh > self.sh && r1 - r0 >= 2;
         let nvec = (self.ow + wl - 1) / wl;
         if !overlap {
             None
-        } else if self.h * self.w * 4 <= SHARED_PLANE_BYTES {
-            Some(Walk::Columns)
         } else if nvec * (self.kh - self.sh) <= SHARED_ROW_VECTORS {
             Some(Walk::Rows)
+        } else if self.h * self.w * 4 <= SHARED_PLANE_BYTES {
+            Some(Walk::Columns)
         } else {
             None
         }
@@ -578,12 +578,13 @@ impl Window {
     /// [`window_max`] uses, so the same bits; a vector whose taps sum to NaN is recomputed
     /// by [`Row::vector`] and takes the exact step.
     ///
-    /// [`Walk::Columns`]: one column vector at a time down the rows (the plane must stay in
-    /// L1 for the next columns). [`Walk::Rows`]: one output row at a time, every column
-    /// vector of it unrolled, the row's carried maxima in registers (issue 20: SqueezeNet's
-    /// 109², GoogLeNet's 112² and Inception v3's 147² 3×3/2 pools, planes of 46–84 KiB read
-    /// from L2 or L3, each input row then read once, not 1.5 times on average, and 2 kernel
-    /// rows reduced per output vector instead of 3).
+    /// [`Walk::Rows`]: one output row at a time, every column vector of it unrolled, the
+    /// row's carried maxima in registers, so each input row is read once, in order (issue
+    /// 20: SqueezeNet's 109², GoogLeNet's 112² and Inception v3's 147² 3×3/2 pools, planes
+    /// of 46–84 KiB read from L2 or L3 that the column walk read 1.5 times; on the smaller
+    /// planes it beat the column walk too, no per-column loop and row set-up).
+    /// [`Walk::Columns`]: one column vector at a time down the rows, for rows too wide to
+    /// carry in registers (the plane must stay in L1 for the next columns).
     fn shared_rows<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
