@@ -29,8 +29,8 @@ const MAX_BORDER_ROWS: i64 = 8;
 const FLAT_TAPS: i64 = 512;
 
 /// Largest plane (input bytes) whose max pool shares kernel rows' maxima down columns
-/// ([`Window::shared_rows`]): a column walks down the plane, so the plane must stay in L1
-/// (48 KiB) for the next columns. SqueezeNet's 3×3/2 pools on 54² and 27² planes (11.4 and
+/// ([`Walk::Columns`], for rows too wide to carry along the rows): a column walks down the
+/// plane, so the plane must stay in L1 (48 KiB) for the next columns. SqueezeNet's 3×3/2 pools on 54² and 27² planes (11.4 and
 /// 2.8 KiB) went 0.063–0.064 → 0.050–0.052 and 0.031 → 0.023–0.025 ms; on the 109² and
 /// GoogLeNet's 112² planes (46 and 49 KiB, read from L3) the columns were no faster, or
 /// slower (0.069–0.077 → 0.077–0.081 ms), even with the next rows prefetched
