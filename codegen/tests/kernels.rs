@@ -908,13 +908,17 @@ fn pools_border_rows_unrolled_inner_rows_looped() {
 /// takes the exact step) and without (the `vmaxps` step, ties of `±0` and `−∞`): the maxima
 /// taken as an order-keeping tree, padded lanes −∞, on the flat
 /// planes of GoogLeNet's 3×3/1 pools (28², 14², 7²), a plane too large to be flat (row
-/// vectors, clean and border), its 3×3/2 ceil-mode pools (every other loaded lane) and a
-/// window too large to unroll (one window at a time).
+/// vectors, clean and border), its 3×3/2 ceil-mode pools (every other loaded lane), the
+/// 3×3/2 pools on SqueezeNet's 109², GoogLeNet's 112² and Inception v3's 147² planes (kernel
+/// rows' maxima shared along the rows, odd widths, a ceil-mode border) and a window too
+/// large to unroll (one window at a time).
 #[test]
 fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
     let mut rng = Rng::new(20);
-    let cases: [(u64, u64, u64, u64, u64, &str); 9] = [
+    let cases: [(u64, u64, u64, u64, u64, &str); 11] = [
         // (h = w, kernel, stride, pad, channels, extra)
+        (112, 3, 2, 0, 1, ", ceil_mode = true"),
+        (147, 3, 2, 0, 1, ""),
         (28, 3, 1, 1, 2, ""),
         (14, 3, 1, 1, 3, ", ceil_mode = true"),
         (7, 3, 1, 1, 5, ", ceil_mode = true"),
@@ -959,27 +963,37 @@ fn max_pool_nan_and_signed_zero_bits_are_the_interpreters() {
 
 /// The inner rows of a max pool whose windows overlap in rows share each input row's
 /// maximum between output rows (`Window::shared_rows`), with the sum that tests its taps for
-/// NaN: a single NaN in an input row that two output rows read (3×3/2: row 2·oy + 2; 3×3/1:
-/// any) must reach both, in a clean vector and a border one, bitwise the interpreter's.
+/// NaN: a single NaN in an input row that two output rows read (3×3/2: row 2·oy + 2; 3×3/1
+/// and 4×4/2: two rows) must reach both, in a clean vector and a border one, bitwise the
+/// interpreter's. Along the rows (`Walk::Rows`): 54², SqueezeNet's 109², GoogLeNet's 112²
+/// (ceil mode: a last window past the plane), Inception v3's 147², a 4×4/2 window carrying
+/// two rows on an odd width; down the columns (`Walk::Columns`): 3×3/1 on rows of 90 (6
+/// vectors, 12 carried, too many for registers).
 #[test]
 fn max_pool_shared_rows_carry_a_nan_to_the_next_output_row() {
-    for (hw, k, s, p, row, col) in [
-        (54, 3, 2, 0, 10, 20),
-        (54, 3, 2, 0, 10, 52),
-        (40, 3, 1, 1, 17, 5),
-        (40, 3, 1, 1, 17, 39),
+    for (h, w, k, s, p, row, col) in [
+        (54, 54, 3, 2, 0, 10, 20),
+        (54, 54, 3, 2, 0, 10, 52),
+        (40, 40, 3, 1, 1, 17, 5),
+        (40, 40, 3, 1, 1, 17, 39),
+        (109, 109, 3, 2, 0, 50, 40),
+        (109, 109, 3, 2, 0, 50, 106),
+        (112, 112, 3, 2, 0, 60, 111),
+        (147, 147, 3, 2, 0, 70, 96),
+        (95, 95, 4, 2, 1, 41, 94),
+        (24, 90, 3, 1, 1, 11, 70),
     ] {
-        let n = (2 * hw * hw) as usize;
+        let n = (2 * h * w) as usize;
         let mut xs: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
-        xs[(hw * hw + row * hw + col) as usize] = f32::NAN;
+        xs[(h * w + row * w + col) as usize] = f32::NAN;
         let text = model(
-            &[("x", vec![1, 2, hw, hw])],
+            &[("x", vec![1, 2, h, w])],
             &[],
             &format!(
                 "max_pool(%x) {{kernel = [{k}, {k}], strides = [{s}, {s}], pads = [{p}, {p}, {p}, {p}], ceil_mode = true}}"
             ),
         );
-        let given = vec![Tensor::f32(vec![1, 2, hw, hw], xs).unwrap()];
+        let given = vec![Tensor::f32(vec![1, 2, h, w], xs).unwrap()];
         let (expected, got) = both_with(&text, "sharing=true", Some(given));
         let nans = |t: &[f32]| t.iter().filter(|v| v.is_nan()).count();
         assert!(nans(&expected[0]) >= 2, "{text}");

@@ -29,13 +29,28 @@ const MAX_BORDER_ROWS: i64 = 8;
 const FLAT_TAPS: i64 = 512;
 
 /// Largest plane (input bytes) whose max pool shares kernel rows' maxima down columns
-/// ([`Window::shared_rows`]): a column walks down the plane, so the plane must stay in L1
-/// (48 KiB) for the next columns. SqueezeNet's 3×3/2 pools on 54² and 27² planes (11.4 and
+/// ([`Walk::Columns`], for rows too wide to carry along the rows): a column walks down the
+/// plane, so the plane must stay in L1 (48 KiB) for the next columns. SqueezeNet's 3×3/2 pools on 54² and 27² planes (11.4 and
 /// 2.8 KiB) went 0.063–0.064 → 0.050–0.052 and 0.031 → 0.023–0.025 ms; on the 109² and
 /// GoogLeNet's 112² planes (46 and 49 KiB, read from L3) the columns were no faster, or
 /// slower (0.069–0.077 → 0.077–0.081 ms), even with the next rows prefetched
 /// (docs/codegen.md "SqueezeNet's stem and max pools").
 const SHARED_PLANE_BYTES: i64 = 32 * 1024;
+
+/// Vectors of kernel-row maxima a max pool carries at most from one output row to the next
+/// when it shares them along the rows ([`Walk::Rows`]; each with its NaN-testing sum, so
+/// twice as many registers): Inception v3's 147² 3×3/2 pool carries 5 (73 output columns,
+/// one row each), within AVX-512's 32 registers.
+const SHARED_ROW_VECTORS: i64 = 8;
+
+/// How [`Window::shared_rows`] walks a plane.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// Along each output row, every column vector unrolled.
+    Rows,
+    /// Down each column vector, then the next: the plane stays in L1.
+    Columns,
+}
 
 /// Max or average pooling on NCHW; padded cells never win a max and count in an average's
 /// divisor only with `count_include_pad`.
@@ -211,10 +226,9 @@ impl Window {
         for oy in 0..r0 {
             row(k.c(oy), false)?;
         }
-        if self.shares_rows(w as i64, (r0, r1)) {
-            self.shared_rows(k, w, (xp, op), (r0, r1))?;
-        } else {
-            k.loop_(r0, r1, &mut |oy| row(oy, true))?;
+        match self.shares_rows(w as i64, (r0, r1)) {
+            Some(walk) => self.shared_rows(k, w, (xp, op), (r0, r1), walk)?,
+            None => k.loop_(r0, r1, &mut |oy| row(oy, true))?,
         }
         for oy in r1..oh {
             row(k.c(oy), false)?;
@@ -536,116 +550,187 @@ impl Window {
         Ok(taps)
     }
 
-    /// Whether the inner rows `r0 .. r1` of a max share their kernel rows' maxima
-    /// ([`Self::shared_rows`]): consecutive windows overlap in rows (`KH > SH`), there are
-    /// at least two such rows, and the plane fits [`SHARED_PLANE_BYTES`].
-    fn shares_rows(&self, wl: i64, (r0, r1): (i64, i64)) -> bool {
-        self.is_max
-            && self.vectorise(wl)
-            && self.kh > self.sh
-            && r1 - r0 >= 2
-            && self.h * self.w * 4 <= SHARED_PLANE_BYTES
+    /// How the inner rows `r0 .. r1` of a max share their kernel rows' maxima
+    /// ([`Self::shared_rows`]), if they do: consecutive windows overlap in rows (`KH > SH`)
+    /// and there are at least two such rows; along the rows when a row's carried maxima fit
+    /// [`SHARED_ROW_VECTORS`], else down each column vector when the plane fits
+    /// [`SHARED_PLANE_BYTES`].
+    fn shares_rows(&self, wl: i64, (r0, r1): (i64, i64)) -> Option<Walk> {
+        let overlap = self.is_max && self.vectorise(wl) && self.kh > self.sh && r1 - r0 >= 2;
+        let nvec = (self.ow + wl - 1) / wl;
+        if !overlap {
+            None
+        } else if nvec * (self.kh - self.sh) <= SHARED_ROW_VECTORS {
+            Some(Walk::Rows)
+        } else if self.h * self.w * 4 <= SHARED_PLANE_BYTES {
+            Some(Walk::Columns)
+        } else {
+            None
+        }
     }
 
-    /// The inner rows `r0 .. r1` of a max pool's plane ([`Self::inner_rows`]), one column
-    /// vector at a time down the rows, each input row's maximum over its `KW` taps computed
-    /// once: output row `oy` reads kernel row `i` at input row `oy·SH − PT + i`, which output
-    /// row `oy + 1` reads as its kernel row `i − SH`, so the last `KH − SH` rows' maxima (and
-    /// the sums that test them for NaN) are carried to the next output row (a 3×3/2 pool:
-    /// two rows reduced per output row instead of three). The window is then the tree of its
-    /// rows' maxima, the grouping [`window_max`] uses, so the same bits; a vector whose taps
-    /// sum to NaN is recomputed by [`Row::vector`] and takes the exact step.
+    /// The inner rows `r0 .. r1` of a max pool's plane ([`Self::inner_rows`]), each input
+    /// row's maximum over its `KW` taps computed once: output row `oy` reads kernel row `i`
+    /// at input row `oy·SH − PT + i`, which output row `oy + 1` reads as its kernel row
+    /// `i − SH`, so the last `KH − SH` rows' maxima (and the sums that test them for NaN)
+    /// are carried to the next output row (a 3×3/2 pool: two rows reduced per output row
+    /// instead of three). The window is then the tree of its rows' maxima, the grouping
+    /// [`window_max`] uses, so the same bits; a vector whose taps sum to NaN is recomputed
+    /// by [`Row::vector`] and takes the exact step.
+    ///
+    /// [`Walk::Rows`]: one output row at a time, every column vector of it unrolled, the
+    /// row's carried maxima in registers, so each input row is read once, in order (issue
+    /// 20: SqueezeNet's 109², GoogLeNet's 112² and Inception v3's 147² 3×3/2 pools, planes
+    /// of 46–84 KiB read from L2 or L3 that the column walk read 1.5 times; on the smaller
+    /// planes it beat the column walk too, no per-column loop and row set-up).
+    /// [`Walk::Columns`]: one column vector at a time down the rows, for rows too wide to
+    /// carry in registers (the plane must stay in L1 for the next columns).
     fn shared_rows<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
         w: u32,
-        (xp, op): (PointerValue<'c>, PointerValue<'c>),
+        io: (PointerValue<'c>, PointerValue<'c>),
         (r0, r1): (i64, i64),
+        walk: Walk,
     ) -> R<()> {
         let wl = w as i64;
         let (va, vb) = self.clean_run(wl);
         let nvec = (self.ow + wl - 1) / wl;
-        let column = |cols: Cols<'c>| self.shared_column(k, w, (xp, op), (r0, r1), cols);
-        if vb > va {
-            k.loop_(va, vb, &mut |v| column(Cols::Clean(k.mul(v, wl)?)))?;
-        }
-        for v in (0..nvec).filter(|&v| v < va || v >= vb) {
-            column(Cols::Border(v * wl))?;
+        let keep = 2 * (self.kh - self.sh) as usize;
+        let step = |oy: IntValue<'c>, cols: Cols<'c>, carried: &[BasicValueEnum<'c>]| {
+            self.shared_step(k, w, io, oy, cols, carried)
+        };
+        match walk {
+            Walk::Columns => {
+                let column = |cols: Cols<'c>| -> R<()> {
+                    let init = self.shared_init(k, w, io.0, r0, cols)?;
+                    k.loop_carry(r0, r1, 1, init, &mut |oy, c| step(oy, cols, c))?;
+                    Ok(())
+                };
+                if vb > va {
+                    k.loop_(va, vb, &mut |v| column(Cols::Clean(k.mul(v, wl)?)))?;
+                }
+                for v in (0..nvec).filter(|&v| v < va || v >= vb) {
+                    column(Cols::Border(v * wl))?;
+                }
+            }
+            Walk::Rows => {
+                // Every column vector at a compile-time column; clean ones without masks.
+                let all: Vec<Cols<'c>> = (0..nvec)
+                    .map(|v| match (va..vb).contains(&v) {
+                        true => Cols::Clean(k.c(v * wl)),
+                        false => Cols::Border(v * wl),
+                    })
+                    .collect();
+                let mut init = Vec::with_capacity(keep * all.len());
+                for &cols in &all {
+                    init.extend(self.shared_init(k, w, io.0, r0, cols)?);
+                }
+                k.loop_carry(r0, r1, 1, init, &mut |oy, carried| {
+                    let mut next = Vec::with_capacity(carried.len());
+                    for (&cols, c) in all.iter().zip(carried.chunks(keep)) {
+                        next.extend(step(oy, cols, c)?);
+                    }
+                    Ok(next)
+                })?;
+            }
         }
         Ok(())
     }
 
-    /// One column vector of [`Self::shared_rows`].
-    fn shared_column<'a, 'c>(
+    /// A kernel row's maximum over the taps of the `W` output columns from `cols` and the
+    /// sum of its taps (−∞ and +0 for a row of no tap), input row at `at`.
+    fn reduce_row<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        xp: PointerValue<'c>,
+        at: IntValue<'c>,
+        cols: Cols<'c>,
+    ) -> R<[BasicValueEnum<'c>; 2]> {
+        let taps = self.taps(k, w, xp, at, cols)?;
+        if taps.is_empty() {
+            let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
+            return Ok([ninf.into(), k.vty(w).const_zero().into()]);
+        }
+        let m = tree(&taps, &|a, b| max_step(k, a, b, false))?;
+        let s = tree(&taps, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?;
+        Ok([m.into(), s.into()])
+    }
+
+    /// Input row `oy·SH − PT + i`'s offset in the plane.
+    fn row_at<'c>(&self, k: &K<'_, 'c>, oy: IntValue<'c>, i: i64) -> R<IntValue<'c>> {
+        k.mul(k.add(k.mul(oy, self.sh)?, k.c(i - self.pt))?, self.w)
+    }
+
+    /// The maxima and sums [`Self::shared_rows`] carries into output row `r0`: its first
+    /// `KH − SH` kernel rows'.
+    fn shared_init<'a, 'c>(
+        &self,
+        k: &K<'a, 'c>,
+        w: u32,
+        xp: PointerValue<'c>,
+        r0: i64,
+        cols: Cols<'c>,
+    ) -> R<Vec<BasicValueEnum<'c>>> {
+        let mut init = Vec::new();
+        for i in 0..self.kh - self.sh {
+            init.extend(self.reduce_row(k, w, xp, self.row_at(k, k.c(r0), i)?, cols)?);
+        }
+        Ok(init)
+    }
+
+    /// Output row `oy` of [`Self::shared_rows`] at the columns `cols`, given the maxima and
+    /// sums of its first `KH − SH` kernel rows: its other rows reduced, the window stored,
+    /// and the last `KH − SH` rows' maxima and sums returned for output row `oy + 1`.
+    fn shared_step<'a, 'c>(
         &self,
         k: &K<'a, 'c>,
         w: u32,
         (xp, op): (PointerValue<'c>, PointerValue<'c>),
-        (r0, r1): (i64, i64),
+        oy: IntValue<'c>,
         cols: Cols<'c>,
-    ) -> R<()> {
+        carried: &[BasicValueEnum<'c>],
+    ) -> R<Vec<BasicValueEnum<'c>>> {
         let wl = w as i64;
         let (col0, lanes) = cols.at(k, self.ow, wl);
-        let keep = (self.kh - self.sh) as usize;
-        // Input row `oy·SH − PT + i`'s offset in the plane.
-        let row_at = |oy: IntValue<'c>, i: i64| -> R<IntValue<'c>> {
-            k.mul(k.add(k.mul(oy, self.sh)?, k.c(i - self.pt))?, self.w)
-        };
-        // A kernel row's maximum and the sum of its taps (−∞ and +0 for a row of no tap).
-        let reduce = |at: IntValue<'c>| -> R<[BasicValueEnum<'c>; 2]> {
-            let taps = self.taps(k, w, xp, at, cols)?;
-            if taps.is_empty() {
-                let ninf = k.splat(k.f(f64::NEG_INFINITY), w)?;
-                return Ok([ninf.into(), k.vty(w).const_zero().into()]);
-            }
-            let m = tree(&taps, &|a, b| max_step(k, a, b, false))?;
-            let s = tree(&taps, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?;
-            Ok([m.into(), s.into()])
-        };
-        let mut init = Vec::with_capacity(2 * keep);
-        for i in 0..keep as i64 {
-            init.extend(reduce(row_at(k.c(r0), i)?)?);
+        let mut rows = carried.to_vec();
+        for i in self.kh - self.sh..self.kh {
+            rows.extend(self.reduce_row(k, w, xp, self.row_at(k, oy, i)?, cols)?);
         }
-        k.loop_carry(r0, r1, 1, init, &mut |oy, carried| {
-            let mut rows = carried.to_vec();
-            for i in keep as i64..self.kh {
-                rows.extend(reduce(row_at(oy, i)?)?);
-            }
-            let (maxima, sums): (Vec<_>, Vec<_>) = rows
-                .chunks(2)
-                .map(|r| (r[0].into_vector_value(), r[1].into_vector_value()))
-                .unzip();
-            let at = k.add(k.mul(oy, self.ow)?, col0)?;
-            let offsets = (0..self.kh)
-                .map(|i| Ok((None, row_at(oy, i)?)))
-                .collect::<R<Vec<_>>>()?;
-            let row = Row {
-                win: self,
+        let (maxima, sums): (Vec<_>, Vec<_>) = rows
+            .chunks(2)
+            .map(|r| (r[0].into_vector_value(), r[1].into_vector_value()))
+            .unzip();
+        let at = k.add(k.mul(oy, self.ow)?, col0)?;
+        let offsets = (0..self.kh)
+            .map(|i| Ok((None, self.row_at(k, oy, i)?)))
+            .collect::<R<Vec<_>>>()?;
+        let row = Row {
+            win: self,
+            k,
+            w,
+            xp,
+            op,
+            oy,
+            rows: &offsets,
+            cnt_y: k.f(self.kh as f64),
+        };
+        let any_nan = any_nan(
+            k,
+            tree(&sums, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?,
+        )?;
+        k.if_else(any_nan, &mut |nan| match nan {
+            true => row.vector(cols),
+            false => store_lanes(
                 k,
-                w,
-                xp,
                 op,
-                oy,
-                rows: &offsets,
-                cnt_y: k.f(self.kh as f64),
-            };
-            let any_nan = any_nan(
-                k,
-                tree(&sums, &|a, b| llvm(k.b.build_float_add(a, b, "nan")))?,
-            )?;
-            k.if_else(any_nan, &mut |nan| match nan {
-                true => row.vector(cols),
-                false => store_lanes(
-                    k,
-                    op,
-                    at,
-                    tree(&maxima, &|a, b| max_step(k, a, b, false))?,
-                    lanes,
-                ),
-            })?;
-            Ok(rows[2 * self.sh as usize..].to_vec())
+                at,
+                tree(&maxima, &|a, b| max_step(k, a, b, false))?,
+                lanes,
+            ),
         })?;
-        Ok(())
+        Ok(rows[2 * self.sh as usize..].to_vec())
     }
 
     /// The run `va .. vb` of clean vectors in the middle of an output row (a vector is clean
